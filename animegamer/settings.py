@@ -1,0 +1,139 @@
+"""Settings: environment variables (prefix `ANIMEGAMER_`), an optional `.env`, an optional TOML file.
+
+Precedence, highest first: constructor arguments, environment, `.env`, the TOML file named by
+`ANIMEGAMER_CONFIG` (or `animegamer.toml` in the working directory when present), defaults.
+`DATABASE_URL` is also read without the prefix, as most hosting platforms set it that way.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from game.catalogue import FILMS
+from game.motion import DEFAULT_MOTION_SCOPE, DEFAULT_OTHERWISE
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "animegamer"
+
+
+def _config_file() -> Path | None:
+    explicit = os.environ.get("ANIMEGAMER_CONFIG")
+    if explicit:
+        return Path(explicit)
+    local = Path("animegamer.toml")
+    return local if local.is_file() else None
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ANIMEGAMER_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        validate_default=True,
+    )
+
+    # --- connections
+    discord_token: SecretStr | None = Field(None, description="Discord bot token")
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ANIMEGAMER_DATABASE_URL", "DATABASE_URL", "database_url"),
+        description="postgresql://... ; unset: an embedded Postgres under data_dir",
+    )
+    data_dir: Path = Field(default_factory=_default_data_dir)
+
+    # --- models and workers
+    backend: Literal["preview", "animegamer"] = "preview"
+    models_dir: Path | None = None  # default: data_dir / "models"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    history_window: int = Field(2, ge=0, le=5)  # earlier turns shown to the MLLM; 0 = released demo
+    decoder_steps: int = Field(50, ge=1, le=200)
+    motion_scope: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_MOTION_SCOPE))
+    motion_scope_otherwise: float = DEFAULT_OTHERWISE
+    mp4_max_bytes: int = Field(10 * 1024 * 1024, ge=100_000)
+    queue_poll_interval: float = Field(0.3, gt=0, le=10)  # seconds; see docs/ARCHITECTURE.md
+    stalled_after: float = Field(60.0, gt=0)  # seconds without a worker heartbeat
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
+
+    # --- game limits (guild settings may tighten them)
+    default_film: str = "qiqi"
+    max_instruction_len: int = Field(300, ge=40, le=2000)
+    cooldown_seconds: float = Field(15.0, ge=0)
+    backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
+    idle_pause_minutes: float = Field(120.0, gt=0)
+    blob_retention_days: float = Field(30.0, gt=0)
+
+    # --- local play page
+    play_host: str = "127.0.0.1"
+    play_port: int = Field(8080, ge=0, le=65535)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources = [init_settings, env_settings, dotenv_settings]
+        path = _config_file()
+        if path is not None:
+            if not path.is_file():
+                raise SettingsError(f"config file {path} (ANIMEGAMER_CONFIG) does not exist")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    @field_validator("default_film")
+    @classmethod
+    def _known_film(cls, v: str) -> str:
+        if v not in FILMS:
+            raise ValueError(f"unknown film {v!r}; known: {', '.join(sorted(FILMS))}")
+        return v
+
+    @field_validator("database_url")
+    @classmethod
+    def _pg_url(cls, v: str | None) -> str | None:
+        if v in (None, ""):
+            return None
+        if not v.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://", "postgresql+psycopg://")):
+            raise ValueError("must be a postgresql:// URL")
+        return v
+
+    @cached_property
+    def model_root(self) -> Path:
+        return self.models_dir or self.data_dir / "models"
+
+
+class SettingsError(RuntimeError):
+    """Settings that cannot be used; the message names the setting."""
+
+
+def load_settings(**overrides) -> Settings:
+    """Settings from the environment, with a readable error naming each bad setting."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "settings"
+            env = loc.upper() if loc.upper().startswith("ANIMEGAMER_") else "ANIMEGAMER_" + loc.upper()
+            if env == "ANIMEGAMER_DATABASE_URL":
+                env += " or DATABASE_URL"
+            lines.append(f"  {env}: {err['msg']}")
+        raise SettingsError("invalid settings:\n" + "\n".join(lines)) from None

@@ -1,0 +1,38 @@
+"""The audit log of admin and moderator actions."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.models import AuditLog
+
+
+async def record(
+    s: AsyncSession,
+    *,
+    guild_id: int,
+    actor_id: int,
+    actor_name: str,
+    action: str,
+    channel_id: int | None = None,
+    target: str | None = None,
+    details: dict | None = None,
+) -> AuditLog:
+    row = AuditLog(
+        guild_id=guild_id,
+        channel_id=channel_id,
+        actor_id=actor_id,
+        actor_name=actor_name[:100],
+        action=action,
+        target=None if target is None else str(target)[:200],
+        details=details or {},
+    )
+    s.add(row)
+    await s.flush()
+    return row
+
+
+async def recent(s: AsyncSession, guild_id: int, limit: int = 20) -> list[AuditLog]:
+    q = select(AuditLog).where(AuditLog.guild_id == guild_id).order_by(AuditLog.id.desc()).limit(limit)
+    return list((await s.scalars(q)).all())

@@ -1,0 +1,242 @@
+"""SQLAlchemy 2 models: the whole application schema (the job queue's tables are procrastinate's).
+
+Alembic revisions under migrations/ build exactly this schema; tests/test_migrations.py checks
+that autogenerate finds no difference.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Stable constraint names, so migrations can refer to them.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SESSION_STATUSES = ("active", "paused", "archived")
+TURN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+PENDING_TURN_STATUSES = ("queued", "running")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _now() -> Any:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class GuildSettings(Base):
+    """Per-guild configuration set by admins. NULL limits fall back to the app settings."""
+
+    __tablename__ = "guild_settings"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    film_id: Mapped[str | None] = mapped_column(String(32))
+    playable: Mapped[list[str] | None] = mapped_column(ARRAY(String(32)))  # NULL: every character
+    admin_role_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), server_default="{}", nullable=False)
+    moderator_role_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), server_default="{}", nullable=False)
+    max_instruction_len: Mapped[int | None] = mapped_column(Integer)
+    cooldown_seconds: Mapped[float | None] = mapped_column(Float)
+    backlog_cap: Mapped[int | None] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = _now()
+
+
+class ChannelSettings(Base):
+    """A channel's own film and cast, overriding the guild's."""
+
+    __tablename__ = "channel_settings"
+
+    channel_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
+    film_id: Mapped[str | None] = mapped_column(String(32))
+    playable: Mapped[list[str] | None] = mapped_column(ARRAY(String(32)))
+    updated_at: Mapped[datetime] = _now()
+
+
+class GameSession(Base):
+    __tablename__ = "game_sessions"
+    __table_args__ = (
+        CheckConstraint(_in("status", SESSION_STATUSES), name="status"),
+        # One live (active or paused) session per channel; archived ones are kept for history.
+        Index(
+            "uq_game_sessions_live_channel",
+            "channel_id",
+            unique=True,
+            postgresql_where=text("status <> 'archived'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    channel_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
+    film_id: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="active")
+    next_seq: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    created_by: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = _now()
+    last_activity_at: Mapped[datetime] = _now()
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    players: Mapped[list[Player]] = relationship(back_populates="session", lazy="raise")
+
+
+class Player(Base):
+    """Who controls which character. A row is closed (left_at) rather than deleted."""
+
+    __tablename__ = "players"
+    __table_args__ = (
+        Index(
+            "uq_players_live_character",
+            "session_id",
+            "character_id",
+            unique=True,
+            postgresql_where=text("left_at IS NULL"),
+        ),
+        Index(
+            "uq_players_live_user",
+            "session_id",
+            "user_id",
+            unique=True,
+            postgresql_where=text("left_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("game_sessions.id", ondelete="CASCADE"), nullable=False)
+    user_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    user_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    character_id: Mapped[str] = mapped_column(String(32), nullable=False)
+    joined_at: Mapped[datetime] = _now()
+    left_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    session: Mapped[GameSession] = relationship(back_populates="players", lazy="raise")
+
+
+class CharacterStateRow(Base):
+    __tablename__ = "character_states"
+    __table_args__ = (
+        CheckConstraint("stamina BETWEEN 0 AND 100", name="stamina"),
+        CheckConstraint("social BETWEEN 0 AND 100", name="social"),
+        CheckConstraint("entertainment BETWEEN 0 AND 100", name="entertainment"),
+    )
+
+    session_id: Mapped[int] = mapped_column(ForeignKey("game_sessions.id", ondelete="CASCADE"), primary_key=True)
+    character_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    stamina: Mapped[int] = mapped_column(Integer, nullable=False, server_default="50")
+    social: Mapped[int] = mapped_column(Integer, nullable=False, server_default="50")
+    entertainment: Mapped[int] = mapped_column(Integer, nullable=False, server_default="50")
+    updated_at: Mapped[datetime] = _now()
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (
+        UniqueConstraint("session_id", "seq"),
+        CheckConstraint(_in("status", TURN_STATUSES), name="status"),
+        CheckConstraint("progress BETWEEN 0 AND 1", name="progress"),
+        # The notifier's sweep: finished turns not yet posted.
+        Index(
+            "ix_turns_unposted",
+            "finished_at",
+            postgresql_where=text("status IN ('done', 'failed') AND posted_at IS NULL"),
+        ),
+        Index("ix_turns_author_created", "author_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    session_id: Mapped[int] = mapped_column(
+        ForeignKey("game_sessions.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    author_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    author_name: Mapped[str] = mapped_column(String(100), nullable=False)
+
+    # What was asked: the structured parts (sanitised) and the final instruction text.
+    characters: Mapped[list[str]] = mapped_column(ARRAY(String(32)), nullable=False)
+    motion: Mapped[str] = mapped_column(String(200), nullable=False)
+    adverb: Mapped[str] = mapped_column(String(100), nullable=False, server_default="")
+    background: Mapped[str] = mapped_column(String(200), nullable=False)
+    time_of_day: Mapped[str] = mapped_column(String(100), nullable=False, server_default="")
+    instruction: Mapped[str] = mapped_column(Text, nullable=False)
+
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="queued")
+    progress: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    progress_stage: Mapped[str | None] = mapped_column(String(64))
+    job_id: Mapped[int | None] = mapped_column(BigInteger)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    seed: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+    # What the model predicted (each -5..5) and what it did to the characters.
+    motion_level: Mapped[int | None] = mapped_column(Integer)
+    delta_social: Mapped[int | None] = mapped_column(Integer)
+    delta_entertainment: Mapped[int | None] = mapped_column(Integer)
+    delta_stamina: Mapped[int | None] = mapped_column(Integer)
+    motion_scope: Mapped[float | None] = mapped_column(Float)
+    states_before: Mapped[dict | None] = mapped_column(JSONB)  # {character_id: {stamina, social, entertainment}}
+    states_after: Mapped[dict | None] = mapped_column(JSONB)
+
+    backend: Mapped[str | None] = mapped_column(String(32))
+    is_preview: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    representation: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    mp4: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    mp4_size: Mapped[int | None] = mapped_column(Integer)
+    blobs_pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    timings: Mapped[dict | None] = mapped_column(JSONB)  # seconds: queue_wait, mllm, decoder, encode, total
+
+    created_at: Mapped[datetime] = _now()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    # Posting (exactly once): the notifier claims a turn with a lease, then records the message.
+    status_message_id: Mapped[int | None] = mapped_column(BigInteger)  # the progress message
+    post_claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    post_claimed_by: Mapped[str | None] = mapped_column(String(64))
+    posted_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    posted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class AuditLog(Base):
+    __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_guild_created", "guild_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    actor_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    actor_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    action: Mapped[str] = mapped_column(String(64), nullable=False)
+    target: Mapped[str | None] = mapped_column(String(200))
+    details: Mapped[dict] = mapped_column(JSONB, nullable=False, server_default="{}")
+    created_at: Mapped[datetime] = _now()

@@ -1,0 +1,169 @@
+"""Game sessions, players and character states."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import notify
+from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
+from game.catalogue import Film
+from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
+from game.states import CharacterState
+
+
+async def live_session(s: AsyncSession, channel_id: int, *, lock: bool = False) -> GameSession | None:
+    """The channel's active or paused session."""
+    q = select(GameSession).where(GameSession.channel_id == channel_id, GameSession.status != "archived")
+    if lock:
+        q = q.with_for_update()
+    return (await s.scalars(q)).first()
+
+
+async def require_session(s: AsyncSession, channel_id: int, *, lock: bool = False, active: bool = False) -> GameSession:
+    gs = await live_session(s, channel_id, lock=lock)
+    if gs is None:
+        raise NoSession()
+    if active and gs.status == "paused":
+        raise SessionPaused(gs.paused_reason)
+    return gs
+
+
+async def start_session(s: AsyncSession, guild_id: int, channel_id: int, film: Film, created_by: int | None) -> GameSession:
+    if await live_session(s, channel_id) is not None:
+        raise SessionExists()
+    gs = GameSession(guild_id=guild_id, channel_id=channel_id, film_id=film.id, created_by=created_by)
+    s.add(gs)
+    try:
+        async with s.begin_nested():
+            await s.flush()
+    except IntegrityError:  # another start won the race for this channel
+        raise SessionExists() from None
+    await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=channel_id, event="started")
+    return gs
+
+
+async def players(s: AsyncSession, session_id: int) -> list[Player]:
+    q = select(Player).where(Player.session_id == session_id, Player.left_at.is_(None)).order_by(Player.id)
+    return list((await s.scalars(q)).all())
+
+
+async def player_of(s: AsyncSession, session_id: int, user_id: int) -> Player | None:
+    q = select(Player).where(Player.session_id == session_id, Player.user_id == user_id, Player.left_at.is_(None))
+    return (await s.scalars(q)).first()
+
+
+async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_name: str, character_id: str) -> Player:
+    """Take control of a character (one player per character, one character per player)."""
+    ch = film.character(character_id)
+    assert ch is not None, "the caller checks the character against the cast"
+    mine = await player_of(s, gs.id, user_id)
+    if mine is not None:
+        raise AlreadyJoined(film.character(mine.character_id).name if film.character(mine.character_id) else mine.character_id)
+    q = select(Player).where(Player.session_id == gs.id, Player.character_id == ch.id, Player.left_at.is_(None))
+    taken = (await s.scalars(q)).first()
+    if taken is not None:
+        raise CharacterTaken(ch.name, taken.user_name)
+    p = Player(session_id=gs.id, user_id=user_id, user_name=user_name[:100], character_id=ch.id)
+    s.add(p)
+    try:
+        async with s.begin_nested():
+            await s.flush()
+    except IntegrityError:  # a concurrent join took it
+        raise CharacterTaken(ch.name, "another player") from None
+    await ensure_states(s, gs.id, [ch.id])
+    await touch(s, gs.id)
+    await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="joined")
+    return p
+
+
+async def leave(s: AsyncSession, gs: GameSession, user_id: int) -> Player:
+    p = await player_of(s, gs.id, user_id)
+    if p is None:
+        raise NotJoined()
+    p.left_at = func.now()
+    await s.flush()
+    await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="left")
+    return p
+
+
+async def ensure_states(s: AsyncSession, session_id: int, character_ids: list[str]) -> None:
+    """Give characters their starting states if they have none yet."""
+    if not character_ids:
+        return
+    stmt = insert(CharacterStateRow).values([{"session_id": session_id, "character_id": c} for c in character_ids])
+    await s.execute(stmt.on_conflict_do_nothing())
+
+
+async def states(s: AsyncSession, session_id: int, *, lock: bool = False) -> dict[str, CharacterState]:
+    q = select(CharacterStateRow).where(CharacterStateRow.session_id == session_id).order_by(CharacterStateRow.character_id)
+    if lock:
+        q = q.with_for_update()
+    rows = (await s.scalars(q)).all()
+    return {r.character_id: CharacterState(r.stamina, r.social, r.entertainment) for r in rows}
+
+
+async def touch(s: AsyncSession, session_id: int) -> None:
+    await s.execute(update(GameSession).where(GameSession.id == session_id).values(last_activity_at=func.now()))
+
+
+async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None) -> GameSession:
+    gs.status = "paused" if paused else "active"
+    gs.paused_reason = reason if paused else None
+    if not paused:
+        gs.last_activity_at = func.now()
+    await s.flush()
+    await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event=gs.status)
+    return gs
+
+
+async def cancel_pending(s: AsyncSession, session_id: int, reason: str) -> int:
+    """Cancel every queued turn of a session (running ones finish; their result is kept)."""
+    res = await s.execute(
+        update(Turn)
+        .where(Turn.session_id == session_id, Turn.status == "queued")
+        .values(status="cancelled", error=reason, finished_at=func.now())
+    )
+    return res.rowcount or 0
+
+
+async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession:
+    """Archive the session and start a fresh one in the channel: same film, same players,
+    every character back to the starting states. Queued turns are cancelled."""
+    await cancel_pending(s, gs.id, "the game was reset")
+    kept = await players(s, gs.id)
+    gs.status = "archived"
+    gs.archived_at = func.now()
+    await s.flush()
+    fresh = GameSession(guild_id=gs.guild_id, channel_id=gs.channel_id, film_id=gs.film_id, created_by=by)
+    s.add(fresh)
+    await s.flush()
+    for p in kept:
+        s.add(Player(session_id=fresh.id, user_id=p.user_id, user_name=p.user_name, character_id=p.character_id))
+    await s.flush()
+    await ensure_states(s, fresh.id, [p.character_id for p in kept])
+    await notify.notify(s, notify.SESSION_CHANGED, session_id=fresh.id, channel_id=gs.channel_id, event="reset")
+    return fresh
+
+
+async def pause_idle(s: AsyncSession, idle: timedelta) -> list[GameSession]:
+    """Pause active sessions with no activity for `idle` and no pending turns."""
+    pending = select(Turn.id).where(Turn.session_id == GameSession.id, Turn.status.in_(PENDING_TURN_STATUSES))
+    q = (
+        update(GameSession)
+        .where(
+            GameSession.status == "active",
+            GameSession.last_activity_at < func.now() - idle,
+            ~pending.exists(),
+        )
+        .values(status="paused", paused_reason="idle")
+        .returning(GameSession)
+    )
+    rows = list((await s.scalars(q)).all())
+    for gs in rows:
+        await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="paused")
+    return rows

@@ -1,0 +1,388 @@
+"""Turns: submission, the worker's start/progress/complete/fail, posting, cancel, regenerate.
+
+Each function that must be atomic does its work in the caller's transaction (the caller commits
+once): a turn row and its queue job are inserted together; a result, the new character states
+and the NOTIFY are written together.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased, undefer
+
+from db import notify
+from db.guilds import Limits
+from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn
+from db.sessions import ensure_states, player_of, states, touch
+from game import states as rules
+from game.catalogue import FILMS
+from game.errors import (
+    BacklogFull,
+    Cooldown,
+    NoSession,
+    NotJoined,
+    SessionPaused,
+    TurnNotCancellable,
+    TurnNotFinished,
+    TurnNotFound,
+)
+from game.instruction import Instruction
+from inference import representation
+from inference.backend import HistoryTurn, TurnRequest, TurnResult
+
+# enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
+Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]
+
+
+def new_seed() -> int:
+    return secrets.randbits(62)
+
+
+async def submit_turn(
+    s: AsyncSession,
+    gs: GameSession,
+    *,
+    author_id: int,
+    author_name: str,
+    instruction: Instruction,
+    limits: Limits,
+    enqueue: Enqueue | None,
+    now: datetime | None = None,
+) -> Turn:
+    """Queue one turn. Refuses (GameError) when paused, not joined, the backlog is full, or the
+    author is cooling down. The session row is locked so sequence numbers never collide."""
+    await s.refresh(gs, with_for_update=True)
+    if gs.status == "paused":
+        raise SessionPaused(gs.paused_reason)
+    if gs.status != "active":
+        raise NoSession()
+    if await player_of(s, gs.id, author_id) is None:
+        raise NotJoined()
+
+    pending = await s.scalar(
+        select(func.count()).select_from(Turn).where(Turn.session_id == gs.id, Turn.status.in_(PENDING_TURN_STATUSES))
+    )
+    if pending >= limits.backlog_cap:
+        raise BacklogFull(limits.backlog_cap)
+
+    if limits.cooldown_seconds > 0:
+        last = await s.scalar(
+            select(func.max(Turn.created_at))
+            .join(GameSession, GameSession.id == Turn.session_id)
+            .where(Turn.author_id == author_id, GameSession.guild_id == gs.guild_id, Turn.status != "cancelled")
+        )
+        if last is not None:
+            now = now or await s.scalar(select(func.now()))
+            left = limits.cooldown_seconds - (now - last).total_seconds()
+            if left > 0:
+                raise Cooldown(left)
+
+    turn = Turn(
+        session_id=gs.id,
+        seq=gs.next_seq,
+        author_id=author_id,
+        author_name=author_name[:100],
+        characters=list(instruction.character_ids),
+        motion=instruction.motion,
+        adverb=instruction.adverb,
+        background=instruction.background,
+        time_of_day=instruction.time_of_day,
+        instruction=instruction.text,
+        seed=new_seed(),
+    )
+    gs.next_seq += 1
+    s.add(turn)
+    await s.flush()
+    await ensure_states(s, gs.id, list(instruction.character_ids))
+    if enqueue is not None:
+        turn.job_id = await enqueue(s, turn, gs)
+    await touch(s, gs.id)
+    await notify.notify(s, notify.TURN_QUEUED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id)
+    return turn
+
+
+async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: bool = False) -> Turn | None:
+    q = select(Turn).where(Turn.id == turn_id)
+    if blobs:
+        q = q.options(undefer(Turn.mp4), undefer(Turn.representation))
+    if lock:
+        q = q.with_for_update()
+    return (await s.scalars(q)).first()
+
+
+async def turn_by_seq(s: AsyncSession, session_id: int, seq: int) -> Turn:
+    t = (await s.scalars(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq))).first()
+    if t is None:
+        raise TurnNotFound(seq)
+    return t
+
+
+async def pending_turns(s: AsyncSession, session_id: int) -> list[Turn]:
+    q = select(Turn).where(Turn.session_id == session_id, Turn.status.in_(PENDING_TURN_STATUSES)).order_by(Turn.seq)
+    return list((await s.scalars(q)).all())
+
+
+async def history(s: AsyncSession, session_id: int, count: int = 10, *, blobs: bool = False) -> list[Turn]:
+    """The latest `count` turns of a session, oldest first."""
+    q = select(Turn).where(Turn.session_id == session_id).order_by(Turn.seq.desc()).limit(count)
+    if blobs:
+        q = q.options(undefer(Turn.mp4))
+    return list(reversed((await s.scalars(q)).all()))
+
+
+async def session_of(s: AsyncSession, turn: Turn) -> GameSession:
+    return await s.get(GameSession, turn.session_id)
+
+
+# --- the worker's side
+
+
+async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> TurnRequest | None:
+    """Mark a turn running and build what the backend needs. None: nothing to do (the turn is
+    cancelled, already finished, or gone), which makes a job delivered twice harmless."""
+    turn = await get_turn(s, turn_id, lock=True)
+    if turn is None or turn.status not in PENDING_TURN_STATUSES:
+        return None
+    gs = await s.get(GameSession, turn.session_id)
+    turn.status = "running"
+    turn.started_at = func.now()
+    turn.attempts += 1
+    turn.error = None
+    await s.flush()
+
+    film = FILMS[gs.film_id]
+    names = {c.id: c.name for c in film.characters}
+    # Context: the last good turns before this one (failed and cancelled ones are skipped).
+    hist: list[HistoryTurn] = []
+    if history_window > 0:
+        q = (
+            select(Turn)
+            .where(Turn.session_id == turn.session_id, Turn.seq < turn.seq, Turn.status == "done")
+            .order_by(Turn.seq.desc())
+            .limit(history_window)
+            .options(undefer(Turn.representation))
+        )
+        for h in reversed((await s.scalars(q)).all()):
+            hist.append(
+                HistoryTurn(
+                    instruction=h.instruction,
+                    prediction=rules.Prediction(h.motion_level, h.delta_social, h.delta_entertainment, h.delta_stamina),
+                    representation=None if h.representation is None else representation.decode(h.representation),
+                )
+            )
+    current = await states(s, turn.session_id)
+    return TurnRequest(
+        turn_id=turn.id,
+        session_id=turn.session_id,
+        film_id=gs.film_id,
+        instruction=turn.instruction,
+        characters=tuple(names.get(c, c) for c in turn.characters),
+        motion=turn.motion,
+        adverb=turn.adverb,
+        background=turn.background,
+        time_of_day=turn.time_of_day,
+        seed=turn.seed,
+        states_before={names.get(c, c): current.get(c, rules.CharacterState()) for c in turn.characters},
+        history=tuple(hist),
+    )
+
+
+async def record_progress(s: AsyncSession, turn_id: int, fraction: float, stage: str) -> None:
+    fraction = max(0.0, min(1.0, fraction))
+    row = (
+        await s.execute(
+            update(Turn)
+            .where(Turn.id == turn_id, Turn.status == "running")
+            .values(progress=fraction, progress_stage=stage[:64])
+            .returning(Turn.session_id)
+        )
+    ).first()
+    if row is not None:
+        gs = await s.get(GameSession, row.session_id)
+        await notify.notify(
+            s, notify.TURN_PROGRESS, turn_id=turn_id, session_id=gs.id, channel_id=gs.channel_id, progress=fraction, stage=stage
+        )
+
+
+async def complete_turn(s: AsyncSession, turn_id: int, result: TurnResult, backend: str) -> bool:
+    """Write a result and apply it to the characters, once. False if the turn was already
+    finished (a second delivery of the same job) or cancelled meanwhile."""
+    turn = await get_turn(s, turn_id, lock=True)
+    if turn is None or turn.status != "running":
+        return False
+    gs = await s.get(GameSession, turn.session_id)
+    current = await states(s, turn.session_id, lock=True)
+    before, after = {}, {}
+    for cid in turn.characters:
+        old = current.get(cid, rules.CharacterState())
+        new = rules.apply(old, result.prediction)
+        before[cid], after[cid] = old.as_dict(), new.as_dict()
+        await s.execute(
+            update(CharacterStateRow)
+            .where(CharacterStateRow.session_id == turn.session_id, CharacterStateRow.character_id == cid)
+            .values(**new.as_dict(), updated_at=func.now())
+        )
+    p = result.prediction
+    turn.status = "done"
+    turn.progress = 1.0
+    turn.progress_stage = "done"
+    turn.motion_level, turn.delta_social = p.motion_level, p.social
+    turn.delta_entertainment, turn.delta_stamina = p.entertainment, p.stamina
+    turn.motion_scope = result.motion_scope
+    turn.states_before, turn.states_after = before, after
+    turn.backend = backend
+    turn.is_preview = result.is_preview
+    turn.representation = None if result.representation is None else representation.encode(result.representation)
+    turn.mp4 = result.mp4
+    turn.mp4_size = None if result.mp4 is None else len(result.mp4)
+    turn.timings = {k: round(float(v), 4) for k, v in result.timings.items()}
+    turn.finished_at = func.now()
+    await s.flush()
+    await notify.notify(s, notify.TURN_FINISHED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id, status="done")
+    return True
+
+
+async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
+    turn = await get_turn(s, turn_id, lock=True)
+    if turn is None or turn.status not in PENDING_TURN_STATUSES:
+        return False
+    gs = await s.get(GameSession, turn.session_id)
+    turn.status = "failed"
+    turn.error = error[:2000]
+    turn.finished_at = func.now()
+    await s.flush()
+    await notify.notify(s, notify.TURN_FINISHED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id, status="failed")
+    return True
+
+
+async def requeue_turn(s: AsyncSession, turn_id: int) -> bool:
+    """Put a running turn back to queued (its worker stopped before finishing)."""
+    res = await s.execute(
+        update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(status="queued", progress=0, progress_stage=None)
+    )
+    return bool(res.rowcount)
+
+
+# --- moderation and players' buttons
+
+
+async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled") -> Turn:
+    await s.refresh(turn, with_for_update=True)
+    if turn.status != "queued":
+        raise TurnNotCancellable(turn.status)
+    turn.status = "cancelled"
+    turn.error = reason
+    turn.finished_at = func.now()
+    await s.flush()
+    gs = await s.get(GameSession, turn.session_id)
+    await notify.notify(s, notify.TURN_QUEUED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id)
+    return turn
+
+
+async def latest_turn(s: AsyncSession, session_id: int) -> Turn | None:
+    q = select(Turn).where(Turn.session_id == session_id).order_by(Turn.seq.desc()).limit(1)
+    return (await s.scalars(q)).first()
+
+
+async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue | None) -> Turn:
+    """Generate the session's latest finished turn again with a new seed: its effect on the
+    characters is undone, and it is queued again under the same number."""
+    await s.refresh(gs, with_for_update=True)
+    if gs.status == "paused":
+        raise SessionPaused(gs.paused_reason)
+    turn = await latest_turn(s, gs.id)
+    if turn is None:
+        raise TurnNotFound("latest")
+    await s.refresh(turn, with_for_update=True)
+    if turn.status not in ("done", "failed"):
+        raise TurnNotFinished(turn.status)
+    if turn.status == "done" and turn.states_before:
+        for cid, st in turn.states_before.items():
+            await s.execute(
+                update(CharacterStateRow)
+                .where(CharacterStateRow.session_id == gs.id, CharacterStateRow.character_id == cid)
+                .values(**st, updated_at=func.now())
+            )
+    for col in ("motion_level", "delta_social", "delta_entertainment", "delta_stamina", "motion_scope",
+                "states_before", "states_after", "representation", "mp4", "mp4_size", "error", "timings",
+                "started_at", "finished_at", "posted_message_id", "posted_at", "post_claimed_at",
+                "post_claimed_by", "status_message_id", "backend"):
+        setattr(turn, col, None)
+    turn.status = "queued"
+    turn.progress = 0.0
+    turn.progress_stage = None
+    turn.is_preview = False
+    turn.seed = new_seed()
+    turn.created_at = func.now()
+    await s.flush()
+    if enqueue is not None:
+        turn.job_id = await enqueue(s, turn, gs)
+    await notify.notify(s, notify.TURN_QUEUED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id)
+    return turn
+
+
+# --- posting (the bot's notifier and the play page)
+
+
+async def claim_unposted(s: AsyncSession, claimant: str, lease: timedelta = timedelta(minutes=2), limit: int = 20) -> list[Turn]:
+    """Claim finished, unposted turns for posting (a claim expires after `lease`, so a poster
+    that died mid-post does not block a turn forever). Oldest first."""
+    sub = (
+        select(Turn.id)
+        .where(
+            Turn.status.in_(("done", "failed")),
+            Turn.posted_at.is_(None),
+            or_(Turn.post_claimed_at.is_(None), Turn.post_claimed_at < func.now() - lease),
+        )
+        .order_by(Turn.finished_at, Turn.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    q = (
+        update(Turn)
+        .where(Turn.id.in_(sub.scalar_subquery()))
+        .values(post_claimed_at=func.now(), post_claimed_by=claimant[:64])
+        .returning(Turn)
+    )
+    rows = list((await s.scalars(q)).all())
+    return sorted(rows, key=lambda t: (t.session_id, t.seq))
+
+
+async def mark_posted(s: AsyncSession, turn_id: int, message_id: int | None) -> None:
+    await s.execute(update(Turn).where(Turn.id == turn_id).values(posted_message_id=message_id, posted_at=func.now()))
+
+
+async def release_claim(s: AsyncSession, turn_id: int) -> None:
+    await s.execute(update(Turn).where(Turn.id == turn_id, Turn.posted_at.is_(None)).values(post_claimed_at=None, post_claimed_by=None))
+
+
+async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> None:
+    await s.execute(update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id))
+
+
+# --- maintenance
+
+
+async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
+    """Drop MP4s and representations of posted turns older than `older_than` (the latest turns
+    of each session keep their representation: they are the next turn's context)."""
+    cutoff = datetime.now(timezone.utc) - older_than
+    newer = aliased(Turn)
+    keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()
+    res = await s.execute(
+        update(Turn)
+        .where(
+            Turn.finished_at < cutoff,
+            Turn.blobs_pruned_at.is_(None),
+            Turn.status.in_(("done", "failed", "cancelled")),
+            or_(Turn.posted_at.is_not(None), Turn.status == "cancelled"),
+            Turn.seq < keep_from,
+        )
+        .values(mp4=None, representation=None, blobs_pruned_at=func.now())
+    )
+    return res.rowcount or 0

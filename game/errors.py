@@ -1,0 +1,133 @@
+"""Refusals a player or moderator sees. Each message says what to do next.
+
+The bot shows them as ephemeral replies and the play page as error toasts, so the wording lives
+here, once.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class GameError(Exception):
+    """A refusal with a message meant for the person who asked."""
+
+    code = "refused"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class NoSession(GameError):
+    code = "no_session"
+
+    def __init__(self) -> None:
+        super().__init__("No game is running in this channel. Start one with /game start.")
+
+
+class SessionExists(GameError):
+    code = "session_exists"
+
+    def __init__(self) -> None:
+        super().__init__("A game is already running in this channel. Join it with /game join.")
+
+
+class SessionPaused(GameError):
+    code = "paused"
+
+    def __init__(self, reason: str | None = None) -> None:
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"This game is paused{why}. A moderator can resume it with /mod resume.")
+
+
+class NoFilm(GameError):
+    code = "no_film"
+
+    def __init__(self) -> None:
+        super().__init__("No film is configured here. An admin can choose one with /admin film.")
+
+
+class UnknownFilm(GameError):
+    code = "unknown_film"
+
+    def __init__(self, film_id: str, known: list[str]) -> None:
+        super().__init__(f"Unknown film {film_id!r}. Choose one of: {', '.join(known)}.")
+
+
+class UnknownCharacter(GameError):
+    code = "unknown_character"
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"{name!r} is not a playable character here. Choose one of: {', '.join(known) or 'none'}.")
+
+
+class CharacterTaken(GameError):
+    code = "character_taken"
+
+    def __init__(self, character: str, by: str) -> None:
+        super().__init__(f"{character} is already played by {by}. Pick another character.")
+
+
+class AlreadyJoined(GameError):
+    code = "already_joined"
+
+    def __init__(self, character: str) -> None:
+        super().__init__(f"You already play {character}. Use /game leave first to switch.")
+
+
+class NotJoined(GameError):
+    code = "not_joined"
+
+    def __init__(self) -> None:
+        super().__init__("You have not joined this game. Pick a character with /game join.")
+
+
+class BacklogFull(GameError):
+    code = "backlog_full"
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"This game already has {cap} turns waiting. Try again when one has finished.")
+
+
+class Cooldown(GameError):
+    code = "cooldown"
+
+    def __init__(self, seconds_left: float) -> None:
+        self.seconds_left = seconds_left
+        super().__init__(f"Slow down: you can act again in {math.ceil(seconds_left)} s.")
+
+
+class TurnNotFound(GameError):
+    code = "turn_not_found"
+
+    def __init__(self, turn: int | str) -> None:
+        super().__init__(f"Turn {turn} was not found in this game.")
+
+
+class TurnNotCancellable(GameError):
+    code = "not_cancellable"
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"That turn is {status}; only queued turns can be cancelled.")
+
+
+class TurnNotFinished(GameError):
+    code = "not_finished"
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"The latest turn is still {status}; wait for it to finish before regenerating it.")
+
+
+class NotAllowed(GameError):
+    code = "not_allowed"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"You are not allowed to {what}.")
+
+
+class ServiceDown(GameError):
+    code = "service_down"
+
+    def __init__(self, what: str = "the game database") -> None:
+        super().__init__(f"Sorry, {what} is not reachable right now. Nothing was changed; please try again shortly.")

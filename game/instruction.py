@@ -1,0 +1,87 @@
+"""The instruction text, exactly as the AnimeGamer model was trained on it.
+
+`Character: {names}; Motion: {adverb} {motion}; Background: {time} {background}.`
+
+(The released demo drops the adverb and time from history turns; we keep every turn in the
+training format.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from game.catalogue import Film
+from game.sanitize import InputRefused, sanitize_field
+
+# Per-field caps; the whole instruction is capped by the `max_instruction_len` setting.
+FIELD_MAX = {"motion": 80, "adverb": 30, "background": 80, "time_of_day": 30}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    characters: tuple[str, ...]  # display names, in the order given
+    character_ids: tuple[str, ...]  # the same characters' catalogue ids
+    motion: str
+    adverb: str
+    background: str
+    time_of_day: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return format_instruction(self.characters, self.motion, self.adverb, self.background, self.time_of_day)
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
+
+
+def format_instruction(characters, motion: str, adverb: str, background: str, time_of_day: str) -> str:
+    names = ", ".join(characters)
+    return f"Character: {names}; Motion: {_join(adverb, motion)}; Background: {_join(time_of_day, background)}."
+
+
+def build_instruction(
+    film: Film,
+    characters: list[str] | tuple[str, ...],
+    motion: str,
+    background: str,
+    adverb: str = "",
+    time_of_day: str = "",
+    max_len: int = 300,
+    playable: set[str] | None = None,
+) -> Instruction:
+    """Validate and assemble one turn's instruction.
+
+    `characters` are character ids or names of `film`; `playable`, when given, is the set of ids
+    enabled for this channel. Raises InputRefused with the reason.
+    """
+    if not characters:
+        raise InputRefused("characters", "name at least one character in the shot")
+    names: list[str] = []
+    ids: list[str] = []
+    for key in characters:
+        c = film.character(key)
+        if c is None:
+            known = ", ".join(ch.name for ch in film.characters)
+            raise InputRefused("characters", f"{key!r} is not a character of {film.title} (known: {known})")
+        if playable is not None and c.id not in playable:
+            raise InputRefused("characters", f"{c.name} is not playable in this channel")
+        if c.id not in ids:
+            ids.append(c.id)
+            names.append(c.name)
+    notes: list[str] = []
+    cleaned = {}
+    for name, value, required in (
+        ("motion", motion, True),
+        ("adverb", adverb, False),
+        ("background", background, True),
+        ("time_of_day", time_of_day, False),
+    ):
+        r = sanitize_field(value, name, FIELD_MAX[name], required=required)
+        cleaned[name] = r.text
+        notes.extend(f"{name}: {n}" for n in r.notes)
+    ins = Instruction(tuple(names), tuple(ids), cleaned["motion"], cleaned["adverb"], cleaned["background"], cleaned["time_of_day"], tuple(notes))
+    if len(ins.text) > max_len:
+        raise InputRefused("instruction", f"is too long ({len(ins.text)} characters; at most {max_len})")
+    return ins

@@ -1,0 +1,57 @@
+"""Shared fixtures: a real Postgres database with the schema applied, settings, sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from sqlalchemy import text
+
+from animegamer.settings import Settings
+from db.engine import make_engine, make_sessionmaker
+from tests.pg import fresh_database
+
+APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings")
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    """One migrated database for the whole test session (tests clean their rows)."""
+    import asyncio
+
+    from db.migrate import upgrade
+
+    with fresh_database() as url:
+        async def migrate() -> None:
+            engine = make_engine(url)
+            await upgrade(engine)
+            await engine.dispose()
+
+        asyncio.run(migrate())
+        yield url
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        cooldown_seconds=0,
+        _env_file=None,
+    )
+
+
+@pytest_asyncio.fixture(scope="session")
+async def engine(database_url):
+    eng = make_engine(database_url)
+    yield eng
+    await eng.dispose()
+
+
+@pytest_asyncio.fixture
+async def sessions(engine):
+    """A session factory on a database emptied of app rows before each test."""
+    async with engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {', '.join(APP_TABLES)} RESTART IDENTITY CASCADE"))
+    return make_sessionmaker(engine)
