@@ -46,8 +46,10 @@ def film_or_error(film_id: str) -> Film:
 async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, channel_id: int) -> ChannelConfig:
     g = await s.get(GuildSettings, guild_id)
     c = await s.get(ChannelSettings, channel_id)
-    film_id = (c and c.film_id) or (g and g.film_id) or None
-    playable = c.playable if c and c.playable is not None else (g.playable if g else None)
+    # A channel with its own film has its own cast; otherwise the guild's film and cast apply.
+    source = c if c is not None and c.film_id else g
+    film_id = source.film_id if source is not None else None
+    playable = source.playable if source is not None else None
     return ChannelConfig(
         film=FILMS.get(film_id) if film_id else None,
         playable=None if playable is None else frozenset(playable),

@@ -13,6 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
+def include_object(obj, name, type_, reflected, compare_to) -> bool:
+    """Leave the job queue's tables to procrastinate's own schema files (applied by a revision)."""
+    return not (type_ == "table" and name and name.startswith("procrastinate"))
+
+
 def alembic_config(url: str | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))

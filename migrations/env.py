@@ -10,24 +10,18 @@ from sqlalchemy import pool
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from db.engine import sqlalchemy_url
+from db.migrate import include_object
 from db.models import Base
 
 config = context.config
 target_metadata = Base.metadata
 
 
-def _include_object(obj, name, type_, reflected, compare_to):
-    # The job queue's tables belong to procrastinate's own schema files, applied by a revision.
-    if type_ == "table" and name and name.startswith("procrastinate"):
-        return False
-    return True
-
-
 def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        include_object=_include_object,
+        include_object=include_object,
         compare_type=True,
         compare_server_default=True,
     )
