@@ -19,7 +19,7 @@ class Character:
 class Film:
     id: str
     title: str
-    model_name: str  # folder / checkpoint name of the film's AnimeGamer agent
+    model_name: str  # suffix of the released checkpoints: MLLM-<name>, VDM_Decoder-<name>
     characters: tuple[Character, ...]
     motions: tuple[str, ...] = field(default=())
     adverbs: tuple[str, ...] = field(default=())
@@ -45,7 +45,7 @@ FILMS: dict[str, Film] = {
         Film(
             id="qiqi",
             title="Kiki's Delivery Service (Qiqi's Delivery Service)",
-            model_name="AnimeGamer-Qiqi",
+            model_name="Qiqi",
             characters=(
                 Character("qiqi", "Qiqi"),
                 Character("jiji", "Jiji"),
@@ -67,7 +67,7 @@ FILMS: dict[str, Film] = {
         Film(
             id="ponyo",
             title="Ponyo on the Cliff by the Sea",
-            model_name="AnimeGamer-Ponyo",
+            model_name="Ponyo",
             characters=(
                 Character("ponyo", "Ponyo"),
                 Character("sosuke", "Sosuke"),
