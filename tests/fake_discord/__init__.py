@@ -1,0 +1,1 @@
+"""Fake Discord for end-to-end tests (docs filled in below)."""
