@@ -61,6 +61,8 @@ class GatewayConnection:
         self._compressor = zlib.compressobj() if compress else None
         self.writer = asyncio.create_task(self._write_loop(), name="fake-discord-gateway-writer")
         self.received: List[Dict[str, Any]] = []
+        self.server_close_code: Optional[int] = None  # set when the fake closed the socket itself
+        self.client_close_code: Optional[int] = None  # code of the client's close frame
 
     def send(self, frame: Dict[str, Any]) -> None:
         self.queue.put_nowait(frame)
@@ -81,6 +83,7 @@ class GatewayConnection:
                 return
 
     async def close(self, code: int) -> None:
+        self.server_close_code = code
         self.queue.put_nowait(None)
         await self.ws.close(code=code)
 
@@ -145,20 +148,26 @@ class Gateway:
             return ws
         conn.send({"op": OP_HELLO, "d": {"heartbeat_interval": self.heartbeat_interval_ms}, "s": None, "t": None})
         try:
-            async for msg in ws:
+            while True:
+                msg = await ws.receive()
                 if msg.type == WSMsgType.TEXT:
                     await self._on_frame(conn, json.loads(msg.data))
-                elif msg.type == WSMsgType.ERROR:
+                elif msg.type == WSMsgType.CLOSE:
+                    conn.client_close_code = int(msg.data)
+                    break
+                elif msg.type in (WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                     break
         finally:
-            code = ws.close_code
-            self.log.append(("close", code))
+            # aiohttp may report 1000 for a close we started, so remember who closed and how.
+            server_closed = conn.server_close_code is not None
+            code = conn.server_close_code if server_closed else (conn.client_close_code or ws.close_code)
+            self.log.append(("close", int(code) if code is not None else None, "server" if server_closed else "client"))
             conn.queue.put_nowait(None)
             session = conn.session
             if session is not None and session.conn is conn:
                 session.conn = None
                 # A deliberate client close ends the session; anything else may be resumed.
-                if code in (1000, 1001):
+                if not server_closed and code in (1000, 1001):
                     session.ended = True
             if conn in self.connections:
                 self.connections.remove(conn)

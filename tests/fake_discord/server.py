@@ -122,6 +122,8 @@ class FakeDiscord:
         self.unhandled: List[RecordedRequest] = []  # requests to routes the fake does not know
         self.presence_updates: List[Dict[str, Any]] = []
         self._failures: List[Dict[str, Any]] = []
+        # How long slash()/click()/... wait for a gateway connection (e.g. a resume in flight).
+        self.session_wait = 2.0
 
         self.gateway = Gateway(self, heartbeat_interval_ms=heartbeat_interval_ms, compression=gateway_compression)
         self._changed = asyncio.Event()
@@ -442,7 +444,7 @@ class FakeDiscord:
         unsynced command is sent with types inferred from the Python values.
         """
         data = self._command_data(guild, command, dict(options or {}), focused=None, require_synced=require_synced)
-        return self._push_interaction(it.APPLICATION_COMMAND, guild, channel, member, data, locale=locale)
+        return await self._push_interaction(it.APPLICATION_COMMAND, guild, channel, member, data, locale=locale)
 
     async def autocomplete(
         self,
@@ -457,7 +459,7 @@ class FakeDiscord:
     ) -> InteractionHandle:
         """Autocomplete request (type 4); `focused` names the option being typed (its value = typed text)."""
         data = self._command_data(guild, command, dict(options), focused=focused, require_synced=require_synced)
-        return self._push_interaction(it.AUTOCOMPLETE, guild, channel, member, data)
+        return await self._push_interaction(it.AUTOCOMPLETE, guild, channel, member, data)
 
     async def click(
         self,
@@ -481,7 +483,7 @@ class FakeDiscord:
             data["id"] = comp["id"]
         channel = self._channels[msg.channel_id]
         guild = self.guilds.get(channel.guild_id) if channel.guild_id else None
-        return self._push_interaction(it.MESSAGE_COMPONENT, guild, channel, member, data, message=msg)
+        return await self._push_interaction(it.MESSAGE_COMPONENT, guild, channel, member, data, message=msg)
 
     async def select(
         self, message: Union[FakeMessage, int], member: Union[FakeMember, FakeUser], custom_id: str, values: List[str]
@@ -515,7 +517,7 @@ class FakeDiscord:
         data = {"custom_id": modal["custom_id"], "components": components}
         guild = self.guilds.get(parent.guild_id) if parent.guild_id else None
         message = self.messages.get(parent.source_message_id) if parent.source_message_id else None
-        return self._push_interaction(it.MODAL_SUBMIT, guild, parent.channel, member, data, message=message)
+        return await self._push_interaction(it.MODAL_SUBMIT, guild, parent.channel, member, data, message=message)
 
     # ------------------------------------------------------------------------------------------
     # payload builders used by the gateway
@@ -808,7 +810,7 @@ class FakeDiscord:
             return str(value.id)
         raise TypeError(f"cannot send {value!r} as option type {kind}")
 
-    def _push_interaction(
+    async def _push_interaction(
         self,
         kind: int,
         guild: Optional[FakeGuild],
@@ -819,9 +821,14 @@ class FakeDiscord:
         message: Optional[FakeMessage] = None,
         locale: str = "en-US",
     ) -> InteractionHandle:
-        sessions = self.gateway.live_sessions()
-        if not sessions:
-            raise RuntimeError("no gateway session: start the client (and wait for READY) before pushing interactions")
+        # A reconnect may be in flight (drop, op 7): give it session_wait seconds before failing.
+        try:
+            await self.wait_until(self.gateway.connected_sessions, self.session_wait, "a gateway connection")
+        except FakeDiscordTimeout:
+            raise RuntimeError(
+                "no gateway session: start the client (and wait for READY) before pushing interactions"
+            ) from None
+        sessions = self.gateway.connected_sessions()
         iid = self.snowflake()
         token = next_token()
         payload: Dict[str, Any] = {
@@ -877,7 +884,7 @@ class FakeDiscord:
             source_message_id=message.id if message else None,
         )
         self.interactions[iid] = handle
-        # Discord delivers an interaction to one session; the newest live one stands in for "the bot".
+        # Discord delivers an interaction to one session; the newest connected one stands in for "the bot".
         sessions[-1].dispatch("INTERACTION_CREATE", payload)
         self._notify()
         return handle
