@@ -2,8 +2,39 @@
 
 from __future__ import annotations
 
-from animegamer.commands import not_available
+import asyncio
+import sys
 
 
 def register(sub) -> None:
-    sub.add_parser("bot", help="run the Discord bot").set_defaults(func=not_available("bot"))
+    p = sub.add_parser("bot", help="run the Discord bot")
+    p.add_argument("--sync-commands", action="store_true", help="register the slash commands with Discord at start")
+    p.add_argument("--no-migrate", action="store_true", help="do not apply database migrations at start")
+    p.set_defaults(func=run_bot_command)
+
+
+def run_bot_command(args) -> int:
+    from animegamer.settings import load_settings
+
+    settings = load_settings()
+    if settings.discord_token is None or not settings.discord_token.get_secret_value():
+        print("animegamer bot: set ANIMEGAMER_DISCORD_TOKEN to the bot's token.", file=sys.stderr)
+        return 2
+    return asyncio.run(_run(settings, sync=args.sync_commands, migrate=not args.no_migrate))
+
+
+async def _run(settings, *, sync: bool, migrate: bool) -> int:
+    import discord
+
+    from animegamer.runtime import open_database
+    from bot.client import AnimeGamerBot
+
+    async with open_database(settings, migrate=migrate) as db:
+        bot = AnimeGamerBot(settings, db, sync_commands=sync)
+        try:
+            async with bot:
+                await bot.start(settings.discord_token.get_secret_value())
+        except discord.LoginFailure:
+            print("animegamer bot: Discord refused the token (ANIMEGAMER_DISCORD_TOKEN).", file=sys.stderr)
+            return 2
+    return 0

@@ -8,7 +8,7 @@ and the NOTIFY are written together.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import func, or_, select, update
@@ -329,16 +329,27 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
 # --- posting (the bot's notifier and the play page)
 
 
-async def claim_unposted(s: AsyncSession, claimant: str, lease: timedelta = timedelta(minutes=2), limit: int = 20) -> list[Turn]:
+async def claim_unposted(
+    s: AsyncSession,
+    claimant: str,
+    lease: timedelta = timedelta(minutes=2),
+    limit: int = 20,
+    guild_ids: Collection[int] | None = None,
+) -> list[Turn]:
     """Claim finished, unposted turns for posting (a claim expires after `lease`, so a poster
-    that died mid-post does not block a turn forever). Oldest first."""
+    that died mid-post does not block a turn forever). Oldest first. `guild_ids`, when given,
+    limits the claim to sessions of those guilds (a poster claims only what it can post)."""
+    conditions = [
+        Turn.status.in_(("done", "failed")),
+        Turn.posted_at.is_(None),
+        or_(Turn.post_claimed_at.is_(None), Turn.post_claimed_at < func.now() - lease),
+    ]
+    if guild_ids is not None:
+        in_guilds = select(GameSession.id).where(GameSession.guild_id.in_(list(guild_ids)))
+        conditions.append(Turn.session_id.in_(in_guilds.scalar_subquery()))
     sub = (
         select(Turn.id)
-        .where(
-            Turn.status.in_(("done", "failed")),
-            Turn.posted_at.is_(None),
-            or_(Turn.post_claimed_at.is_(None), Turn.post_claimed_at < func.now() - lease),
-        )
+        .where(*conditions)
         .order_by(Turn.finished_at, Turn.id)
         .limit(limit)
         .with_for_update(skip_locked=True)

@@ -131,3 +131,79 @@ class ServiceDown(GameError):
 
     def __init__(self, what: str = "the game database") -> None:
         super().__init__(f"Sorry, {what} is not reachable right now. Nothing was changed; please try again shortly.")
+
+
+class GuildOnly(GameError):
+    code = "guild_only"
+
+    def __init__(self) -> None:
+        super().__init__("Games run in server channels. Use this command in a channel of a server.")
+
+
+class FilmFixed(GameError):
+    code = "film_fixed"
+
+    def __init__(self, title: str) -> None:
+        super().__init__(f"This channel plays {title}. Leave out the film option, or ask an admin to change it with /admin film.")
+
+
+class MissingRights(GameError):
+    """A member without the rights an admin or moderator command needs."""
+
+    code = "missing_rights"
+
+    NEEDS = {
+        "admin": "the Manage Server permission or the bot's admin role",
+        "moderator": "the Manage Messages permission or the bot's moderator role",
+    }
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"You need {self.NEEDS[kind]} for this. Ask a server admin if you should have it.")
+
+
+class NotTurnAuthor(GameError):
+    code = "not_author"
+
+    def __init__(self, author: str, what: str) -> None:
+        super().__init__(f"Only {author} (who asked for this turn) or a moderator can {what} it.")
+
+
+class NotLatestTurn(GameError):
+    code = "not_latest"
+
+    def __init__(self, seq: int, latest: int) -> None:
+        super().__init__(f"Only the game's latest turn (#{latest}) can be regenerated; this is turn #{seq}.")
+
+
+class TextRefused(GameError):
+    """Player text the sanitiser refused (game.sanitize.InputRefused), worded for the player."""
+
+    code = "text_refused"
+
+    def __init__(self, field_name: str, reason: str) -> None:
+        label = field_name.replace("_", " ")
+        super().__init__(f"Your {label} was refused: {reason}. Please change it and try again.")
+
+
+class NothingToExport(GameError):
+    code = "nothing_to_export"
+
+    def __init__(self) -> None:
+        super().__init__("This game has no finished shots with a clip yet. Play a turn with /act first.")
+
+
+class ExportTooLarge(GameError):
+    code = "export_too_large"
+
+    def __init__(self, limit_bytes: int) -> None:
+        super().__init__(
+            f"The stitched video does not fit this server's upload limit ({limit_bytes / 1e6:.1f} MB), even at "
+            "reduced quality. Export a shorter game, or ask the server to raise its upload limit."
+        )
+
+
+class PlayerNotInGame(GameError):
+    code = "player_not_in_game"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not playing in this channel's game. /status shows who plays whom.")

@@ -1,0 +1,85 @@
+"""Rights checks, as decorators for app commands and as plain functions for buttons.
+
+`default_permissions` on a command is only a hint Discord applies (a server can override it), so
+the bot checks again here: admin = Manage Server or a configured admin role; moderator = Manage
+Messages, a configured moderator role, or admin.
+"""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from bot.replies import Refusal, as_game_error
+from db import guilds
+from game.errors import GuildOnly, MissingRights
+
+
+def _member_role_ids(interaction: discord.Interaction) -> set[int]:
+    user = interaction.user
+    return {r.id for r in user.roles} if isinstance(user, discord.Member) else set()
+
+
+async def _configured_roles(interaction: discord.Interaction) -> tuple[frozenset[int], frozenset[int]]:
+    bot = interaction.client
+    async with bot.db.sessions() as s:
+        cfg = await guilds.channel_config(s, bot.settings, interaction.guild_id, interaction.channel_id)
+    return cfg.admin_role_ids, cfg.moderator_role_ids
+
+
+async def is_admin(interaction: discord.Interaction) -> bool:
+    if interaction.guild_id is None:
+        return False
+    if interaction.permissions.manage_guild:  # includes Administrator
+        return True
+    admin_roles, _ = await _configured_roles(interaction)
+    return bool(_member_role_ids(interaction) & admin_roles)
+
+
+async def is_moderator(interaction: discord.Interaction) -> bool:
+    if interaction.guild_id is None:
+        return False
+    perms = interaction.permissions
+    if perms.manage_messages or perms.manage_guild:
+        return True
+    admin_roles, mod_roles = await _configured_roles(interaction)
+    return bool(_member_role_ids(interaction) & (admin_roles | mod_roles))
+
+
+def _require(kind: str, test):
+    async def predicate(interaction: discord.Interaction) -> bool:
+        if interaction.guild_id is None:
+            raise Refusal(GuildOnly())
+        try:
+            ok = await test(interaction)
+        except Exception as e:  # the database being down must read as such, not as "no rights"
+            err = as_game_error(e)
+            if err is None:
+                raise
+            raise Refusal(err) from e
+        if not ok:
+            raise Refusal(MissingRights(kind))
+        return True
+
+    return app_commands.check(predicate)
+
+
+def admin():
+    """Decorator: only admins may run the command."""
+    return _require("admin", is_admin)
+
+
+def moderator():
+    """Decorator: only moderators (or admins) may run the command."""
+    return _require("moderator", is_moderator)
+
+
+def in_guild():
+    """Decorator: the command only makes sense in a server channel."""
+
+    async def predicate(interaction: discord.Interaction) -> bool:
+        if interaction.guild_id is None:
+            raise Refusal(GuildOnly())
+        return True
+
+    return app_commands.check(predicate)

@@ -1,0 +1,117 @@
+"""The Discord client: a commands.Bot whose setup_hook loads one cog per concern, registers the
+persistent buttons, and starts the notifier and the scheduled jobs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from animegamer.runtime import Database
+from animegamer.settings import Settings
+from bot import replies
+from bot.maintenance import Maintenance
+from bot.notifier import Notifier
+from bot.status import StatusBoard
+from bot.views import CancelButton, RegenerateButton
+from db.models import GameSession, Turn
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation")
+
+
+class JobQueue:
+    """The bot's view of the turn queue (inference.queue): deferring a turn's job in the caller's
+    transaction, cancelling jobs, and queue positions. A failure to defer reads as "the queue is
+    down" and rolls back the turn with it."""
+
+    def __init__(self) -> None:
+        from inference import queue
+
+        self._q = queue
+        self._enqueue = queue.make_enqueue()
+
+    async def enqueue(self, s: AsyncSession, turn: Turn, gs: GameSession) -> int | None:
+        try:
+            return await self._enqueue(s, turn, gs)
+        except Exception as e:
+            raise replies.QueueDown(str(e)) from e
+
+    async def cancel_queued_turn(self, s: AsyncSession, turn: Turn, reason: str) -> Turn:
+        return await self._q.cancel_queued_turn(s, turn, reason)
+
+    async def cancel_stale_jobs(self, s: AsyncSession, session_id: int) -> int:
+        return await self._q.cancel_stale_jobs(s, session_id)
+
+    async def position(self, s: AsyncSession, turn: Turn) -> int | None:
+        return await self._q.queue_position(s, turn)
+
+
+class GameTree(app_commands.CommandTree):
+    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        await replies.report(interaction, error)
+
+
+class AnimeGamerBot(commands.Bot):
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        *,
+        queue: JobQueue | None = None,
+        progress_interval: float = 1.5,
+        sweep_seconds: float = 30.0,
+        post_lease: timedelta = timedelta(minutes=2),
+        claimant: str | None = None,
+        sync_commands: bool = False,
+        **options,
+    ) -> None:
+        intents = discord.Intents.none()
+        intents.guilds = True  # channels and roles; members arrive with each interaction
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=intents,
+            allowed_mentions=discord.AllowedMentions.none(),  # player text never pings anyone
+            tree_cls=GameTree,
+            help_command=None,
+            **options,
+        )
+        self.settings = settings
+        self.db = db
+        self.queue = queue or JobQueue()
+        self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
+        self.status = StatusBoard(self, progress_interval)
+        self.notifier = Notifier(self, lease=post_lease, claimant=claimant)
+        self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
+        self._sync_commands = sync_commands
+
+    async def setup_hook(self) -> None:
+        for ext in EXTENSIONS:
+            await self.load_extension(ext)
+        self.add_dynamic_items(CancelButton, RegenerateButton)
+        self.notifier.start()
+        self.maintenance.start()
+        if self._sync_commands:
+            await self.tree.sync()
+
+    async def on_ready(self) -> None:
+        log.info("connected as %s to %d guild(s)", self.user, len(self.guilds))
+        self.notifier.wake()  # post what finished while we were away
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        self.notifier.wake()
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        if interaction.guild_id is not None:
+            self.upload_limits[interaction.guild_id] = interaction.filesize_limit
+
+    async def close(self) -> None:
+        self.maintenance.close()
+        await self.notifier.close()
+        await self.status.close()
+        await super().close()

@@ -1,0 +1,152 @@
+"""/admin: the film, the playable cast, the limits and the bot's roles. Manage Server or a configured
+admin role (checked by the bot); every change is written to the audit log in its transaction."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import checks
+from bot.embeds import INFO, esc
+from db import audit, guilds
+from game.catalogue import FILMS, suggest
+
+
+class Admin(commands.Cog):
+    admin = app_commands.Group(
+        name="admin",
+        description="Configure the game on this server",
+        guild_only=True,
+        default_permissions=discord.Permissions(manage_guild=True),
+    )
+
+    def __init__(self, bot) -> None:
+        self.bot = bot
+
+    async def _audit(self, s, interaction: discord.Interaction, action: str, target: str | None, **details) -> None:
+        await audit.record(
+            s,
+            guild_id=interaction.guild_id,
+            channel_id=interaction.channel_id,
+            actor_id=interaction.user.id,
+            actor_name=interaction.user.display_name,
+            action=action,
+            target=target,
+            details=details,
+        )
+
+    async def _done(self, interaction: discord.Interaction, text: str) -> None:
+        await interaction.followup.send(text, ephemeral=True)
+
+    @admin.command(name="film", description="Choose the film played on this server or in this channel")
+    @app_commands.describe(film="The film", scope="The whole server (default) or only this channel")
+    @checks.admin()
+    async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        channel_id = interaction.channel_id if scope == "channel" else None
+        async with self.bot.db.sessions.begin() as s:
+            chosen = await guilds.set_film(s, interaction.guild_id, film, channel_id=channel_id)
+            await self._audit(s, interaction, "set_film", chosen.id, scope=scope)
+        where = "this channel" if channel_id else "this server"
+        await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
+
+    @film.autocomplete("film")
+    async def _film_choices(self, interaction: discord.Interaction, current: str):
+        titles = {f.title: f.id for f in FILMS.values()}
+        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
+
+    @admin.command(name="character", description="Enable or disable a playable character here")
+    @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
+    @checks.admin()
+    async def character(self, interaction: discord.Interaction, character: str, enabled: bool) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            cast = await guilds.set_character_enabled(
+                s, self.bot.settings, interaction.guild_id, interaction.channel_id, character, enabled
+            )
+            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            await self._audit(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
+        names = ", ".join(c.name for c in cfg.cast()) or "nobody"
+        await self._done(interaction, f"Playable here now: {names}.")
+
+    @character.autocomplete("character")
+    async def _character_choices(self, interaction: discord.Interaction, current: str):
+        async with self.bot.db.sessions() as s:
+            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+        if cfg.film is None:
+            return []
+        names = {c.name: c.id for c in cfg.film.characters}
+        return [app_commands.Choice(name=n, value=names[n]) for n in suggest(tuple(names), current)]
+
+    @admin.command(name="limits", description="Tighten this server's limits (leave an option out to keep it)")
+    @app_commands.describe(
+        cooldown="Seconds a player waits between turns",
+        backlog="Turns that may wait per game",
+        max_length="Characters per instruction",
+    )
+    @checks.admin()
+    async def limits(
+        self,
+        interaction: discord.Interaction,
+        cooldown: app_commands.Range[float, 0, 3600] | None = None,
+        backlog: app_commands.Range[int, 1, 100] | None = None,
+        max_length: app_commands.Range[int, 40, 2000] | None = None,
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            await guilds.set_limits(
+                s, interaction.guild_id, cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length
+            )
+            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            await self._audit(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
+        lim = cfg.limits
+        await self._done(
+            interaction,
+            f"Limits: cooldown {lim.cooldown_seconds:g} s, backlog {lim.backlog_cap} turns, "
+            f"instructions up to {lim.max_instruction_len} characters.",
+        )
+
+    @admin.command(name="role", description="Give or take the bot's admin or moderator rights from a role")
+    @app_commands.describe(kind="Which rights", role="The role", enabled="Give (default) or take away")
+    @checks.admin()
+    async def role(
+        self, interaction: discord.Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
+            (ids.add if enabled else ids.discard)(role.id)
+            await guilds.set_roles(s, interaction.guild_id, **{f"{kind}_role_ids": sorted(ids)})
+            await self._audit(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
+        verb = "now has" if enabled else "no longer has"
+        await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
+
+    @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
+    @checks.admin()
+    async def show(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            recent = await audit.recent(s, interaction.guild_id, limit=10)
+        e = discord.Embed(title="Game settings here", colour=INFO)
+        e.add_field(name="Film", value=cfg.film.title if cfg.film else "none (choose one with /admin film)", inline=False)
+        e.add_field(name="Playable", value=", ".join(c.name for c in cfg.cast()) or "nobody", inline=False)
+        lim = cfg.limits
+        e.add_field(
+            name="Limits",
+            value=f"cooldown {lim.cooldown_seconds:g} s · backlog {lim.backlog_cap} · {lim.max_instruction_len} characters",
+            inline=False,
+        )
+        e.add_field(name="Admin roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.admin_role_ids)) or "none", inline=True)
+        e.add_field(name="Moderator roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.moderator_role_ids)) or "none", inline=True)
+        log_lines = [f"{esc(a.actor_name)}: {a.action}" + (f" {esc(a.target)}" if a.target else "") for a in recent]
+        e.add_field(name="Recent actions", value="\n".join(log_lines) or "none", inline=False)
+        await interaction.followup.send(embed=e, ephemeral=True)
+
+
+async def setup(bot) -> None:
+    await bot.add_cog(Admin(bot))

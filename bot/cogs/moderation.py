@@ -1,0 +1,124 @@
+"""/mod: pause, resume, reset, cancel a turn, kick a player. Manage Messages or a configured
+moderator role (checked by the bot); every action is audited in its transaction and announced."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import checks
+from bot.embeds import esc
+from db import audit, sessions as game_sessions, turns as turn_service
+from game.catalogue import FILMS
+from game.errors import PlayerNotInGame
+
+
+class Moderation(commands.Cog):
+    mod = app_commands.Group(
+        name="mod",
+        description="Moderate this channel's game",
+        guild_only=True,
+        default_permissions=discord.Permissions(manage_messages=True),
+    )
+
+    def __init__(self, bot) -> None:
+        self.bot = bot
+
+    async def _audit(self, s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
+        await audit.record(
+            s,
+            guild_id=interaction.guild_id,
+            channel_id=interaction.channel_id,
+            actor_id=interaction.user.id,
+            actor_name=interaction.user.display_name,
+            action=action,
+            target=target,
+            details=details,
+        )
+
+    async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
+        await self.bot.status.channel(interaction.channel_id, interaction.guild_id).send(public)
+        await interaction.followup.send(private, ephemeral=True)
+
+    def _by(self, interaction: discord.Interaction) -> str:
+        return esc(interaction.user.display_name)
+
+    @mod.command(name="pause", description="Pause the game: no new turns until it is resumed")
+    @app_commands.describe(reason="Shown to the players")
+    @checks.moderator()
+    async def pause(self, interaction: discord.Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            await game_sessions.set_paused(s, gs, True, reason)
+            await self._audit(s, interaction, "pause", f"session {gs.id}", reason=reason)
+        why = f" ({esc(reason)})" if reason else ""
+        await self._announce(interaction, f"{self._by(interaction)} paused the game{why}.", "The game is paused.")
+
+    @mod.command(name="resume", description="Resume a paused game")
+    @checks.moderator()
+    async def resume(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            await game_sessions.set_paused(s, gs, False)
+            await self._audit(s, interaction, "resume", f"session {gs.id}")
+        await self._announce(interaction, f"{self._by(interaction)} resumed the game. Play on with /act.", "The game is resumed.")
+
+    @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
+    @checks.moderator()
+    async def reset(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            waiting = [t for t in await turn_service.pending_turns(s, gs.id) if t.status == "queued"]
+            fresh = await game_sessions.reset(s, gs, interaction.user.id)
+            await self.bot.queue.cancel_stale_jobs(s, gs.id)
+            await self._audit(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
+        for t in waiting:
+            await self.bot.status.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id)
+        await self._announce(
+            interaction,
+            f"{self._by(interaction)} reset the game: every character is back to the start, and the same players play on.",
+            f"The game is reset ({len(waiting)} waiting turn(s) cancelled).",
+        )
+
+    @mod.command(name="cancel", description="Cancel a queued turn")
+    @app_commands.describe(turn="The turn's number (#)", reason="Shown to the players")
+    @checks.moderator()
+    async def cancel(
+        self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200] | None = None
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            row = await turn_service.turn_by_seq(s, gs.id, turn)
+            text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
+            await self.bot.queue.cancel_queued_turn(s, row, text)
+            await self._audit(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
+        await self.bot.status.finish(row, "cancelled", note=esc(text).capitalize() + ".", channel_id=gs.channel_id)
+        await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
+
+    @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")
+    @app_commands.describe(player="The player")
+    @checks.moderator()
+    async def kick(self, interaction: discord.Interaction, player: discord.User) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            if await game_sessions.player_of(s, gs.id, player.id) is None:
+                raise PlayerNotInGame(esc(player.display_name))
+            p = await game_sessions.leave(s, gs, player.id)
+            await self._audit(s, interaction, "kick", str(player.id), player=player.display_name, character=p.character_id)
+        ch = FILMS[gs.film_id].character(p.character_id)
+        name = ch.name if ch else p.character_id
+        await self._announce(
+            interaction,
+            f"{self._by(interaction)} removed {esc(player.display_name)} from the game; {name} is free to join.",
+            f"{esc(player.display_name)} no longer plays {name}.",
+        )
+
+
+async def setup(bot) -> None:
+    await bot.add_cog(Moderation(bot))

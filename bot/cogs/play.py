@@ -1,0 +1,268 @@
+"""Players' commands: /game start|join|leave, /act, /status, /history, /queue, /export.
+
+Every command defers at once (ephemeral), so refusals and the database's answers can take longer
+than Discord's 3 s; what the whole channel should see is sent to the channel."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import checks
+from bot.embeds import esc, history_embed, states_embed
+from bot.export import stitch
+from bot.status import position_text
+from db import guilds, sessions as game_sessions, turns as turn_service
+from db.guilds import ChannelConfig
+from game.catalogue import FILMS, Character, Film, suggest
+from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
+from game.instruction import build_instruction
+
+log = logging.getLogger(__name__)
+
+
+def cast_of(cfg: ChannelConfig, film: Film) -> list[Character]:
+    """The playable characters of `film` here: the configured cast when `film` is the configured
+    film, else (a game started on another film by an admin) the film's whole cast."""
+    if cfg.film is not None and cfg.film.id == film.id:
+        return cfg.cast()
+    return list(film.characters)
+
+
+def split_names(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+class Play(commands.Cog):
+    game = app_commands.Group(name="game", description="Start, join or leave this channel's game", guild_only=True)
+
+    def __init__(self, bot) -> None:
+        self.bot = bot
+
+    # --- shared look-ups
+
+    async def _config(self, s, interaction: discord.Interaction) -> ChannelConfig:
+        return await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+
+    async def _film_and_cast(self, interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
+        async with self.bot.db.sessions() as s:
+            cfg = await self._config(s, interaction)
+            gs = await game_sessions.live_session(s, interaction.channel_id)
+        film = FILMS.get(gs.film_id) if gs is not None else cfg.film
+        return film, (cast_of(cfg, film) if film else [])
+
+    async def _say(self, interaction: discord.Interaction, text: str) -> None:
+        """A line for the whole channel (mentions are off client-wide)."""
+        await self.bot.status.channel(interaction.channel_id, interaction.guild_id).send(text)
+
+    # --- /game
+
+    @game.command(name="start", description="Start a game in this channel")
+    @app_commands.describe(film="The film to play (admins only; default: the film configured here)")
+    async def start(self, interaction: discord.Interaction, film: str | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            cfg = await self._config(s, interaction)
+            chosen = guilds.film_or_error(film) if film else cfg.film
+            if chosen is None:
+                raise NoFilm()
+            if cfg.film is None or chosen.id != cfg.film.id:
+                if not await checks.is_admin(interaction):
+                    raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
+            await game_sessions.start_session(s, interaction.guild_id, interaction.channel_id, chosen, interaction.user.id)
+        await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
+        await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
+
+    @start.autocomplete("film")
+    async def _film_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        titles = {f.title: f.id for f in FILMS.values()}
+        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
+
+    @game.command(name="join", description="Play a character in this channel's game")
+    @app_commands.describe(character="A free character of this channel's cast")
+    async def join(self, interaction: discord.Interaction, character: str) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            film = FILMS[gs.film_id]
+            cast = cast_of(await self._config(s, interaction), film)
+            ch = film.character(character)
+            if ch is None or ch not in cast:
+                raise UnknownCharacter(character, [c.name for c in cast])
+            await game_sessions.join(s, gs, film, interaction.user.id, interaction.user.display_name, ch.id)
+        await self._say(interaction, f"{esc(interaction.user.display_name)} plays {ch.name}.")
+        await interaction.followup.send(f"You play {ch.name}. Make a move with /act.", ephemeral=True)
+
+    @join.autocomplete("character")
+    async def _join_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        _, cast = await self._film_and_cast(interaction)
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.live_session(s, interaction.channel_id)
+            taken = {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)} if gs else {}
+        by_name = {c.name: c for c in cast}
+        out = []
+        for name in suggest(tuple(by_name), current):
+            c = by_name[name]
+            label = f"{name} (played by {taken[c.id]})" if c.id in taken else name
+            out.append(app_commands.Choice(name=label[:100], value=c.id))
+        return out
+
+    @game.command(name="leave", description="Stop playing your character")
+    async def leave(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            p = await game_sessions.leave(s, gs, interaction.user.id)
+        name = FILMS[gs.film_id].character(p.character_id)
+        await self._say(interaction, f"{esc(interaction.user.display_name)} no longer plays {name.name if name else p.character_id}.")
+        await interaction.followup.send("You left the game.", ephemeral=True)
+
+    # --- /act
+
+    @app_commands.command(name="act", description="Play a turn: your character (and others) in the next shot")
+    @app_commands.guild_only()
+    @app_commands.rename(time_of_day="time", others="with")
+    @app_commands.describe(
+        motion="What happens, e.g. fly on broomstick",
+        background="Where, e.g. sky",
+        adverb="How, e.g. quickly",
+        time_of_day="When, e.g. night",
+        others="Other characters in the shot, separated by commas",
+    )
+    async def act(
+        self,
+        interaction: discord.Interaction,
+        motion: app_commands.Range[str, 1, 100],
+        background: app_commands.Range[str, 1, 100],
+        adverb: app_commands.Range[str, 0, 100] | None = None,
+        time_of_day: app_commands.Range[str, 0, 100] | None = None,
+        others: app_commands.Range[str, 0, 200] | None = None,
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions.begin() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
+            film = FILMS[gs.film_id]
+            cfg = await self._config(s, interaction)
+            me = await game_sessions.player_of(s, gs.id, interaction.user.id)
+            if me is None:
+                raise NotJoined()
+            ins = build_instruction(
+                film,
+                [me.character_id, *split_names(others)],
+                motion,
+                background,
+                adverb or "",
+                time_of_day or "",
+                max_len=cfg.limits.max_instruction_len,
+                playable={c.id for c in cast_of(cfg, film)},
+            )
+            turn = await turn_service.submit_turn(
+                s,
+                gs,
+                author_id=interaction.user.id,
+                author_name=interaction.user.display_name,
+                instruction=ins,
+                limits=cfg.limits,
+                enqueue=self.bot.queue.enqueue,
+            )
+            position = await self.bot.queue.position(s, turn)
+        await self.bot.status.announce_queued(turn, position)
+        text = f"Turn #{turn.seq} is queued ({position_text(position)})."
+        if ins.notes:
+            text += "\nYour text was cleaned: " + "; ".join(ins.notes) + "."
+        await interaction.followup.send(text, ephemeral=True)
+
+    async def _catalogue_choices(self, interaction: discord.Interaction, current: str, attr: str) -> list[app_commands.Choice[str]]:
+        film, _ = await self._film_and_cast(interaction)
+        if film is None:
+            return []
+        return [app_commands.Choice(name=o, value=o) for o in suggest(getattr(film, attr), current)]
+
+    @act.autocomplete("motion")
+    async def _motion_choices(self, interaction, current: str):
+        return await self._catalogue_choices(interaction, current, "motions")
+
+    @act.autocomplete("background")
+    async def _background_choices(self, interaction, current: str):
+        return await self._catalogue_choices(interaction, current, "backgrounds")
+
+    @act.autocomplete("adverb")
+    async def _adverb_choices(self, interaction, current: str):
+        return await self._catalogue_choices(interaction, current, "adverbs")
+
+    @act.autocomplete("time_of_day")
+    async def _time_choices(self, interaction, current: str):
+        return await self._catalogue_choices(interaction, current, "times")
+
+    @act.autocomplete("others")
+    async def _others_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        """Completes the last name of a comma-separated list."""
+        _, cast = await self._film_and_cast(interaction)
+        done, _, typing = current.rpartition(",")
+        chosen = {n.casefold() for n in split_names(done)}
+        prefix = ", ".join(split_names(done))
+        names = tuple(c.name for c in cast if c.name.casefold() not in chosen)
+        out = []
+        for n in suggest(names, typing):
+            value = f"{prefix}, {n}" if prefix else n
+            out.append(app_commands.Choice(name=value[:100], value=value[:100]))
+        return out
+
+    # --- information
+
+    @app_commands.command(name="status", description="Every character's stamina, social and entertainment")
+    @app_commands.guild_only()
+    async def status(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            states = await game_sessions.states(s, gs.id)
+            players = await game_sessions.players(s, gs.id)
+        await interaction.followup.send(embed=states_embed(gs, FILMS[gs.film_id], states, players), ephemeral=True)
+
+    @app_commands.command(name="history", description="The latest turns of this channel's game")
+    @app_commands.guild_only()
+    @app_commands.describe(count="How many turns (default 10)")
+    async def history(self, interaction: discord.Interaction, count: app_commands.Range[int, 1, 25] = 10) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            turns = await turn_service.history(s, gs.id, count)
+        await interaction.followup.send(embed=history_embed(turns, FILMS[gs.film_id]), ephemeral=True)
+
+    @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
+    @app_commands.guild_only()
+    async def queue(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            pending = await turn_service.pending_turns(s, gs.id)
+            lines = [
+                f"#{t.seq} by {esc(t.author_name)}: {position_text(await self.bot.queue.position(s, t))}" for t in pending
+            ]
+        await interaction.followup.send("\n".join(lines) or "No turns are waiting in this channel.", ephemeral=True)
+
+    @app_commands.command(name="export", description="This game's shots stitched into one video")
+    @app_commands.guild_only()
+    async def export(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.require_session(s, interaction.channel_id)
+            turns = [t for t in await turn_service.history(s, gs.id, count=10_000, blobs=True) if t.status == "done" and t.mp4]
+        if not turns:
+            raise NothingToExport()
+        video = await stitch([t.mp4 for t in turns], interaction.filesize_limit)
+        film = FILMS[gs.film_id]
+        await interaction.followup.send(
+            f"{film.title}: {len(turns)} shot(s), turns #{turns[0].seq} to #{turns[-1].seq}.",
+            file=discord.File(io.BytesIO(video), filename=f"{film.id}-game-{gs.id}.mp4"),
+            ephemeral=True,
+        )
+
+
+async def setup(bot) -> None:
+    await bot.add_cog(Play(bot))

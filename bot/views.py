@@ -1,0 +1,106 @@
+"""Buttons that keep working after a restart: DynamicItems whose custom_id carries the turn id
+(`ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in setup_hook."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import discord
+
+from bot import checks, replies
+from db import audit, sessions as game_sessions, turns as turn_service
+from db.models import GameSession
+from game.errors import NotLatestTurn, NotTurnAuthor, TurnNotFound
+
+log = logging.getLogger(__name__)
+
+
+def view_of(*items: discord.ui.Item) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for item in items:
+        view.add_item(item)
+    return view
+
+
+async def _may_act_on(interaction: discord.Interaction, author_id: int) -> bool:
+    return interaction.user.id == author_id or await checks.is_moderator(interaction)
+
+
+class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
+    """On a turn's status message while it is queued: its author or a moderator cancels it."""
+
+    def __init__(self, turn_id: int) -> None:
+        super().__init__(discord.ui.Button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id=f"ag:cancel:{turn_id}"))
+        self.turn_id = turn_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+        return cls(int(match["turn"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot = interaction.client
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            async with bot.db.sessions.begin() as s:
+                turn = await turn_service.get_turn(s, self.turn_id)
+                if turn is None:
+                    raise TurnNotFound(self.turn_id)
+                if not await _may_act_on(interaction, turn.author_id):
+                    raise NotTurnAuthor(turn.author_name, "cancel")
+                await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
+                if interaction.user.id != turn.author_id:
+                    await audit.record(
+                        s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
+                        actor_name=interaction.user.display_name, action="cancel_turn", target=f"turn #{turn.seq}",
+                        details={"turn_id": turn.id, "via": "button"},
+                    )
+            await bot.status.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
+            await interaction.followup.send(f"Turn #{turn.seq} is cancelled.", ephemeral=True)
+        except Exception as e:
+            await replies.report(interaction, e)
+
+
+class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:regen:(?P<turn>\d+)"):
+    """On a posted turn: its author or a moderator generates the session's latest turn again with
+    a new seed (its effect on the characters is undone first)."""
+
+    def __init__(self, turn_id: int) -> None:
+        super().__init__(discord.ui.Button(label="Regenerate", style=discord.ButtonStyle.primary, custom_id=f"ag:regen:{turn_id}"))
+        self.turn_id = turn_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+        return cls(int(match["turn"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot = interaction.client
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            async with bot.db.sessions.begin() as s:
+                turn = await turn_service.get_turn(s, self.turn_id)
+                if turn is None:
+                    raise TurnNotFound(self.turn_id)
+                if not await _may_act_on(interaction, turn.author_id):
+                    raise NotTurnAuthor(turn.author_name, "regenerate")
+                gs = await s.get(GameSession, turn.session_id)
+                live = await game_sessions.live_session(s, gs.channel_id)
+                latest = await turn_service.latest_turn(s, gs.id)
+                if live is None or live.id != gs.id or latest is None or latest.id != turn.id:
+                    raise NotLatestTurn(turn.seq, latest.seq if latest and live and live.id == gs.id else turn.seq + 1)
+                old_message = turn.posted_message_id
+                turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
+                position = await bot.queue.position(s, turn)
+                if interaction.user.id != turn.author_id:
+                    await audit.record(
+                        s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
+                        actor_name=interaction.user.display_name, action="regenerate_turn", target=f"turn #{turn.seq}",
+                        details={"turn_id": turn.id},
+                    )
+            # The old clip stays in the channel, without its button: only the newest take can be redone.
+            if old_message:
+                await bot.status.strip_buttons(gs.channel_id, old_message)
+            await bot.status.announce_queued(turn, position, regenerated=True)
+            await interaction.followup.send(f"Turn #{turn.seq} is being generated again with a new seed.", ephemeral=True)
+        except Exception as e:
+            await replies.report(interaction, e)
