@@ -266,6 +266,16 @@ class FakeDiscord:
         await asyncio.sleep(0)
         return msg
 
+    def dm_channel(self, user: Union[FakeUser, FakeMember]) -> FakeChannel:
+        """The bot's DM channel with a user (created on first use, like POST /users/@me/channels)."""
+        user = user.user if isinstance(user, FakeMember) else user
+        for ch in self._channels.values():
+            if ch.type == DM and ch.recipients and ch.recipients[0].id == user.id:
+                return ch
+        ch = FakeChannel(id=self.snowflake(), guild_id=None, name=None, type=DM, recipients=[user], _server=self)
+        self._channels[ch.id] = ch
+        return ch
+
     def channel(self, channel_id: int) -> FakeChannel:
         return self._channels[int(channel_id)]
 
@@ -1105,16 +1115,10 @@ class FakeDiscord:
         return 200, user.payload()
 
     async def _create_dm(self, rec: RecordedRequest) -> Tuple[int, Any]:
-        uid = int((rec.json or {}).get("recipient_id", 0))
-        user = self.users.get(uid)
+        user = self.users.get(int((rec.json or {}).get("recipient_id", 0)))
         if user is None:
             raise _unknown("User", 10013)
-        for ch in self._channels.values():
-            if ch.type == DM and ch.recipients and ch.recipients[0].id == uid:
-                return 200, ch.payload()
-        ch = FakeChannel(id=self.snowflake(), guild_id=None, name=None, type=DM, recipients=[user], _server=self)
-        self._channels[ch.id] = ch
-        return 200, ch.payload()
+        return 200, self.dm_channel(user).payload()
 
     async def _get_application(self, rec: RecordedRequest) -> Tuple[int, Any]:
         return 200, {

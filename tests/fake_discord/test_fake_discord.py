@@ -41,6 +41,12 @@ class JoinView(discord.ui.View):
         self.rec.calls.append({"cmd": "join", "user": interaction.user.id, "message": interaction.message.id})
         await interaction.response.edit_message(content=f"{interaction.user.name} joined")
 
+    @discord.ui.button(label="Leave", style=discord.ButtonStyle.secondary, custom_id="game:leave")
+    async def leave(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+        await interaction.response.defer()  # type 6 on a component: edit the clicked message later
+        await interaction.edit_original_response(content=f"{interaction.user.name} left")
+        await interaction.followup.send("see you", ephemeral=True)
+
 
 class SettingsModal(discord.ui.Modal, title="Game settings"):
     speed = discord.ui.TextInput(label="Speed", custom_id="settings:speed")
@@ -195,6 +201,10 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
     connect = next(e for e in fake_discord.gateway.log if e[0] == "connect")
     assert connect[1]["v"] == "10" and connect[1]["encoding"] == "json"
     assert fake_discord.unhandled == []
+    # Dispatches carry consecutive sequence numbers within the session.
+    (session,) = fake_discord.gateway.sessions.values()
+    assert [f["s"] for f in session.buffer] == list(range(1, len(session.buffer) + 1))
+    assert [f["t"] for f in session.buffer[:2]] == ["READY", "GUILD_CREATE"]
 
 
 async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -319,6 +329,21 @@ async def test_button_click_reaches_persistent_view(fake_discord: FakeDiscord, w
     assert posted.content == "alice joined" and posted.edit_count == 1
     with pytest.raises(ValueError, match="no component"):
         await fake_discord.click(posted, world.alice, "nope")
+
+    handle = await fake_discord.click(posted, world.mod, "game:leave")
+    assert (await handle.wait_response()).type == 6
+    followup = await handle.wait_followup()
+    assert followup.ephemeral and followup.content == "see you"
+    assert handle.original is posted and posted.content == "mod left" and posted.edit_count == 2
+
+
+async def test_dm_slash_command(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    dm = fake_discord.dm_channel(world.alice)
+    handle = await fake_discord.slash(None, dm, world.alice.user, "game pick", {"character": "Rei"})
+    assert (await handle.wait_response()).content == "picked Rei"
+    assert fake_discord.channel_messages(dm)[0].content == "picked Rei"
+    sent = await (await bot.fetch_user(world.alice.id)).send("hi in DM")
+    assert fake_discord.messages[sent.id].channel_id == dm.id
 
 
 async def test_modal_round_trip(fake_discord: FakeDiscord, world: World, bot: TinyBot):
