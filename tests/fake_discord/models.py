@@ -535,6 +535,8 @@ class FakeMessage:
     interaction_metadata: Optional[Dict[str, Any]] = None
     message_reference: Optional[Dict[str, Any]] = None
     reactions: Dict[str, int] = field(default_factory=dict)
+    mentions: List[FakeUser] = field(default_factory=list)  # parsed from <@id> in content
+    mention_roles: List[int] = field(default_factory=list)  # parsed from <@&id>
     edits: List[Dict[str, Any]] = field(default_factory=list)
     deleted: bool = False
     source: str = ""  # "channel", "interaction_response", "followup", "user"
@@ -569,9 +571,9 @@ class FakeMessage:
             "timestamp": self.timestamp,
             "edited_timestamp": self.edited_timestamp,
             "tts": self.tts,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": "@everyone" in self.content or "@here" in self.content,
+            "mentions": [u.payload() for u in self.mentions],
+            "mention_roles": [str(r) for r in self.mention_roles],
             "attachments": [a.payload() for a in self.attachments],
             "embeds": self.embeds,
             "components": self.components,

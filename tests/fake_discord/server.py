@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import mimetypes
 import re
 import socket
 import time
@@ -646,7 +647,13 @@ class FakeDiscord:
         self._store_message(msg, channel, dispatch=True)
         return msg
 
+    def _parse_mentions(self, msg: FakeMessage) -> None:
+        user_ids = [int(i) for i in re.findall(r"<@!?(\d+)>", msg.content)]
+        msg.mentions = [self.users[i] for i in dict.fromkeys(user_ids) if i in self.users]
+        msg.mention_roles = list(dict.fromkeys(int(i) for i in re.findall(r"<@&(\d+)>", msg.content)))
+
     def _store_message(self, msg: FakeMessage, channel: FakeChannel, *, dispatch: bool) -> None:
+        self._parse_mentions(msg)
         self.messages[msg.id] = msg
         if not msg.ephemeral:
             channel.last_message_id = msg.id
@@ -657,6 +664,7 @@ class FakeDiscord:
     def _edit_message(self, msg: FakeMessage, body: Dict[str, Any], files: List[FakeAttachment], *, via: str) -> None:
         if "content" in body:
             msg.content = body["content"] or ""
+            self._parse_mentions(msg)
         if "embeds" in body:
             msg.embeds = body["embeds"] or []
         elif "embed" in body:
@@ -699,8 +707,8 @@ class FakeDiscord:
             if (
                 msg.author.id != self.bot_user.id
                 and not session.wants(INTENT_MESSAGE_CONTENT)
-                and self.bot_user.mention not in msg.content
-                and f"<@!{self.bot_user.id}>" not in msg.content
+                and self.bot_user not in msg.mentions
+                and msg.guild_id is not None  # DMs to the bot always carry content
             ):
                 data.update(content="", embeds=[], attachments=[], components=[])
             return data
@@ -984,7 +992,9 @@ class FakeDiscord:
                             id=0,
                             filename=part.filename or name,
                             data=bytes(raw),
-                            content_type=part.headers.get("Content-Type"),
+                            # discord.py labels every file application/octet-stream; Discord sniffs the type.
+                            content_type=mimetypes.guess_type(part.filename or "")[0]
+                            or part.headers.get("Content-Type"),
                         )
                     )
             return payload, files

@@ -290,7 +290,7 @@ async def test_channel_send_with_file_and_embed_and_edit_counting(fake_discord: 
     sent = await channel.send("round start", embed=embed, file=discord.File(io.BytesIO(b"frame"), "frame.png"))
     stored = fake_discord.messages[sent.id]
     assert stored.content == "round start" and stored.embeds[0]["title"] == "Round 1"
-    assert [(a.filename, a.data) for a in stored.attachments] == [("frame.png", b"frame")]
+    assert [(a.filename, a.data, a.content_type) for a in stored.attachments] == [("frame.png", b"frame", "image/png")]
     assert sent.attachments[0].filename == "frame.png" and await sent.attachments[0].read() == b"frame"
     req = fake_discord.requests_to("POST", "/channels/{channel_id}/messages")[-1]
     assert req.json["embeds"][0]["description"] == "Fight!" and req.headers["Content-Type"].startswith("multipart/")
@@ -388,6 +388,14 @@ async def test_discord_error_codes(fake_discord: FakeDiscord, world: World, bot:
     with pytest.raises(discord.Forbidden) as err:
         await bot.get_partial_messageable(locked.id).send("hi")
     assert err.value.code == 50013
+    # Injected failures, e.g. to test the bot's handling of a lost permission or a missing message.
+    fake_discord.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", status=404, code=10008, message="Unknown Message")
+    sent = await bot.get_channel(world.general.id).send("will vanish")
+    with pytest.raises(discord.NotFound) as err:
+        await sent.edit(content="too late")
+    assert err.value.code == 10008
+    await sent.edit(content="works again")
+    assert fake_discord.messages[sent.id].edit_count == 1
 
 
 async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -445,6 +453,17 @@ async def test_events_after_ready_reach_the_client(fake_discord: FakeDiscord, wo
     await fake_discord.wait_until(lambda: seen, 2, "on_message")
     assert seen[0].author.id == world.alice.id
     assert seen[0].content == ""  # no message_content intent, like real Discord
+    await fake_discord.user_message(world.general, world.alice, f"hey {bot.user.mention}")
+    await fake_discord.wait_until(lambda: len(seen) == 2, 2, "second on_message")
+    assert seen[1].content == f"hey {bot.user.mention}" and bot.user.mentioned_in(seen[1])
+
+    helpers = world.guild.create_role("Helpers", permissions=discord.Permissions(manage_messages=True))
+    world.alice.add_role(helpers)
+    member = bot.get_guild(world.guild.id).get_member(world.alice.id)
+    await fake_discord.wait_until(lambda: helpers.id in [r.id for r in member.roles], 2, "GUILD_MEMBER_UPDATE")
+    h = await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x"})
+    await h.wait_response()
+    assert bot.rec.calls[-1]["manage_messages"] is True
 
 
 async def test_close_and_second_client_on_same_server(fake_discord: FakeDiscord, world: World):
