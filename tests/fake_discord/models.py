@@ -638,7 +638,8 @@ _ROUTE_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def compile_route(template: str) -> "re.Pattern[str]":
-    pattern = _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}"))
+    escaped = re.escape(template).replace(r"\{", "{").replace(r"\}", "}")
+    pattern = _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", escaped)
     return re.compile(f"^{pattern}$")
 
 

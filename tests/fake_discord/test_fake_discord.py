@@ -229,7 +229,11 @@ async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bo
 
 async def test_slash_command_gets_options_and_member_permissions(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     handle = await fake_discord.slash(
-        world.guild, world.games, world.manager, "game start", {"title": "Sakura", "rounds": 5, "fast": True, "rival": world.alice}
+        world.guild,
+        world.games,
+        world.manager,
+        "game start",
+        {"title": "Sakura", "rounds": 5, "fast": True, "rival": world.alice},
     )
     response = await handle.wait_response()
     assert response.type == 4 and response.content == "Starting Sakura (5 rounds)"
@@ -284,7 +288,7 @@ async def test_attachment_option_is_resolved_and_downloadable(fake_discord: Fake
     assert fake_discord.channel_messages(world.general) == []  # ephemeral: not in the channel
 
 
-async def test_channel_send_with_file_and_embed_and_edit_counting(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+async def test_channel_send_file_embed_and_edit_counting(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     channel = bot.get_channel(world.games.id)
     embed = discord.Embed(title="Round 1", description="Fight!")
     sent = await channel.send("round start", embed=embed, file=discord.File(io.BytesIO(b"frame"), "frame.png"))
@@ -312,7 +316,9 @@ async def test_channel_send_with_file_and_embed_and_edit_counting(fake_discord: 
 
 
 async def test_autocomplete_results(fake_discord: FakeDiscord, world: World, bot: TinyBot):
-    handle = await fake_discord.autocomplete(world.guild, world.general, world.alice, "game pick", {"character": "ak"}, focused="character")
+    handle = await fake_discord.autocomplete(
+        world.guild, world.general, world.alice, "game pick", {"character": "ak"}, focused="character"
+    )
     response = await handle.wait_response()
     assert response.type == 8
     assert response.choices == [{"name": "Akira", "value": "Akira"}, {"name": "Akane", "value": "Akane"}]
@@ -410,7 +416,7 @@ async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: Fake
     lobby = world.guild.create_text_channel("lobby")
     assert fake_discord.gateway.connected_sessions() == []
     await fake_discord.wait_for_gateway("resumed")
-    await fake_discord.wait_until(lambda: resumed and bot.get_channel(lobby.id), 2, "on_resumed + replayed CHANNEL_CREATE")
+    await fake_discord.wait_until(lambda: resumed and bot.get_channel(lobby.id), 2, "on_resumed + CHANNEL_CREATE")
     assert sum(e[0] == "identify" for e in fake_discord.gateway.log) == 1
     # Interactions pushed during a drop wait for the reconnect, then arrive.
     await fake_discord.drop_gateway()
