@@ -111,6 +111,13 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
         await interaction.response.defer(thinking=True)
         await interaction.followup.send("clip ready", file=discord.File(io.BytesIO(CLIP), "clip.mp4"))
 
+    @game.command(name="play", description="Play a turn")
+    async def play(interaction: discord.Interaction, title: str) -> None:
+        # The AnimeGamer pattern: defer, post results with channel.send, then settle @original.
+        await interaction.response.defer(thinking=True)
+        await interaction.channel.send(f"{title}: turn 1", file=discord.File(io.BytesIO(CLIP), "turn1.mp4"))
+        await interaction.edit_original_response(content="turn posted")
+
     @game.command(name="pick", description="Pick a character")
     async def pick(interaction: discord.Interaction, character: str) -> None:
         await interaction.response.send_message(f"picked {character}")
@@ -210,7 +217,7 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
 async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     game = fake_discord.command("game")
     subs = {o["name"]: o for o in game["options"]}
-    assert set(subs) == {"start", "render", "pick", "upload", "settings"}
+    assert set(subs) == {"start", "render", "play", "pick", "upload", "settings"}
     start_opts = {o["name"]: o for o in subs["start"]["options"]}
     assert start_opts["title"]["required"] and start_opts["title"]["type"] == 3
     assert start_opts["rounds"]["min_value"] == 1 and start_opts["rounds"]["max_value"] == 10
@@ -277,6 +284,18 @@ async def test_defer_then_followup_with_attachment(fake_discord: FakeDiscord, wo
     assert [f.filename for f in req.files] == ["clip.mp4"]
     # The deferred placeholder is still "thinking": a follow-up does not replace it.
     assert handle.original.loading
+
+
+async def test_defer_then_channel_send_then_edit_original(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    """The flow the package docstring shows."""
+    handle = await fake_discord.slash(world.guild, world.games, world.alice, "game play", {"title": "Sakura"})
+    first = await handle.wait_response()
+    assert first.type == 5
+    msg = await fake_discord.wait_for_message(world.games, lambda m: "Sakura" in m.content, timeout=5)
+    assert msg.source == "channel" and msg.attachments[0].data.startswith(b"\x00\x00")
+    original = await handle.wait_original()
+    assert original.content == "turn posted" and original.edit_count == 1
+    assert [m.content for m in fake_discord.channel_messages(world.games)] == ["turn posted", "Sakura: turn 1"]
 
 
 async def test_attachment_option_is_resolved_and_downloadable(fake_discord: FakeDiscord, world: World, bot: TinyBot):
