@@ -87,6 +87,21 @@ def _find_chat_command(commands: List[Dict[str, Any]], name: str) -> Optional[Di
     return next((c for c in commands if c["name"] == name and c.get("type", 1) == 1), None)
 
 
+def _check_option_limits(opt_def: Dict[str, Any], value: Any) -> None:
+    """The Discord client refuses to send values outside an option's declared limits."""
+    name = opt_def["name"]
+    if opt_def.get("choices") and value not in [c["value"] for c in opt_def["choices"]]:
+        raise ValueError(f"{name}={value!r} is not one of the choices {opt_def['choices']}")
+    if opt_def["type"] in (it.INTEGER, it.NUMBER):
+        low, high = opt_def.get("min_value"), opt_def.get("max_value")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"{name}={value!r} is outside [{low}, {high}]")
+    if opt_def["type"] == it.STRING:
+        low, high = opt_def.get("min_length"), opt_def.get("max_length")
+        if (low is not None and len(value) < low) or (high is not None and len(value) > high):
+            raise ValueError(f"{name}={value!r} length is outside [{low}, {high}]")
+
+
 class FakeDiscordTimeout(AssertionError):
     """A wait_* helper timed out; the message says what was awaited and what the fake holds."""
 
@@ -248,7 +263,7 @@ class FakeDiscord:
         self,
         channel: FakeChannel,
         *,
-        author: Optional[FakeUser] = None,
+        author: Optional[Union[FakeUser, FakeMember]] = None,
         content: str = "",
         embeds: Optional[List[Dict[str, Any]]] = None,
         components: Optional[List[Dict[str, Any]]] = None,
@@ -262,7 +277,7 @@ class FakeDiscord:
             id=self.snowflake(),
             channel_id=channel.id,
             guild_id=channel.guild_id,
-            author=author or self.bot_user,
+            author=author.user if isinstance(author, FakeMember) else (author or self.bot_user),
             content=content,
             embeds=embeds or [],
             components=components or [],
@@ -362,7 +377,7 @@ class FakeDiscord:
         timeout: float = 5.0,
         after: Optional[Union[FakeMessage, int]] = None,
         include_ephemeral: bool = False,
-        author: Optional[FakeUser] = None,
+        author: Optional[Union[FakeUser, FakeMember]] = None,
     ) -> FakeMessage:
         """First stored message (existing or future) in channel matching predicate.
 
@@ -435,14 +450,17 @@ class FakeDiscord:
         method: str,
         path_regex: str,
         *,
-        status: int = 500,
+        status: int = 503,
         code: int = 0,
         message: str = "injected",
         times: int = 1,
     ) -> None:
         """Answer the next `times` requests whose path (relative to /api/v10) matches with an error.
 
-        Note: discord.py retries 500/502/504 with sleeps of 1 s, 3 s, ...; prefer 4xx in fast tests.
+        The default 503 makes discord.py raise DiscordServerError at once. Mind its retries: the
+        bot's HTTPClient retries 500/502/504/524 and the interaction webhook adapter retries every
+        5xx, sleeping 1 s, 3 s, ... in between; 429 is retried after `retry_after` only with a `Via`
+        header, which the fake does not send (so a 429 here surfaces as HTTPException at once).
         """
         self._failures.append(
             {
@@ -525,8 +543,14 @@ class FakeDiscord:
         comp = next((c for c in msg.iter_components() if c.get("custom_id") == custom_id), None)
         if comp is None:
             raise ValueError(f"message {msg.id} has no component {custom_id!r}; it has {msg.custom_ids}")
+        if msg.deleted:
+            raise ValueError(f"message {msg.id} was deleted")
         if comp.get("disabled"):
             raise ValueError(f"component {custom_id!r} is disabled; Discord would not send a click")
+        if comp["type"] == 3 and values is not None:
+            offered = [o["value"] for o in comp.get("options", [])]
+            if not set(values) <= set(offered):
+                raise ValueError(f"select {custom_id!r} offers {offered}, not {values}")
         data: Dict[str, Any] = {"custom_id": custom_id, "component_type": comp["type"]}
         if values is not None or comp["type"] in (3, 5, 6, 7, 8):
             data["values"] = list(values or [])
@@ -823,6 +847,10 @@ class FakeDiscord:
             current.append(node)
             current = node["options"]
 
+        if defs is not None and any(o["type"] in (1, 2) for o in defs):
+            subs = [o["name"] for o in defs if o["type"] in (1, 2)]
+            raise LookupError(f"{command!r} is a group: name one of its subcommands {subs}")
+
         guild_id = guild.id if guild else None
         for name, value in options.items():
             if defs is not None:
@@ -838,8 +866,8 @@ class FakeDiscord:
                 current.append({"name": name, "type": kind, "value": typed, "focused": True})
                 continue
             node = {"name": name, "type": kind, "value": self._option_value(kind, value, resolved, guild)}
-            if opt_def and opt_def.get("choices") and node["value"] not in [c["value"] for c in opt_def["choices"]]:
-                raise ValueError(f"{name}={value!r} is not one of the choices {opt_def['choices']}")
+            if opt_def is not None:
+                _check_option_limits(opt_def, node["value"])
             current.append(node)
         if focused is None and defs is not None:
             missing = [o["name"] for o in defs if o.get("required") and o["name"] not in options]
@@ -924,8 +952,11 @@ class FakeDiscord:
             "channel_id": str(channel.id),
         }
         if guild is not None:
-            if not isinstance(member, FakeMember):
-                member = guild.members[member.id]
+            if channel.guild_id != guild.id:
+                raise ValueError(f"channel {channel.name!r} is not in guild {guild.name!r}")
+            if member.id not in guild.members:
+                raise ValueError(f"{member!r} is not a member of guild {guild.name!r}")
+            member = guild.members[member.id]
             perms = guild.permissions_in(member, channel)
             channel_data = channel.payload()
             channel_data["permissions"] = str(perms)

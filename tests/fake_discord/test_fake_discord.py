@@ -48,6 +48,20 @@ class JoinView(discord.ui.View):
         await interaction.followup.send("see you", ephemeral=True)
 
 
+class ModeSelect(discord.ui.View):
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__(timeout=None)
+        self.rec = rec
+
+    @discord.ui.select(
+        custom_id="game:mode",
+        options=[discord.SelectOption(label="Story", value="story"), discord.SelectOption(label="Duel", value="duel")],
+    )
+    async def mode(self, interaction: discord.Interaction, select: discord.ui.Select) -> None:
+        self.rec.calls.append({"cmd": "mode", "values": select.values})
+        await interaction.response.send_message(f"mode {select.values[0]}")
+
+
 class SettingsModal(discord.ui.Modal, title="Game settings"):
     speed = discord.ui.TextInput(label="Speed", custom_id="settings:speed")
 
@@ -270,6 +284,10 @@ async def test_slash_command_gets_options_and_member_permissions(fake_discord: F
         await fake_discord.slash(world.guild, world.general, world.alice, "game start", {})
     with pytest.raises(LookupError, match="no option"):
         await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x", "bogus": 1})
+    with pytest.raises(ValueError, match="outside"):
+        await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x", "rounds": 11})
+    with pytest.raises(LookupError, match="is a group"):
+        await fake_discord.slash(world.guild, world.general, world.alice, "game")
 
 
 async def test_defer_then_followup_with_attachment(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -360,6 +378,15 @@ async def test_button_click_reaches_persistent_view(fake_discord: FakeDiscord, w
     followup = await handle.wait_followup()
     assert followup.ephemeral and followup.content == "see you"
     assert handle.original is posted and posted.content == "mod left" and posted.edit_count == 2
+
+
+async def test_string_select(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    sent = await bot.get_channel(world.games.id).send("Choose a mode", view=ModeSelect(bot.rec))
+    with pytest.raises(ValueError, match="offers"):
+        await fake_discord.select(sent.id, world.alice, "game:mode", ["arcade"])
+    handle = await fake_discord.select(sent.id, world.alice, "game:mode", ["duel"])
+    assert (await handle.wait_response()).content == "mode duel"
+    assert bot.rec.calls[-1] == {"cmd": "mode", "values": ["duel"]}
 
 
 async def test_dm_slash_command(fake_discord: FakeDiscord, world: World, bot: TinyBot):
