@@ -36,7 +36,8 @@ Test-facing API (FakeDiscord)
 World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
 ``create_user(name)``, ``dm_channel(user)``; on the guild: ``create_text_channel``,
 ``create_category``, ``create_role(name, permissions=)``, ``create_member(name, roles=)``,
-``add_member(user)``, ``owner``, ``me`` (the bot), ``upload_limit`` (mutable); channel
+``add_member(user)``, ``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the
+bot), ``upload_limit`` (mutable, checked per request); channel
 ``set_overwrite(role_or_member, allow=, deny=)``; member ``add_role`` / ``remove_role``. Changes made
 while a client is connected reach it as gateway events (GUILD_CREATE, CHANNEL_CREATE, GUILD_MEMBER_*).
 Permissions follow Discord's algorithm (owner and administrator get everything; overwrites apply).

@@ -374,6 +374,25 @@ class FakeGuild:
             self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_ADD", data, intent=1 << 1)
         return member
 
+    def edit_role(self, role: FakeRole, *, name: Optional[str] = None, permissions: Any = None) -> FakeRole:
+        """Change a role (GUILD_ROLE_UPDATE reaches a connected client, so its permission cache follows)."""
+        if name is not None:
+            role.name = name
+        if permissions is not None:
+            role.permissions = as_int(permissions)
+        if self._server is not None:
+            self._server._dispatch_guild_event(
+                self.id, "GUILD_ROLE_UPDATE", {"guild_id": str(self.id), "role": role.payload()}
+            )
+        return role
+
+    def remove_member(self, member: FakeMember) -> None:
+        """The member leaves (GUILD_MEMBER_REMOVE with the members intent)."""
+        self.members.pop(member.id, None)
+        if self._server is not None:
+            data = {"guild_id": str(self.id), "user": member.user.payload()}
+            self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_REMOVE", data, intent=1 << 1)
+
     def channel(self, name: str) -> FakeChannel:
         """Look up a channel by name."""
         for ch in self.channels.values():

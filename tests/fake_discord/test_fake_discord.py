@@ -516,6 +516,12 @@ async def test_events_after_ready_reach_the_client(fake_discord: FakeDiscord, wo
     h = await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x"})
     await h.wait_response()
     assert bot.rec.calls[-1]["manage_messages"] is True
+    world.guild.edit_role(helpers, permissions=discord.Permissions(administrator=True))
+    await fake_discord.wait_until(lambda: member.guild_permissions.administrator, 2, "GUILD_ROLE_UPDATE")
+    world.guild.remove_member(world.alice)
+    await fake_discord.wait_until(
+        lambda: bot.get_guild(world.guild.id).get_member(world.alice.id) is None, 2, "GUILD_MEMBER_REMOVE"
+    )
 
 
 async def test_close_and_second_client_on_same_server(fake_discord: FakeDiscord, world: World):
