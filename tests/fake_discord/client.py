@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import AsyncIterator, Iterator, Optional, TypeVar
+from typing import AsyncIterator, Iterator, TypeVar
 
 import discord
 import discord.gateway

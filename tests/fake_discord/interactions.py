@@ -140,7 +140,8 @@ class InteractionHandle:
         cb = self.response
         if cb is None or cb.type != MODAL:
             raise AssertionError(f"interaction {self.id} was not answered with a modal: {cb}")
-        return await self.server._modal_submit(self, cb.data, dict(values), member or self.user)  # type: ignore[arg-type]
+        submitter = member or self.user
+        return await self.server._modal_submit(self, cb.data, dict(values), submitter)
 
 
 def infer_option_type(value: Any) -> int:

@@ -374,6 +374,25 @@ class FakeGuild:
             self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_ADD", data, intent=1 << 1)
         return member
 
+    def edit_role(self, role: FakeRole, *, name: Optional[str] = None, permissions: Any = None) -> FakeRole:
+        """Change a role (GUILD_ROLE_UPDATE reaches a connected client, so its permission cache follows)."""
+        if name is not None:
+            role.name = name
+        if permissions is not None:
+            role.permissions = as_int(permissions)
+        if self._server is not None:
+            self._server._dispatch_guild_event(
+                self.id, "GUILD_ROLE_UPDATE", {"guild_id": str(self.id), "role": role.payload()}
+            )
+        return role
+
+    def remove_member(self, member: FakeMember) -> None:
+        """The member leaves (GUILD_MEMBER_REMOVE with the members intent)."""
+        self.members.pop(member.id, None)
+        if self._server is not None:
+            data = {"guild_id": str(self.id), "user": member.user.payload()}
+            self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_REMOVE", data, intent=1 << 1)
+
     def channel(self, name: str) -> FakeChannel:
         """Look up a channel by name."""
         for ch in self.channels.values():
@@ -535,6 +554,8 @@ class FakeMessage:
     interaction_metadata: Optional[Dict[str, Any]] = None
     message_reference: Optional[Dict[str, Any]] = None
     reactions: Dict[str, int] = field(default_factory=dict)
+    mentions: List[FakeUser] = field(default_factory=list)  # parsed from <@id> in content
+    mention_roles: List[int] = field(default_factory=list)  # parsed from <@&id>
     edits: List[Dict[str, Any]] = field(default_factory=list)
     deleted: bool = False
     source: str = ""  # "channel", "interaction_response", "followup", "user"
@@ -569,9 +590,9 @@ class FakeMessage:
             "timestamp": self.timestamp,
             "edited_timestamp": self.edited_timestamp,
             "tts": self.tts,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": "@everyone" in self.content or "@here" in self.content,
+            "mentions": [u.payload() for u in self.mentions],
+            "mention_roles": [str(r) for r in self.mention_roles],
             "attachments": [a.payload() for a in self.attachments],
             "embeds": self.embeds,
             "components": self.components,
@@ -636,7 +657,8 @@ _ROUTE_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def compile_route(template: str) -> "re.Pattern[str]":
-    pattern = _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}"))
+    escaped = re.escape(template).replace(r"\{", "{").replace(r"\}", "}")
+    pattern = _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", escaped)
     return re.compile(f"^{pattern}$")
 
 

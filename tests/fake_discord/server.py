@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import mimetypes
 import re
 import socket
 import time
 import urllib.parse
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from aiohttp import web
 
@@ -47,6 +48,7 @@ from .models import (
     FakeUser,
     RecordedRequest,
     SnowflakeGenerator,
+    as_int,
     compile_route,
     iso_now,
     next_token,
@@ -54,7 +56,8 @@ from .models import (
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[..., Awaitable[Tuple[int, Any]]]
+Reply = Tuple[int, Any]  # (HTTP status, JSON body or None)
+Handler = Callable[..., Awaitable[Reply]]
 
 
 class ApiError(Exception):
@@ -68,8 +71,35 @@ class ApiError(Exception):
             self.body["errors"] = errors
 
 
+def invalid_form(field: str, code: str, message: str) -> ApiError:
+    """Discord's 400 "Invalid Form Body" (50035) with one nested field error."""
+    errors: Dict[str, Any] = {"_errors": [{"code": code, "message": message}]}
+    for part in reversed(field.split(".")) if field else ():
+        errors = {part: errors}
+    return ApiError(400, 50035, "Invalid Form Body", errors)
+
+
 def _unknown(what: str, code: int) -> ApiError:
     return ApiError(404, code, f"Unknown {what}")
+
+
+def _find_chat_command(commands: List[Dict[str, Any]], name: str) -> Optional[Dict[str, Any]]:
+    return next((c for c in commands if c["name"] == name and c.get("type", 1) == 1), None)
+
+
+def _check_option_limits(opt_def: Dict[str, Any], value: Any) -> None:
+    """The Discord client refuses to send values outside an option's declared limits."""
+    name = opt_def["name"]
+    if opt_def.get("choices") and value not in [c["value"] for c in opt_def["choices"]]:
+        raise ValueError(f"{name}={value!r} is not one of the choices {opt_def['choices']}")
+    if opt_def["type"] in (it.INTEGER, it.NUMBER):
+        low, high = opt_def.get("min_value"), opt_def.get("max_value")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"{name}={value!r} is outside [{low}, {high}]")
+    if opt_def["type"] == it.STRING:
+        low, high = opt_def.get("min_length"), opt_def.get("max_length")
+        if (low is not None and len(value) < low) or (high is not None and len(value) > high):
+            raise ValueError(f"{name}={value!r} length is outside [{low}, {high}]")
 
 
 class FakeDiscordTimeout(AssertionError):
@@ -206,13 +236,13 @@ class FakeDiscord:
             _server=self,
         )
         guild.roles[guild.id] = FakeRole(
-            id=guild.id, guild_id=guild.id, name="@everyone", permissions=int(getattr(everyone_permissions, "value", everyone_permissions))
+            id=guild.id, guild_id=guild.id, name="@everyone", permissions=as_int(everyone_permissions)
         )
         bot_role = FakeRole(
             id=self.snowflake(),
             guild_id=guild.id,
             name=self.bot_user.username,
-            permissions=int(getattr(bot_permissions, "value", bot_permissions)),
+            permissions=as_int(bot_permissions),
             position=1,
             managed=True,
             bot_id=self.bot_user.id,
@@ -233,7 +263,7 @@ class FakeDiscord:
         self,
         channel: FakeChannel,
         *,
-        author: Optional[FakeUser] = None,
+        author: Optional[Union[FakeUser, FakeMember]] = None,
         content: str = "",
         embeds: Optional[List[Dict[str, Any]]] = None,
         components: Optional[List[Dict[str, Any]]] = None,
@@ -247,7 +277,7 @@ class FakeDiscord:
             id=self.snowflake(),
             channel_id=channel.id,
             guild_id=channel.guild_id,
-            author=author or self.bot_user,
+            author=author.user if isinstance(author, FakeMember) else (author or self.bot_user),
             content=content,
             embeds=embeds or [],
             components=components or [],
@@ -256,15 +286,32 @@ class FakeDiscord:
         self._store_message(msg, channel, dispatch=dispatch)
         return msg
 
-    async def user_message(self, channel: FakeChannel, member: Union[FakeMember, FakeUser], content: str) -> FakeMessage:
+    async def user_message(
+        self, channel: FakeChannel, member: Union[FakeMember, FakeUser], content: str
+    ) -> FakeMessage:
         """A human posts in a channel: stored, and MESSAGE_CREATE is dispatched (content intent honoured)."""
         user = member.user if isinstance(member, FakeMember) else member
         msg = FakeMessage(
-            id=self.snowflake(), channel_id=channel.id, guild_id=channel.guild_id, author=user, content=content, source="user"
+            id=self.snowflake(),
+            channel_id=channel.id,
+            guild_id=channel.guild_id,
+            author=user,
+            content=content,
+            source="user",
         )
         self._store_message(msg, channel, dispatch=True)
         await asyncio.sleep(0)
         return msg
+
+    def dm_channel(self, user: Union[FakeUser, FakeMember]) -> FakeChannel:
+        """The bot's DM channel with a user (created on first use, like POST /users/@me/channels)."""
+        user = user.user if isinstance(user, FakeMember) else user
+        for ch in self._channels.values():
+            if ch.type == DM and ch.recipients and ch.recipients[0].id == user.id:
+                return ch
+        ch = FakeChannel(id=self.snowflake(), guild_id=None, name=None, type=DM, recipients=[user], _server=self)
+        self._channels[ch.id] = ch
+        return ch
 
     def channel(self, channel_id: int) -> FakeChannel:
         return self._channels[int(channel_id)]
@@ -272,7 +319,9 @@ class FakeDiscord:
     # ------------------------------------------------------------------------------------------
     # inspection (test-facing)
 
-    def channel_messages(self, channel: Union[FakeChannel, int], *, include_ephemeral: bool = False) -> List[FakeMessage]:
+    def channel_messages(
+        self, channel: Union[FakeChannel, int], *, include_ephemeral: bool = False
+    ) -> List[FakeMessage]:
         """Messages in a channel, oldest first, without deleted ones."""
         cid = getattr(channel, "id", channel)
         return [
@@ -328,7 +377,7 @@ class FakeDiscord:
         timeout: float = 5.0,
         after: Optional[Union[FakeMessage, int]] = None,
         include_ephemeral: bool = False,
-        author: Optional[FakeUser] = None,
+        author: Optional[Union[FakeUser, FakeMember]] = None,
     ) -> FakeMessage:
         """First stored message (existing or future) in channel matching predicate.
 
@@ -355,12 +404,15 @@ class FakeDiscord:
         try:
             return await self.wait_until(find, timeout, "a matching message")
         except FakeDiscordTimeout:
-            recent = self.channel_messages(cid, include_ephemeral=True)[-5:] if cid else list(self.messages.values())[-5:]
+            pool = self.channel_messages(cid, include_ephemeral=True) if cid else list(self.messages.values())
+            recent = pool[-5:]
             raise FakeDiscordTimeout(
                 f"timed out after {timeout}s waiting for a message in channel {cid}; recent: {recent}"
             ) from None
 
-    async def wait_for_edits(self, message: Union[FakeMessage, int], count: int, *, timeout: float = 5.0) -> FakeMessage:
+    async def wait_for_edits(
+        self, message: Union[FakeMessage, int], count: int, *, timeout: float = 5.0
+    ) -> FakeMessage:
         """Wait until a message has been edited at least `count` times."""
         mid = int(getattr(message, "id", message))
         await self.wait_until(
@@ -394,14 +446,31 @@ class FakeDiscord:
     # faults and gateway control (test-facing)
 
     def fail_next(
-        self, method: str, path_regex: str, *, status: int = 500, code: int = 0, message: str = "injected", times: int = 1
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        status: int = 503,
+        code: int = 0,
+        message: str = "injected",
+        times: int = 1,
     ) -> None:
         """Answer the next `times` requests whose path (relative to /api/v10) matches with an error.
 
-        Note: discord.py retries 500/502/504 with sleeps of 1 s, 3 s, ...; prefer 4xx in fast tests.
+        The default 503 makes discord.py raise DiscordServerError at once. Mind its retries: the
+        bot's HTTPClient retries 500/502/504/524 and the interaction webhook adapter retries every
+        5xx, sleeping 1 s, 3 s, ... in between; 429 is retried after `retry_after` only with a `Via`
+        header, which the fake does not send (so a 429 here surfaces as HTTPException at once).
         """
         self._failures.append(
-            {"method": method.upper(), "re": re.compile(path_regex), "status": status, "code": code, "message": message, "times": times}
+            {
+                "method": method.upper(),
+                "re": re.compile(path_regex),
+                "status": status,
+                "code": code,
+                "message": message,
+                "times": times,
+            }
         )
 
     async def drop_gateway(self, code: int = 4000) -> None:
@@ -474,8 +543,14 @@ class FakeDiscord:
         comp = next((c for c in msg.iter_components() if c.get("custom_id") == custom_id), None)
         if comp is None:
             raise ValueError(f"message {msg.id} has no component {custom_id!r}; it has {msg.custom_ids}")
+        if msg.deleted:
+            raise ValueError(f"message {msg.id} was deleted")
         if comp.get("disabled"):
             raise ValueError(f"component {custom_id!r} is disabled; Discord would not send a click")
+        if comp["type"] == 3 and values is not None:
+            offered = [o["value"] for o in comp.get("options", [])]
+            if not set(values) <= set(offered):
+                raise ValueError(f"select {custom_id!r} offers {offered}, not {values}")
         data: Dict[str, Any] = {"custom_id": custom_id, "component_type": comp["type"]}
         if values is not None or comp["type"] in (3, 5, 6, 7, 8):
             data["values"] = list(values or [])
@@ -492,7 +567,11 @@ class FakeDiscord:
         return await self.click(message, member, custom_id, values=values)
 
     async def _modal_submit(
-        self, parent: InteractionHandle, modal: Dict[str, Any], values: Dict[str, Any], member: Union[FakeMember, FakeUser]
+        self,
+        parent: InteractionHandle,
+        modal: Dict[str, Any],
+        values: Dict[str, Any],
+        member: Union[FakeMember, FakeUser],
     ) -> InteractionHandle:
         def submitted(comp: Dict[str, Any]) -> Dict[str, Any]:
             if comp["type"] == 1:
@@ -530,7 +609,9 @@ class FakeDiscord:
     def guild_create_payload(self, guild: FakeGuild, session: GatewaySession) -> Dict[str, Any]:
         return guild.gateway_payload(include_all_members=session.wants(1 << 1))
 
-    def _dispatch_guild_event(self, guild_id: Optional[int], event: str, data: Any, intent: Optional[int] = None) -> None:
+    def _dispatch_guild_event(
+        self, guild_id: Optional[int], event: str, data: Any, intent: Optional[int] = None
+    ) -> None:
         if guild_id is None or guild_id not in self.guilds:
             return  # guild still being built, or a DM
         for session in self.gateway.live_sessions():
@@ -541,7 +622,14 @@ class FakeDiscord:
     # ------------------------------------------------------------------------------------------
     # messages
 
-    def _store_attachment(self, channel_id: int, filename: str, data: bytes, content_type: Optional[str], description: Optional[str] = None) -> FakeAttachment:
+    def _store_attachment(
+        self,
+        channel_id: int,
+        filename: str,
+        data: bytes,
+        content_type: Optional[str],
+        description: Optional[str] = None,
+    ) -> FakeAttachment:
         aid = self.snowflake()
         att = FakeAttachment(
             id=aid,
@@ -571,8 +659,9 @@ class FakeDiscord:
                 result.append(keep[aid])
             elif aid in by_index:
                 f = by_index.pop(aid)
+                filename = entry.get("filename") or f.filename
                 result.append(
-                    self._store_attachment(channel_id, entry.get("filename") or f.filename, f.data, f.content_type, entry.get("description"))
+                    self._store_attachment(channel_id, filename, f.data, f.content_type, entry.get("description"))
                 )
         # files[n] not described in `attachments` are still uploaded
         result += [self._store_attachment(channel_id, f.filename, f.data, f.content_type) for f in by_index.values()]
@@ -593,12 +682,13 @@ class FakeDiscord:
         content = body.get("content") or ""
         embeds = body.get("embeds") or ([body["embed"]] if body.get("embed") else [])
         components = body.get("components") or []
-        if not allow_empty and not (content or embeds or attachments or components or body.get("sticker_ids") or body.get("poll")):
+        has_body = content or embeds or attachments or components or body.get("sticker_ids") or body.get("poll")
+        if not allow_empty and not has_body:
             raise ApiError(400, 50006, "Cannot send an empty message")
         if len(content) > 2000:
-            raise ApiError(400, 50035, "Invalid Form Body", {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}})
+            raise invalid_form("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.")
         if len(embeds) > 10:
-            raise ApiError(400, 50035, "Invalid Form Body", {"embeds": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 10 or fewer in length."}]}})
+            raise invalid_form("embeds", "BASE_TYPE_MAX_LENGTH", "Must be 10 or fewer in length.")
         msg = FakeMessage(
             id=self.snowflake(),
             channel_id=channel.id,
@@ -618,7 +708,10 @@ class FakeDiscord:
         if interaction is not None:
             msg.webhook_id = self.application_id
             msg.application_id = self.application_id
-            msg.type = 20 if interaction.type == it.APPLICATION_COMMAND and source == "interaction_response" else (19 if source == "followup" else 0)
+            if source == "followup":
+                msg.type = 19  # follow-ups reply to the original response
+            elif interaction.type == it.APPLICATION_COMMAND:
+                msg.type = 20  # CHAT_INPUT_COMMAND
             user = interaction.user.user if isinstance(interaction.user, FakeMember) else interaction.user
             meta: Dict[str, Any] = {
                 "id": str(interaction.id),
@@ -636,7 +729,13 @@ class FakeDiscord:
         self._store_message(msg, channel, dispatch=True)
         return msg
 
+    def _parse_mentions(self, msg: FakeMessage) -> None:
+        user_ids = [int(i) for i in re.findall(r"<@!?(\d+)>", msg.content)]
+        msg.mentions = [self.users[i] for i in dict.fromkeys(user_ids) if i in self.users]
+        msg.mention_roles = list(dict.fromkeys(int(i) for i in re.findall(r"<@&(\d+)>", msg.content)))
+
     def _store_message(self, msg: FakeMessage, channel: FakeChannel, *, dispatch: bool) -> None:
+        self._parse_mentions(msg)
         self.messages[msg.id] = msg
         if not msg.ephemeral:
             channel.last_message_id = msg.id
@@ -647,6 +746,7 @@ class FakeDiscord:
     def _edit_message(self, msg: FakeMessage, body: Dict[str, Any], files: List[FakeAttachment], *, via: str) -> None:
         if "content" in body:
             msg.content = body["content"] or ""
+            self._parse_mentions(msg)
         if "embeds" in body:
             msg.embeds = body["embeds"] or []
         elif "embed" in body:
@@ -689,8 +789,8 @@ class FakeDiscord:
             if (
                 msg.author.id != self.bot_user.id
                 and not session.wants(INTENT_MESSAGE_CONTENT)
-                and self.bot_user.mention not in msg.content
-                and f"<@!{self.bot_user.id}>" not in msg.content
+                and self.bot_user not in msg.mentions
+                and msg.guild_id is not None  # DMs to the bot always carry content
             ):
                 data.update(content="", embeds=[], attachments=[], components=[])
             return data
@@ -721,12 +821,13 @@ class FakeDiscord:
         top = None
         guild_scoped = False
         if guild is not None:
-            top = next((c for c in self.guild_commands.get(guild.id, []) if c["name"] == names[0] and c.get("type", 1) == 1), None)
+            top = _find_chat_command(self.guild_commands.get(guild.id, []), names[0])
             guild_scoped = top is not None
         if top is None:
-            top = next((c for c in self.global_commands if c["name"] == names[0] and c.get("type", 1) == 1), None)
+            top = _find_chat_command(self.global_commands, names[0])
         if top is None and require_synced:
-            synced = [c["name"] for c in self.global_commands] + [c["name"] for c in self.guild_commands.get(getattr(guild, "id", 0), [])]
+            guild_cmds = self.guild_commands.get(guild.id, []) if guild else []
+            synced = [c["name"] for c in self.global_commands + guild_cmds]
             raise LookupError(f"command {names[0]!r} was never synced (synced: {synced}); call tree.sync() first")
 
         resolved: Dict[str, Dict[str, Any]] = {}
@@ -735,7 +836,7 @@ class FakeDiscord:
         defs: Optional[List[Dict[str, Any]]] = top.get("options", []) if top else None
         for depth, sub in enumerate(names[1:]):
             if defs is not None:
-                sub_def = next((o for o in defs if o["name"] == sub and o["type"] in (it.SUB_COMMAND, it.SUB_COMMAND_GROUP)), None)
+                sub_def = next((o for o in defs if o["name"] == sub and o["type"] in (1, 2)), None)
                 if sub_def is None:
                     raise LookupError(f"{command!r}: no subcommand {sub!r}; options are {[o['name'] for o in defs]}")
                 kind = sub_def["type"]
@@ -745,6 +846,10 @@ class FakeDiscord:
             node: Dict[str, Any] = {"name": sub, "type": kind, "options": []}
             current.append(node)
             current = node["options"]
+
+        if defs is not None and any(o["type"] in (1, 2) for o in defs):
+            subs = [o["name"] for o in defs if o["type"] in (1, 2)]
+            raise LookupError(f"{command!r} is a group: name one of its subcommands {subs}")
 
         guild_id = guild.id if guild else None
         for name, value in options.items():
@@ -757,11 +862,12 @@ class FakeDiscord:
                 opt_def, kind = None, infer_option_type(value)
             if name == focused:
                 # Autocomplete sends whatever has been typed so far, as typed.
-                current.append({"name": name, "type": kind, "value": value if isinstance(value, str) else str(value), "focused": True})
+                typed = value if isinstance(value, str) else str(value)
+                current.append({"name": name, "type": kind, "value": typed, "focused": True})
                 continue
             node = {"name": name, "type": kind, "value": self._option_value(kind, value, resolved, guild)}
-            if opt_def and opt_def.get("choices") and node["value"] not in [c["value"] for c in opt_def["choices"]]:
-                raise ValueError(f"{name}={value!r} is not one of the choices {opt_def['choices']}")
+            if opt_def is not None:
+                _check_option_limits(opt_def, node["value"])
             current.append(node)
         if focused is None and defs is not None:
             missing = [o["name"] for o in defs if o.get("required") and o["name"] not in options]
@@ -779,7 +885,9 @@ class FakeDiscord:
             data["guild_id"] = str(guild_id)
         return data
 
-    def _option_value(self, kind: int, value: Any, resolved: Dict[str, Dict[str, Any]], guild: Optional[FakeGuild]) -> Any:
+    def _option_value(
+        self, kind: int, value: Any, resolved: Dict[str, Dict[str, Any]], guild: Optional[FakeGuild]
+    ) -> Any:
         if kind == it.STRING:
             return str(value)
         if kind == it.INTEGER:
@@ -844,8 +952,11 @@ class FakeDiscord:
             "channel_id": str(channel.id),
         }
         if guild is not None:
-            if not isinstance(member, FakeMember):
-                member = guild.members[member.id]
+            if channel.guild_id != guild.id:
+                raise ValueError(f"channel {channel.name!r} is not in guild {guild.name!r}")
+            if member.id not in guild.members:
+                raise ValueError(f"{member!r} is not a member of guild {guild.name!r}")
+            member = guild.members[member.id]
             perms = guild.permissions_in(member, channel)
             channel_data = channel.payload()
             channel_data["permissions"] = str(perms)
@@ -974,7 +1085,9 @@ class FakeDiscord:
                             id=0,
                             filename=part.filename or name,
                             data=bytes(raw),
-                            content_type=part.headers.get("Content-Type"),
+                            # discord.py labels every file application/octet-stream; Discord sniffs the type.
+                            content_type=mimetypes.guess_type(part.filename or "")[0]
+                            or part.headers.get("Content-Type"),
                         )
                     )
             return payload, files
@@ -1085,38 +1198,32 @@ class FakeDiscord:
 
     # -- REST handlers --------------------------------------------------------------------------
 
-    async def _get_gateway(self, rec: RecordedRequest) -> Tuple[int, Any]:
+    async def _get_gateway(self, rec: RecordedRequest) -> Reply:
         return 200, {"url": self.gateway_url}
 
-    async def _get_gateway_bot(self, rec: RecordedRequest) -> Tuple[int, Any]:
+    async def _get_gateway_bot(self, rec: RecordedRequest) -> Reply:
         return 200, {
             "url": self.gateway_url,
             "shards": 1,
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
         }
 
-    async def _get_me(self, rec: RecordedRequest) -> Tuple[int, Any]:
+    async def _get_me(self, rec: RecordedRequest) -> Reply:
         return 200, self.bot_user_payload()
 
-    async def _get_user(self, rec: RecordedRequest, user_id: str) -> Tuple[int, Any]:
+    async def _get_user(self, rec: RecordedRequest, user_id: str) -> Reply:
         user = self.users.get(int(user_id)) if user_id.isdigit() else None
         if user is None:
             raise _unknown("User", 10013)
         return 200, user.payload()
 
-    async def _create_dm(self, rec: RecordedRequest) -> Tuple[int, Any]:
-        uid = int((rec.json or {}).get("recipient_id", 0))
-        user = self.users.get(uid)
+    async def _create_dm(self, rec: RecordedRequest) -> Reply:
+        user = self.users.get(int((rec.json or {}).get("recipient_id", 0)))
         if user is None:
             raise _unknown("User", 10013)
-        for ch in self._channels.values():
-            if ch.type == DM and ch.recipients and ch.recipients[0].id == uid:
-                return 200, ch.payload()
-        ch = FakeChannel(id=self.snowflake(), guild_id=None, name=None, type=DM, recipients=[user], _server=self)
-        self._channels[ch.id] = ch
-        return 200, ch.payload()
+        return 200, self.dm_channel(user).payload()
 
-    async def _get_application(self, rec: RecordedRequest) -> Tuple[int, Any]:
+    async def _get_application(self, rec: RecordedRequest) -> Reply:
         return 200, {
             "id": str(self.application_id),
             "name": self.bot_user.username,
@@ -1148,37 +1255,43 @@ class FakeDiscord:
         return self.guild_commands.setdefault(gid, [])
 
     def _validate_command(self, cmd: Dict[str, Any]) -> None:
-        errors: Dict[str, Any] = {}
+        """A few of Discord's checks, so a bad definition fails in tests as it would in production."""
         ctype = cmd.get("type", 1)
         name = cmd.get("name", "")
         if not (1 <= len(name) <= 32) or (ctype == 1 and (not re.fullmatch(r"[-_\w]+", name) or name != name.lower())):
-            errors["name"] = {"_errors": [{"code": "APPLICATION_COMMAND_INVALID_NAME", "message": f"Command name is invalid: {name!r}"}]}
+            raise invalid_form("name", "APPLICATION_COMMAND_INVALID_NAME", f"Command name is invalid: {name!r}")
         if ctype == 1 and not (1 <= len(cmd.get("description", "")) <= 100):
-            errors["description"] = {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH", "message": "Must be between 1 and 100 in length."}]}
+            raise invalid_form("description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
 
         def check_options(options: List[Dict[str, Any]], where: str) -> None:
             if len(options) > 25:
-                errors[where] = {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 25 or fewer in length."}]}
+                raise invalid_form(where, "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
             seen_optional = False
             for o in options:
-                if o["type"] in (1, 2):
-                    check_options(o.get("options", []), f"{where}.{o['name']}")
+                here = f"{where}.{o['name']}"
+                if o["type"] in (it.SUB_COMMAND, it.SUB_COMMAND_GROUP):
+                    check_options(o.get("options", []), f"{here}.options")
                     continue
-                if o.get("required"):
-                    if seen_optional:
-                        errors[f"{where}.{o['name']}"] = {"_errors": [{"code": "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID", "message": "Required options must be placed before non-required options"}]}
-                else:
+                if not o.get("required"):
                     seen_optional = True
+                elif seen_optional:
+                    raise invalid_form(
+                        here,
+                        "APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID",
+                        "Required options must be placed before non-required options",
+                    )
                 if len(o.get("choices") or []) > 25:
-                    errors[f"{where}.{o['name']}.choices"] = {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 25 or fewer in length."}]}
+                    raise invalid_form(f"{here}.choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
                 if not (1 <= len(o.get("description", "")) <= 100):
-                    errors[f"{where}.{o['name']}.description"] = {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH", "message": "Must be between 1 and 100 in length."}]}
+                    raise invalid_form(
+                        f"{here}.description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                    )
 
         check_options(cmd.get("options") or [], "options")
-        if errors:
-            raise ApiError(400, 50035, "Invalid Form Body", errors)
 
-    def _stored_command(self, cmd: Dict[str, Any], guild_id: Optional[str], existing: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def _stored_command(
+        self, cmd: Dict[str, Any], guild_id: Optional[str], existing: List[Dict[str, Any]]
+    ) -> Dict[str, Any]:
         self._validate_command(cmd)
         old = next((c for c in existing if c["name"] == cmd["name"] and c.get("type", 1) == cmd.get("type", 1)), None)
         stored = dict(cmd)
@@ -1194,19 +1307,25 @@ class FakeDiscord:
             stored["guild_id"] = str(guild_id)
         return stored
 
-    async def _list_commands(self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _list_commands(
+        self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         return 200, self._command_store(application_id, guild_id)
 
-    async def _put_commands(self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _put_commands(
+        self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         store = self._command_store(application_id, guild_id)
         new = [self._stored_command(c, guild_id, store) for c in rec.json or []]
         names = [(c["name"], c["type"]) for c in new]
         if len(set(names)) != len(names):
-            raise ApiError(400, 50035, "Invalid Form Body", {"_errors": [{"code": "APPLICATION_COMMANDS_DUPLICATE_NAME", "message": "Application command names must be unique"}]})
+            raise invalid_form("", "APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique")
         store[:] = new
         return 200, new
 
-    async def _upsert_command(self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _upsert_command(
+        self, rec: RecordedRequest, application_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         store = self._command_store(application_id, guild_id)
         cmd = self._stored_command(rec.json or {}, guild_id, store)
         store[:] = [c for c in store if c["id"] != cmd["id"]] + [cmd]
@@ -1218,15 +1337,21 @@ class FakeDiscord:
             raise _unknown("application command", 10063)
         return cmd
 
-    async def _get_command(self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _get_command(
+        self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         return 200, self._find_command(self._command_store(application_id, guild_id), command_id)
 
-    async def _patch_command(self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _patch_command(
+        self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         cmd = self._find_command(self._command_store(application_id, guild_id), command_id)
         cmd.update(rec.json or {})
         return 200, cmd
 
-    async def _delete_command(self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None) -> Tuple[int, Any]:
+    async def _delete_command(
+        self, rec: RecordedRequest, application_id: str, command_id: str, guild_id: Optional[str] = None
+    ) -> Reply:
         store = self._command_store(application_id, guild_id)
         self._find_command(store, command_id)
         store[:] = [c for c in store if c["id"] != command_id]
@@ -1234,7 +1359,7 @@ class FakeDiscord:
 
     # interactions
 
-    async def _interaction_callback(self, rec: RecordedRequest, interaction_id: str, token: str) -> Tuple[int, Any]:
+    async def _interaction_callback(self, rec: RecordedRequest, interaction_id: str, token: str) -> Reply:
         h = self.interactions.get(int(interaction_id)) if interaction_id.isdigit() else None
         if h is None or h.token != token:
             raise _unknown("interaction", 10062)
@@ -1248,7 +1373,7 @@ class FakeDiscord:
         component_like = h.type in (it.MESSAGE_COMPONENT, it.MODAL_SUBMIT) and h.source_message_id is not None
 
         def invalid(why: str) -> ApiError:
-            return ApiError(400, 50035, "Invalid Form Body", {"type": {"_errors": [{"code": "INTERACTION_RESPONSE_TYPE_INVALID", "message": why}]}})
+            return invalid_form("type", "INTERACTION_RESPONSE_TYPE_INVALID", why)
 
         if kind == it.PONG:
             raise invalid("PONG is only for HTTP interactions")
@@ -1260,7 +1385,13 @@ class FakeDiscord:
         elif kind == it.DEFERRED_CHANNEL_MESSAGE:
             flags = int(data.get("flags") or 0) & FLAG_EPHEMERAL
             message = self._new_message(
-                h.channel, {}, [], source="interaction_response", extra_flags=flags | FLAG_LOADING, allow_empty=True, interaction=h
+                h.channel,
+                {},
+                [],
+                source="interaction_response",
+                extra_flags=flags | FLAG_LOADING,
+                allow_empty=True,
+                interaction=h,
             )
             h.original_id = message.id
         elif kind in (it.DEFERRED_UPDATE_MESSAGE, it.UPDATE_MESSAGE):
@@ -1274,7 +1405,7 @@ class FakeDiscord:
             if h.type != it.AUTOCOMPLETE:
                 raise invalid("type 8 answers autocomplete interactions only")
             if len(data.get("choices") or []) > 25:
-                raise ApiError(400, 50035, "Invalid Form Body", {"data": {"choices": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 25 or fewer in length."}]}}})
+                raise invalid_form("data.choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
         elif kind == it.MODAL:
             if h.type in (it.AUTOCOMPLETE, it.MODAL_SUBMIT):
                 raise invalid("cannot answer this interaction with a modal")
@@ -1297,7 +1428,7 @@ class FakeDiscord:
             result["resource"] = {"type": kind}
         return 200, result
 
-    async def _followup(self, rec: RecordedRequest, application_id: str, token: str) -> Tuple[int, Any]:
+    async def _followup(self, rec: RecordedRequest, application_id: str, token: str) -> Reply:
         h = self._handle_by_token(application_id, token)
         if not h.responded:
             raise _unknown("Webhook", 10015)  # follow-ups need an acknowledged interaction
@@ -1311,7 +1442,7 @@ class FakeDiscord:
 
     async def _webhook_message(
         self, rec: RecordedRequest, application_id: str, token: str, message_id: str
-    ) -> Tuple[int, Any]:
+    ) -> Reply:
         h = self._handle_by_token(application_id, token)
         mid = h.original_id if message_id == "@original" else (int(message_id) if message_id.isdigit() else None)
         if mid is None or (mid != h.original_id and mid not in h.followup_ids) or self.messages[mid].deleted:
@@ -1328,12 +1459,12 @@ class FakeDiscord:
 
     # channels and messages
 
-    async def _get_channel(self, rec: RecordedRequest, channel_id: str) -> Tuple[int, Any]:
+    async def _get_channel(self, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         self._require(channel, 0)
         return 200, channel.payload()
 
-    async def _list_messages(self, rec: RecordedRequest, channel_id: str) -> Tuple[int, Any]:
+    async def _list_messages(self, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         self._require(channel, 0)
         msgs = self.channel_messages(channel)
@@ -1349,22 +1480,22 @@ class FakeDiscord:
             msgs = msgs[-limit:]
         return 200, [m.payload() for m in reversed(msgs)]  # newest first, like Discord
 
-    async def _create_message(self, rec: RecordedRequest, channel_id: str) -> Tuple[int, Any]:
+    async def _create_message(self, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         self._require(channel, SEND_MESSAGES | (ATTACH_FILES if rec.files else 0))
         self._check_upload(rec.files, channel)
         body = rec.json or {}
         if int(body.get("flags") or 0) & FLAG_EPHEMERAL:
-            raise ApiError(400, 50035, "Invalid Form Body", {"flags": {"_errors": [{"code": "MESSAGE_FLAGS_INVALID", "message": "Ephemeral messages need an interaction"}]}})
+            raise invalid_form("flags", "MESSAGE_FLAGS_INVALID", "Ephemeral messages need an interaction")
         msg = self._new_message(channel, body, rec.files, source="channel")
         return 200, msg.payload()
 
-    async def _get_message(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Tuple[int, Any]:
+    async def _get_message(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         self._require(channel, 0)
         return 200, self._get_message_or_404(channel, message_id).payload()
 
-    async def _patch_message(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Tuple[int, Any]:
+    async def _patch_message(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         msg = self._get_message_or_404(channel, message_id)
         if msg.author.id != self.bot_user.id:
@@ -1373,7 +1504,7 @@ class FakeDiscord:
         self._edit_message(msg, rec.json or {}, rec.files, via="channel")
         return 200, msg.payload()
 
-    async def _delete_message_route(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Tuple[int, Any]:
+    async def _delete_message_route(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         msg = self._get_message_or_404(channel, message_id)
         if msg.author.id != self.bot_user.id:
@@ -1381,19 +1512,19 @@ class FakeDiscord:
         self._delete_message(msg)
         return 204, None
 
-    async def _typing(self, rec: RecordedRequest, channel_id: str) -> Tuple[int, Any]:
+    async def _typing(self, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         self._require(channel, SEND_MESSAGES)
         return 204, None
 
-    async def _add_reaction(self, rec: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> Tuple[int, Any]:
+    async def _add_reaction(self, rec: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         msg = self._get_message_or_404(channel, message_id)
         name = urllib.parse.unquote(emoji)
         msg.reactions[name] = msg.reactions.get(name, 0) + 1
         return 204, None
 
-    async def _remove_reaction(self, rec: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> Tuple[int, Any]:
+    async def _remove_reaction(self, rec: RecordedRequest, channel_id: str, message_id: str, emoji: str) -> Reply:
         channel = self._get_channel_or_404(channel_id)
         msg = self._get_message_or_404(channel, message_id)
         name = urllib.parse.unquote(emoji)
@@ -1405,20 +1536,20 @@ class FakeDiscord:
 
     # guilds
 
-    async def _get_guild(self, rec: RecordedRequest, guild_id: str) -> Tuple[int, Any]:
+    async def _get_guild(self, rec: RecordedRequest, guild_id: str) -> Reply:
         guild = self._get_guild_or_404(guild_id)
         data = guild.payload()
         if rec.query.get("with_counts") in ("1", "true"):
             data.update(approximate_member_count=len(guild.members), approximate_presence_count=0)
         return 200, data
 
-    async def _get_guild_channels(self, rec: RecordedRequest, guild_id: str) -> Tuple[int, Any]:
+    async def _get_guild_channels(self, rec: RecordedRequest, guild_id: str) -> Reply:
         return 200, [c.payload() for c in self._get_guild_or_404(guild_id).channels.values()]
 
-    async def _get_roles(self, rec: RecordedRequest, guild_id: str) -> Tuple[int, Any]:
+    async def _get_roles(self, rec: RecordedRequest, guild_id: str) -> Reply:
         return 200, [r.payload() for r in self._get_guild_or_404(guild_id).roles.values()]
 
-    async def _list_members(self, rec: RecordedRequest, guild_id: str) -> Tuple[int, Any]:
+    async def _list_members(self, rec: RecordedRequest, guild_id: str) -> Reply:
         guild = self._get_guild_or_404(guild_id)
         after = int(rec.query.get("after", 0))
         limit = int(rec.query.get("limit", 1))
@@ -1431,7 +1562,7 @@ class FakeDiscord:
             raise _unknown("Member", 10007)
         return member
 
-    async def _get_member(self, rec: RecordedRequest, guild_id: str, user_id: str) -> Tuple[int, Any]:
+    async def _get_member(self, rec: RecordedRequest, guild_id: str, user_id: str) -> Reply:
         guild = self._get_guild_or_404(guild_id)
         return 200, self._member_or_404(guild, user_id).payload()
 
@@ -1441,7 +1572,7 @@ class FakeDiscord:
             raise _unknown("Role", 10011)
         return role
 
-    async def _add_member_role(self, rec: RecordedRequest, guild_id: str, user_id: str, role_id: str) -> Tuple[int, Any]:
+    async def _add_member_role(self, rec: RecordedRequest, guild_id: str, user_id: str, role_id: str) -> Reply:
         guild = self._get_guild_or_404(guild_id)
         member, role = self._member_or_404(guild, user_id), self._role_or_404(guild, role_id)
         if not guild.base_permissions(guild.me) & MANAGE_ROLES:
@@ -1449,7 +1580,7 @@ class FakeDiscord:
         member.add_role(role)
         return 204, None
 
-    async def _remove_member_role(self, rec: RecordedRequest, guild_id: str, user_id: str, role_id: str) -> Tuple[int, Any]:
+    async def _remove_member_role(self, rec: RecordedRequest, guild_id: str, user_id: str, role_id: str) -> Reply:
         guild = self._get_guild_or_404(guild_id)
         member, role = self._member_or_404(guild, user_id), self._role_or_404(guild, role_id)
         if not guild.base_permissions(guild.me) & MANAGE_ROLES:

@@ -41,6 +41,26 @@ class JoinView(discord.ui.View):
         self.rec.calls.append({"cmd": "join", "user": interaction.user.id, "message": interaction.message.id})
         await interaction.response.edit_message(content=f"{interaction.user.name} joined")
 
+    @discord.ui.button(label="Leave", style=discord.ButtonStyle.secondary, custom_id="game:leave")
+    async def leave(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+        await interaction.response.defer()  # type 6 on a component: edit the clicked message later
+        await interaction.edit_original_response(content=f"{interaction.user.name} left")
+        await interaction.followup.send("see you", ephemeral=True)
+
+
+class ModeSelect(discord.ui.View):
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__(timeout=None)
+        self.rec = rec
+
+    @discord.ui.select(
+        custom_id="game:mode",
+        options=[discord.SelectOption(label="Story", value="story"), discord.SelectOption(label="Duel", value="duel")],
+    )
+    async def mode(self, interaction: discord.Interaction, select: discord.ui.Select) -> None:
+        self.rec.calls.append({"cmd": "mode", "values": select.values})
+        await interaction.response.send_message(f"mode {select.values[0]}")
+
 
 class SettingsModal(discord.ui.Modal, title="Game settings"):
     speed = discord.ui.TextInput(label="Speed", custom_id="settings:speed")
@@ -104,6 +124,13 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
     async def render(interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True)
         await interaction.followup.send("clip ready", file=discord.File(io.BytesIO(CLIP), "clip.mp4"))
+
+    @game.command(name="play", description="Play a turn")
+    async def play(interaction: discord.Interaction, title: str) -> None:
+        # The AnimeGamer pattern: defer, post results with channel.send, then settle @original.
+        await interaction.response.defer(thinking=True)
+        await interaction.channel.send(f"{title}: turn 1", file=discord.File(io.BytesIO(CLIP), "turn1.mp4"))
+        await interaction.edit_original_response(content="turn posted")
 
     @game.command(name="pick", description="Pick a character")
     async def pick(interaction: discord.Interaction, character: str) -> None:
@@ -195,12 +222,16 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
     connect = next(e for e in fake_discord.gateway.log if e[0] == "connect")
     assert connect[1]["v"] == "10" and connect[1]["encoding"] == "json"
     assert fake_discord.unhandled == []
+    # Dispatches carry consecutive sequence numbers within the session.
+    (session,) = fake_discord.gateway.sessions.values()
+    assert [f["s"] for f in session.buffer] == list(range(1, len(session.buffer) + 1))
+    assert [f["t"] for f in session.buffer[:2]] == ["READY", "GUILD_CREATE"]
 
 
 async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     game = fake_discord.command("game")
     subs = {o["name"]: o for o in game["options"]}
-    assert set(subs) == {"start", "render", "pick", "upload", "settings"}
+    assert set(subs) == {"start", "render", "play", "pick", "upload", "settings"}
     start_opts = {o["name"]: o for o in subs["start"]["options"]}
     assert start_opts["title"]["required"] and start_opts["title"]["type"] == 3
     assert start_opts["rounds"]["min_value"] == 1 and start_opts["rounds"]["max_value"] == 10
@@ -219,7 +250,11 @@ async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bo
 
 async def test_slash_command_gets_options_and_member_permissions(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     handle = await fake_discord.slash(
-        world.guild, world.games, world.manager, "game start", {"title": "Sakura", "rounds": 5, "fast": True, "rival": world.alice}
+        world.guild,
+        world.games,
+        world.manager,
+        "game start",
+        {"title": "Sakura", "rounds": 5, "fast": True, "rival": world.alice},
     )
     response = await handle.wait_response()
     assert response.type == 4 and response.content == "Starting Sakura (5 rounds)"
@@ -249,6 +284,10 @@ async def test_slash_command_gets_options_and_member_permissions(fake_discord: F
         await fake_discord.slash(world.guild, world.general, world.alice, "game start", {})
     with pytest.raises(LookupError, match="no option"):
         await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x", "bogus": 1})
+    with pytest.raises(ValueError, match="outside"):
+        await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x", "rounds": 11})
+    with pytest.raises(LookupError, match="is a group"):
+        await fake_discord.slash(world.guild, world.general, world.alice, "game")
 
 
 async def test_defer_then_followup_with_attachment(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -265,6 +304,18 @@ async def test_defer_then_followup_with_attachment(fake_discord: FakeDiscord, wo
     assert handle.original.loading
 
 
+async def test_defer_then_channel_send_then_edit_original(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    """The flow the package docstring shows."""
+    handle = await fake_discord.slash(world.guild, world.games, world.alice, "game play", {"title": "Sakura"})
+    first = await handle.wait_response()
+    assert first.type == 5
+    msg = await fake_discord.wait_for_message(world.games, lambda m: "Sakura" in m.content, timeout=5)
+    assert msg.source == "channel" and msg.attachments[0].data.startswith(b"\x00\x00")
+    original = await handle.wait_original()
+    assert original.content == "turn posted" and original.edit_count == 1
+    assert [m.content for m in fake_discord.channel_messages(world.games)] == ["turn posted", "Sakura: turn 1"]
+
+
 async def test_attachment_option_is_resolved_and_downloadable(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     image = fake_discord.make_attachment("ref.png", b"\x89PNG fake", content_type="image/png")
     handle = await fake_discord.slash(world.guild, world.general, world.alice, "game upload", {"image": image})
@@ -274,13 +325,13 @@ async def test_attachment_option_is_resolved_and_downloadable(fake_discord: Fake
     assert fake_discord.channel_messages(world.general) == []  # ephemeral: not in the channel
 
 
-async def test_channel_send_with_file_and_embed_and_edit_counting(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+async def test_channel_send_file_embed_and_edit_counting(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     channel = bot.get_channel(world.games.id)
     embed = discord.Embed(title="Round 1", description="Fight!")
     sent = await channel.send("round start", embed=embed, file=discord.File(io.BytesIO(b"frame"), "frame.png"))
     stored = fake_discord.messages[sent.id]
     assert stored.content == "round start" and stored.embeds[0]["title"] == "Round 1"
-    assert [(a.filename, a.data) for a in stored.attachments] == [("frame.png", b"frame")]
+    assert [(a.filename, a.data, a.content_type) for a in stored.attachments] == [("frame.png", b"frame", "image/png")]
     assert sent.attachments[0].filename == "frame.png" and await sent.attachments[0].read() == b"frame"
     req = fake_discord.requests_to("POST", "/channels/{channel_id}/messages")[-1]
     assert req.json["embeds"][0]["description"] == "Fight!" and req.headers["Content-Type"].startswith("multipart/")
@@ -302,7 +353,9 @@ async def test_channel_send_with_file_and_embed_and_edit_counting(fake_discord: 
 
 
 async def test_autocomplete_results(fake_discord: FakeDiscord, world: World, bot: TinyBot):
-    handle = await fake_discord.autocomplete(world.guild, world.general, world.alice, "game pick", {"character": "ak"}, focused="character")
+    handle = await fake_discord.autocomplete(
+        world.guild, world.general, world.alice, "game pick", {"character": "ak"}, focused="character"
+    )
     response = await handle.wait_response()
     assert response.type == 8
     assert response.choices == [{"name": "Akira", "value": "Akira"}, {"name": "Akane", "value": "Akane"}]
@@ -319,6 +372,30 @@ async def test_button_click_reaches_persistent_view(fake_discord: FakeDiscord, w
     assert posted.content == "alice joined" and posted.edit_count == 1
     with pytest.raises(ValueError, match="no component"):
         await fake_discord.click(posted, world.alice, "nope")
+
+    handle = await fake_discord.click(posted, world.mod, "game:leave")
+    assert (await handle.wait_response()).type == 6
+    followup = await handle.wait_followup()
+    assert followup.ephemeral and followup.content == "see you"
+    assert handle.original is posted and posted.content == "mod left" and posted.edit_count == 2
+
+
+async def test_string_select(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    sent = await bot.get_channel(world.games.id).send("Choose a mode", view=ModeSelect(bot.rec))
+    with pytest.raises(ValueError, match="offers"):
+        await fake_discord.select(sent.id, world.alice, "game:mode", ["arcade"])
+    handle = await fake_discord.select(sent.id, world.alice, "game:mode", ["duel"])
+    assert (await handle.wait_response()).content == "mode duel"
+    assert bot.rec.calls[-1] == {"cmd": "mode", "values": ["duel"]}
+
+
+async def test_dm_slash_command(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    dm = fake_discord.dm_channel(world.alice)
+    handle = await fake_discord.slash(None, dm, world.alice.user, "game pick", {"character": "Rei"})
+    assert (await handle.wait_response()).content == "picked Rei"
+    assert fake_discord.channel_messages(dm)[0].content == "picked Rei"
+    sent = await (await bot.fetch_user(world.alice.id)).send("hi in DM")
+    assert fake_discord.messages[sent.id].channel_id == dm.id
 
 
 async def test_modal_round_trip(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -363,6 +440,14 @@ async def test_discord_error_codes(fake_discord: FakeDiscord, world: World, bot:
     with pytest.raises(discord.Forbidden) as err:
         await bot.get_partial_messageable(locked.id).send("hi")
     assert err.value.code == 50013
+    # Injected failures, e.g. to test the bot's handling of a lost permission or a missing message.
+    fake_discord.fail_next("PATCH", r"^/channels/\d+/messages/\d+$", status=404, code=10008, message="Unknown Message")
+    sent = await bot.get_channel(world.general.id).send("will vanish")
+    with pytest.raises(discord.NotFound) as err:
+        await sent.edit(content="too late")
+    assert err.value.code == 10008
+    await sent.edit(content="works again")
+    assert fake_discord.messages[sent.id].edit_count == 1
 
 
 async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -377,7 +462,7 @@ async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: Fake
     lobby = world.guild.create_text_channel("lobby")
     assert fake_discord.gateway.connected_sessions() == []
     await fake_discord.wait_for_gateway("resumed")
-    await fake_discord.wait_until(lambda: resumed and bot.get_channel(lobby.id), 2, "on_resumed + replayed CHANNEL_CREATE")
+    await fake_discord.wait_until(lambda: resumed and bot.get_channel(lobby.id), 2, "on_resumed + CHANNEL_CREATE")
     assert sum(e[0] == "identify" for e in fake_discord.gateway.log) == 1
     # Interactions pushed during a drop wait for the reconnect, then arrive.
     await fake_discord.drop_gateway()
@@ -420,6 +505,23 @@ async def test_events_after_ready_reach_the_client(fake_discord: FakeDiscord, wo
     await fake_discord.wait_until(lambda: seen, 2, "on_message")
     assert seen[0].author.id == world.alice.id
     assert seen[0].content == ""  # no message_content intent, like real Discord
+    await fake_discord.user_message(world.general, world.alice, f"hey {bot.user.mention}")
+    await fake_discord.wait_until(lambda: len(seen) == 2, 2, "second on_message")
+    assert seen[1].content == f"hey {bot.user.mention}" and bot.user.mentioned_in(seen[1])
+
+    helpers = world.guild.create_role("Helpers", permissions=discord.Permissions(manage_messages=True))
+    world.alice.add_role(helpers)
+    member = bot.get_guild(world.guild.id).get_member(world.alice.id)
+    await fake_discord.wait_until(lambda: helpers.id in [r.id for r in member.roles], 2, "GUILD_MEMBER_UPDATE")
+    h = await fake_discord.slash(world.guild, world.general, world.alice, "game start", {"title": "x"})
+    await h.wait_response()
+    assert bot.rec.calls[-1]["manage_messages"] is True
+    world.guild.edit_role(helpers, permissions=discord.Permissions(administrator=True))
+    await fake_discord.wait_until(lambda: member.guild_permissions.administrator, 2, "GUILD_ROLE_UPDATE")
+    world.guild.remove_member(world.alice)
+    await fake_discord.wait_until(
+        lambda: bot.get_guild(world.guild.id).get_member(world.alice.id) is None, 2, "GUILD_MEMBER_REMOVE"
+    )
 
 
 async def test_close_and_second_client_on_same_server(fake_discord: FakeDiscord, world: World):
