@@ -85,7 +85,7 @@ class AnimeGamerBot(commands.Bot):
         self.db = db
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
-        self.status = StatusBoard(self, progress_interval)
+        self.board = StatusBoard(self, progress_interval)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
         self._sync_commands = sync_commands
@@ -113,5 +113,5 @@ class AnimeGamerBot(commands.Bot):
     async def close(self) -> None:
         self.maintenance.close()
         await self.notifier.close()
-        await self.status.close()
+        await self.board.close()
         await super().close()

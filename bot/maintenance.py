@@ -53,7 +53,7 @@ class Maintenance:
             minutes = round(self.bot.settings.idle_pause_minutes)
             text = f"No turn for {minutes} minutes. {SessionPaused('idle').message}"
             try:
-                await self.bot.status.channel(gs.channel_id, gs.guild_id).send(text)
+                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
             except discord.HTTPException as e:
                 log.info("could not announce the idle pause in %s: %s", gs.channel_id, e)
         return [gs.id for gs in paused]

@@ -86,7 +86,7 @@ class Notifier:
                             self.wake()
                         elif n.channel == notify.TURN_PROGRESS:
                             p = n.payload
-                            self.bot.status.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
+                            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the database is down: keep trying; the sweep covers the gap
@@ -185,7 +185,7 @@ class Notifier:
             log.warning("turn %s: posting failed (%s); will retry", turn.id, e)
             return False
         await self._mark_posted(turn.id, msg.id)
-        await self.bot.status.finish(turn, turn.status, channel_id=gs.channel_id, jump_url=msg.jump_url)
+        await self.bot.board.finish(turn, turn.status, channel_id=gs.channel_id, jump_url=msg.jump_url)
         return True
 
     async def _mark_posted(self, turn_id: int, message_id: int | None) -> None:

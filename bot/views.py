@@ -55,7 +55,7 @@ class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:canc
                         actor_name=interaction.user.display_name, action="cancel_turn", target=f"turn #{turn.seq}",
                         details={"turn_id": turn.id, "via": "button"},
                     )
-            await bot.status.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
+            await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
             await interaction.followup.send(f"Turn #{turn.seq} is cancelled.", ephemeral=True)
         except Exception as e:
             await replies.report(interaction, e)
@@ -99,8 +99,8 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:
                     )
             # The old clip stays in the channel, without its button: only the newest take can be redone.
             if old_message:
-                await bot.status.strip_buttons(gs.channel_id, old_message)
-            await bot.status.announce_queued(turn, position, regenerated=True)
+                await bot.board.strip_buttons(gs.channel_id, old_message)
+            await bot.board.announce_queued(turn, position, regenerated=True)
             await interaction.followup.send(f"Turn #{turn.seq} is being generated again with a new seed.", ephemeral=True)
         except Exception as e:
             await replies.report(interaction, e)

@@ -38,7 +38,7 @@ class Moderation(commands.Cog):
         )
 
     async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
-        await self.bot.status.channel(interaction.channel_id, interaction.guild_id).send(public)
+        await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(public)
         await interaction.followup.send(private, ephemeral=True)
 
     def _by(self, interaction: discord.Interaction) -> str:
@@ -77,7 +77,7 @@ class Moderation(commands.Cog):
             await self.bot.queue.cancel_stale_jobs(s, gs.id)
             await self._audit(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
         for t in waiting:
-            await self.bot.status.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id)
+            await self.bot.board.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id)
         await self._announce(
             interaction,
             f"{self._by(interaction)} reset the game: every character is back to the start, and the same players play on.",
@@ -97,7 +97,7 @@ class Moderation(commands.Cog):
             text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
             await self.bot.queue.cancel_queued_turn(s, row, text)
             await self._audit(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
-        await self.bot.status.finish(row, "cancelled", note=esc(text).capitalize() + ".", channel_id=gs.channel_id)
+        await self.bot.board.finish(row, "cancelled", note=esc(text).capitalize() + ".", channel_id=gs.channel_id)
         await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
 
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")

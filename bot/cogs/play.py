@@ -57,7 +57,7 @@ class Play(commands.Cog):
 
     async def _say(self, interaction: discord.Interaction, text: str) -> None:
         """A line for the whole channel (mentions are off client-wide)."""
-        await self.bot.status.channel(interaction.channel_id, interaction.guild_id).send(text)
+        await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(text)
 
     # --- /game
 
@@ -170,7 +170,7 @@ class Play(commands.Cog):
                 enqueue=self.bot.queue.enqueue,
             )
             position = await self.bot.queue.position(s, turn)
-        await self.bot.status.announce_queued(turn, position)
+        await self.bot.board.announce_queued(turn, position)
         text = f"Turn #{turn.seq} is queued ({position_text(position)})."
         if ins.notes:
             text += "\nYour text was cleaned: " + "; ".join(ins.notes) + "."

@@ -1,0 +1,82 @@
+"""Driving the bot through the fake Discord and reading back what it answered."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import select
+from sqlalchemy.orm import undefer
+
+from db.models import AuditLog, Turn
+from tests.fake_discord import FakeMessage
+from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
+
+
+async def command(w, member, name: str, options: dict | None = None, channel=None):
+    """Run a slash command; returns (handle, seconds until the first answer)."""
+    t0 = time.monotonic()
+    h = await w.server.slash(w.guild, channel or w.games, member, name, options or {})
+    await h.wait_response(timeout=5)
+    return h, time.monotonic() - t0
+
+
+async def answer(h, timeout: float = 15.0):
+    """What the member saw: (text, embeds, ephemeral) of the direct answer or the first follow-up."""
+    first = await h.wait_response(timeout=timeout)
+    if first.type == CHANNEL_MESSAGE:
+        return first.content or "", first.embeds, first.ephemeral
+    assert first.type == DEFERRED_CHANNEL_MESSAGE, first
+    m = await h.wait_followup(timeout=timeout)
+    return m.content, m.embeds, m.ephemeral
+
+
+async def say(w, member, name: str, options: dict | None = None, channel=None, timeout: float = 15.0) -> str:
+    """Run a command and return the text of its (ephemeral) answer."""
+    h, took = await command(w, member, name, options, channel)
+    assert took < 3, f"{name} answered after {took:.2f} s"
+    text, embeds, ephemeral = await answer(h, timeout)
+    assert ephemeral, f"{name}: answers to a single member are ephemeral"
+    return text
+
+
+def is_result(m: FakeMessage, seq: int | None = None) -> bool:
+    """A posted turn (done or failed): it carries a Regenerate button."""
+    if not any(c.startswith("ag:regen:") for c in m.custom_ids) or not m.embeds:
+        return False
+    return seq is None or m.embeds[0]["title"].split(" ")[1] == f"#{seq}"
+
+
+async def result(w, seq: int, channel=None, timeout: float = 30.0) -> FakeMessage:
+    return await w.server.wait_for_message(channel or w.games, lambda m: is_result(m, seq), timeout=timeout)
+
+
+def results(w, channel=None) -> list[FakeMessage]:
+    return [m for m in w.server.channel_messages(channel or w.games) if is_result(m)]
+
+
+def status_message(w, seq: int, channel=None) -> FakeMessage:
+    found = [
+        m
+        for m in w.server.channel_messages(channel or w.games)
+        if m.embeds and m.embeds[0]["title"].startswith(f"Turn #{seq} · ") and not is_result(m)
+    ]
+    assert found, f"no status message for turn #{seq}"
+    return found[-1]
+
+
+def field(embed: dict, name: str) -> str:
+    for f in embed.get("fields", []):
+        if f["name"] == name:
+            return f["value"]
+    raise KeyError(f"{name} not in {[f['name'] for f in embed.get('fields', [])]}")
+
+
+async def turns_of(sessions) -> list[Turn]:
+    async with sessions() as s:
+        return list((await s.scalars(select(Turn).order_by(Turn.session_id, Turn.seq).options(undefer(Turn.mp4)))).all())
+
+
+async def audit_actions(sessions) -> list[tuple[str, str]]:
+    async with sessions() as s:
+        rows = (await s.scalars(select(AuditLog).order_by(AuditLog.id))).all()
+    return [(r.action, r.actor_name) for r in rows]
