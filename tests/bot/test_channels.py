@@ -1,0 +1,58 @@
+"""Two channels of one server play at once, on two films, without crossing."""
+
+from __future__ import annotations
+
+import asyncio
+
+from db import sessions as game_sessions
+from tests.bot.helpers import field, result, results, say, turns_of
+
+
+async def test_two_channels_play_at_once(world, start_bot, start_worker, sessions):
+    w = world
+    await start_bot()
+    await start_worker(films=["qiqi", "ponyo"], concurrency=2, backend_options={"delay": 0.6})
+
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    assert "This channel now plays Ponyo" in await say(w, w.erin, "admin film", {"film": "ponyo", "scope": "channel"}, channel=w.games2)
+    await say(w, w.alice, "game start")
+    await say(w, w.bob, "game start", channel=w.games2)
+    assert "Ponyo" in await say(w, w.bob, "game join", {"character": "ponyo"}, channel=w.games2)
+    # Sosuke is Ponyo's, not Qiqi's: the cast follows the channel's film
+    assert "not a playable character" in await say(w, w.alice, "game join", {"character": "sosuke"})
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+
+    # both channels submit at the same moment
+    acts = await asyncio.gather(
+        say(w, w.alice, "act", {"motion": "walk", "background": "town"}),
+        say(w, w.bob, "act", {"motion": "swim", "background": "sea"}, channel=w.games2),
+        say(w, w.alice, "act", {"motion": "run", "background": "street"}),
+        say(w, w.bob, "act", {"motion": "jump", "background": "harbor"}, channel=w.games2),
+    )
+    assert all("is queued" in a for a in acts), acts
+
+    a = [await result(w, seq, w.games) for seq in (1, 2)]
+    b = [await result(w, seq, w.games2) for seq in (1, 2)]
+    assert [m.embeds[0]["description"] for m in a] == [
+        "Character: Qiqi; Motion: walk; Background: town.",
+        "Character: Qiqi; Motion: run; Background: street.",
+    ]
+    assert [m.embeds[0]["description"] for m in b] == [
+        "Character: Ponyo; Motion: swim; Background: sea.",
+        "Character: Ponyo; Motion: jump; Background: harbor.",
+    ]
+    assert len(results(w, w.games)) == 2 and len(results(w, w.games2)) == 2
+    assert "Ponyo" in b[0].embeds[0]["footer"]["text"] and "Kiki" in a[0].embeds[0]["footer"]["text"]
+
+    turns = await turns_of(sessions)
+    # the two sessions ran side by side: the second channel did not wait for the first to finish
+    by_session: dict[int, list] = {}
+    for t in turns:
+        by_session.setdefault(t.session_id, []).append(t)
+    (s1, s2) = by_session.values()
+    assert s1[0].started_at < s2[-1].finished_at and s2[0].started_at < s1[-1].finished_at
+    async with sessions() as s:
+        gs = await game_sessions.live_session(s, w.games2.id)
+        st = await game_sessions.states(s, gs.id)
+    assert list(st) == ["ponyo"]
+    assert field(b[1].embeds[0], "Ponyo").split("\n")[0].endswith(f"{st['ponyo'].stamina} ({s2[1].delta_stamina * 5:+d})")
