@@ -1,0 +1,90 @@
+"""/mod: pause, resume, cancel, kick, reset; rights checked by the bot; audited; announced."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from db import sessions as game_sessions
+from db.models import GameSession
+from game.states import CharacterState
+from tests.bot.helpers import audit_actions, say, status_message, turns_of
+
+RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
+
+
+async def job_statuses(sessions) -> list[str]:
+    async with sessions() as s:
+        return list((await s.scalars(text("SELECT status FROM procrastinate_jobs ORDER BY id"))).all())
+
+
+async def test_moderation_commands_and_refusals(world, start_bot, sessions):
+    w, server = world, world.server
+    await start_bot()  # no worker: the turns stay queued
+    mo = w.guild.create_member("mo", roles=[w.mod_role])  # moderator through the bot's configured role
+
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+    await say(w, w.bob, "game join", {"character": "jiji"})
+    for motion in ("walk", "run"):
+        await say(w, w.alice, "act", {"motion": motion, "background": "town"})
+
+    for name, options in (
+        ("mod pause", {}),
+        ("mod resume", {}),
+        ("mod reset", {}),
+        ("mod cancel", {"turn": 1}),
+        ("mod kick", {"player": w.bob}),
+    ):
+        assert RIGHTS in await say(w, w.carol, name, options), name
+        assert RIGHTS in await say(w, mo, name, options), name  # the role has no rights yet
+    assert await audit_actions(sessions) == [("set_film", "erin")]
+
+    assert "The game is paused" in await say(w, w.dave, "mod pause", {"reason": "dinner **now**"})
+    said = await server.wait_for_message(w.games, lambda m: "paused the game" in m.content)
+    assert said.content == "dave paused the game (dinner \\*\\*now\\*\\*)."
+    assert "This game is paused (dinner **now**). A moderator can resume it" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
+
+    await say(w, w.erin, "admin role", {"kind": "moderator", "role": w.mod_role})
+    assert "resumed" in await say(w, mo, "mod resume")
+
+    assert "Turn #1 is cancelled" in await say(w, w.dave, "mod cancel", {"turn": 1, "reason": "off topic"})
+    sm = status_message(w, 1)
+    assert sm.embeds[0]["title"] == "Turn #1 · cancelled" and sm.components == []
+    assert "Cancelled by dave: off topic." in str(sm.embeds[0]["fields"])
+    assert "only queued turns can be cancelled" in await say(w, w.dave, "mod cancel", {"turn": 1})
+    assert "Turn 9 was not found" in await say(w, w.dave, "mod cancel", {"turn": 9})
+    assert (await job_statuses(sessions))[0] == "cancelled"
+
+    assert "bob no longer plays Jiji" in await say(w, mo, "mod kick", {"player": w.bob})
+    assert "carol is not playing" in await say(w, mo, "mod kick", {"player": w.carol})
+    assert "have not joined" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
+    assert "You play Jiji" in await say(w, w.carol, "game join", {"character": "jiji"})
+
+    async with sessions() as s:
+        old = await game_sessions.live_session(s, w.games.id)
+    assert "1 waiting turn(s) cancelled" in await say(w, w.dave, "mod reset")
+    turns = await turns_of(sessions)
+    assert [t.status for t in turns] == ["cancelled", "cancelled"]
+    sm2 = status_message(w, 2)
+    assert sm2.embeds[0]["title"] == "Turn #2 · cancelled" and sm2.components == []
+    assert await job_statuses(sessions) == ["cancelled", "cancelled"]
+    async with sessions() as s:
+        assert (await s.get(GameSession, old.id)).status == "archived"
+        fresh = await game_sessions.live_session(s, w.games.id)
+        assert fresh.id != old.id and fresh.next_seq == 1
+        assert {p.user_name: p.character_id for p in await game_sessions.players(s, fresh.id)} == {"alice": "qiqi", "carol": "jiji"}
+        assert set((await game_sessions.states(s, fresh.id)).values()) == {CharacterState()}
+    assert "is queued" in await say(w, w.alice, "act", {"motion": "wave", "background": "town"})
+    assert (await turns_of(sessions))[-1].seq == 1  # numbering restarts with the new session
+
+    assert await audit_actions(sessions) == [
+        ("set_film", "erin"),
+        ("pause", "dave"),
+        ("add_moderator_role", "erin"),
+        ("resume", "mo"),
+        ("cancel_turn", "dave"),
+        ("kick", "mo"),
+        ("reset", "dave"),
+    ]
+    assert server.unhandled == []
