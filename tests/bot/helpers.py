@@ -80,3 +80,14 @@ async def audit_actions(sessions) -> list[tuple[str, str]]:
     async with sessions() as s:
         rows = (await s.scalars(select(AuditLog).order_by(AuditLog.id))).all()
     return [(r.action, r.actor_name) for r in rows]
+
+
+async def posted_turns(sessions, n: int, timeout: float = 10.0) -> list[Turn]:
+    """The turns once `n` of them are marked posted (the mark follows the message by a moment)."""
+    from tests.queue.helpers import wait_until
+
+    async def ready():
+        turns = await turns_of(sessions)
+        return turns if sum(t.posted_at is not None for t in turns) >= n else None
+
+    return await wait_until(ready, timeout=timeout)

@@ -10,7 +10,7 @@ import tempfile
 from db import sessions as game_sessions
 from db.models import GameSession
 from game.states import STATE_NAMES, describe
-from tests.bot.helpers import answer, command, field, result, results, say, status_message, turns_of
+from tests.bot.helpers import answer, command, field, posted_turns, result, say, status_message
 
 CHANNEL_MESSAGES = ("POST", "/channels/{channel_id}/messages")
 
@@ -73,7 +73,7 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
 
     posted = [await result(w, seq) for seq in (1, 2, 3)]
     assert [m.id for m in posted] == sorted(m.id for m in posted)  # in order
-    turns = await turns_of(sessions)
+    turns = await posted_turns(sessions, 3)
     names = {"qiqi": "Qiqi", "jiji": "Jiji"}
     assert [t.status for t in turns] == ["done"] * 3
     assert turns[1].instruction == "Character: Jiji, Qiqi; Motion: talk; Background: bakery."

@@ -1,0 +1,125 @@
+"""Restarts: a turn finished while the bot was down is posted once; buttons keep working."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import func, text, update
+
+from db.models import Turn
+from game.states import STATE_START
+from tests.bot.conftest import stop_bot
+from tests.bot.helpers import audit_actions, field, is_result, posted_turns, result, results, say, status_message, turns_of
+from tests.queue.helpers import wait_until
+
+RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
+
+
+def result_posts(server, turn_id: int):
+    return [r for r in server.requests_to(*RESULT_POSTS) if f"ag:regen:{turn_id}" in str(r.json.get("components"))]
+
+
+async def setup_game(w) -> None:
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+
+
+async def test_restart_between_finish_and_post(world, start_bot, start_worker, sessions):
+    w, server = world, world.server
+    bot = await start_bot()
+    await setup_game(w)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await stop_bot(w, bot)
+
+    # the turn is generated while no bot is connected
+    await start_worker(films=["qiqi"])
+    await wait_until(lambda: _all_done(sessions), timeout=30)
+    assert results(w) == []
+
+    await start_bot()  # the sweep at start posts what was missed
+    first = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert turn.posted_message_id == first.id and first.attachments[0].data == turn.mp4
+    await server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · posted")
+    await asyncio.sleep(2.5)  # two more sweeps and wake-ups: nothing is posted twice
+    assert len(results(w)) == 1 and len(result_posts(server, turn.id)) == 1
+
+    # A poster that died between channel.send and mark_posted: its claim expires and the turn is
+    # sent again with the same nonce, which Discord (enforce_nonce) answers with the first message.
+    async with sessions.begin() as s:
+        await s.execute(
+            update(Turn).where(Turn.id == turn.id).values(posted_at=None, posted_message_id=None, post_claimed_at=func.now() - text("interval '10 minutes'"))
+        )
+    await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
+    first_send, again = result_posts(server, turn.id)
+    assert again.json["nonce"] == first_send.json["nonce"] and again.json["enforce_nonce"] is True
+
+
+async def _all_done(sessions) -> bool:
+    turns = await turns_of(sessions)
+    return bool(turns) and all(t.status == "done" for t in turns)
+
+
+async def _posted(sessions, turn_id: int) -> bool:
+    return any(t.id == turn_id and t.posted_at is not None for t in await turns_of(sessions))
+
+
+async def _posted_as(sessions, turn_id: int, message_id: int) -> bool:
+    return any(t.id == turn_id and t.posted_message_id == message_id for t in await turns_of(sessions))
+
+
+async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot, start_worker, sessions):
+    w, server = world, world.server
+    bot = await start_bot()
+    await start_worker(films=["qiqi"])  # ponyo has no worker: its turns stay queued
+    await setup_game(w)
+    await say(w, w.bob, "game join", {"character": "jiji"})
+    await say(w, w.erin, "admin film", {"film": "ponyo", "scope": "channel"}, channel=w.games2)
+    await say(w, w.alice, "game start", channel=w.games2)
+    await say(w, w.alice, "game join", {"character": "ponyo"}, channel=w.games2)
+
+    await say(w, w.alice, "act", {"motion": "fly on broomstick", "background": "sky"})
+    await say(w, w.alice, "act", {"motion": "swim", "background": "sea"}, channel=w.games2)
+    posted = await result(w, 1)
+    queued = status_message(w, 1, w.games2)
+    turns = {t.session_id: t for t in await turns_of(sessions)}
+    qiqi_turn, ponyo_turn = sorted(turns.values(), key=lambda t: t.id)
+    assert queued.custom_ids == [f"ag:cancel:{ponyo_turn.id}"] and posted.custom_ids == [f"ag:regen:{qiqi_turn.id}"]
+
+    # someone else's turn: refused, before and after a restart
+    h = await server.click(queued, w.bob, f"ag:cancel:{ponyo_turn.id}")
+    assert "Only alice (who asked for this turn) or a moderator can cancel it" in (await h.wait_followup()).content
+    await stop_bot(w, bot)
+    await start_bot()
+    h = await server.click(posted, w.bob, f"ag:regen:{qiqi_turn.id}")
+    assert "or a moderator can regenerate it" in (await h.wait_followup()).content
+
+    h = await server.click(queued, w.alice, f"ag:cancel:{ponyo_turn.id}")
+    assert (await h.wait_followup()).content == "Turn #1 is cancelled."
+    queued = server.messages[queued.id]
+    assert queued.embeds[0]["title"] == "Turn #1 · cancelled" and queued.components == []
+    async with sessions() as s:
+        assert (await s.scalar(text("SELECT status FROM procrastinate_jobs WHERE id = :id"), {"id": ponyo_turn.job_id})) == "cancelled"
+
+    h = await server.click(posted, w.alice, f"ag:regen:{qiqi_turn.id}")
+    assert "generated again with a new seed" in (await h.wait_followup()).content
+    again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=posted)
+    await wait_until(lambda: _posted_as(sessions, qiqi_turn.id, again.id), timeout=10)
+    assert server.messages[posted.id].components == []  # the old take keeps its clip, loses its button
+    (redo,) = [t for t in await turns_of(sessions) if t.id == qiqi_turn.id]
+    assert redo.seed != qiqi_turn.seed and redo.posted_message_id == again.id
+    # the first take's effect was undone before the second was applied
+    assert redo.states_before["qiqi"] == {"stamina": STATE_START, "social": STATE_START, "entertainment": STATE_START}
+    assert field(again.embeds[0], "Qiqi") != "" and again.attachments[0].data == redo.mp4
+
+    # only the latest turn can be regenerated; a moderator may regenerate anyone's
+    await say(w, w.bob, "act", {"motion": "talk", "background": "bakery"})
+    second = await result(w, 2)
+    h = await server.click(again, w.alice, f"ag:regen:{qiqi_turn.id}")
+    assert "Only the game's latest turn (#2) can be regenerated" in (await h.wait_followup()).content
+    h = await server.click(second, w.dave, second.custom_ids[0])
+    assert "generated again" in (await h.wait_followup()).content
+    await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second)
+    assert ("regenerate_turn", "dave") in await audit_actions(sessions)
+    assert server.unhandled == []
