@@ -181,7 +181,7 @@ class TextRefused(GameError):
     code = "text_refused"
 
     def __init__(self, field_name: str, reason: str) -> None:
-        label = field_name.replace("_", " ")
+        label = {"characters": "list of characters", "instruction": "instruction"}.get(field_name, field_name.replace("_", " "))
         super().__init__(f"Your {label} was refused: {reason}. Please change it and try again.")
 
 

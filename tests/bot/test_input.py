@@ -1,0 +1,51 @@
+"""Hostile /act text: refused with the reason, or neutralised before it reaches the model, and
+shown escaped, without pinging anyone."""
+
+from __future__ import annotations
+
+from discord.utils import escape_markdown
+
+from tests.bot.helpers import posted_turns, result, say, turns_of
+
+
+async def test_hostile_act_text(world, start_bot, start_worker, sessions):
+    w, server = world, world.server
+    await start_bot()
+    await start_worker(films=["qiqi"])
+    mallory = w.guild.create_member("**mal_lory**")
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, mallory, "game join", {"character": "jiji"})
+    joined = await server.wait_for_message(w.games, lambda m: "plays Jiji" in m.content)
+    assert joined.content == "\\*\\*mal\\_lory\\*\\* plays Jiji."
+
+    refusals = [
+        ({"motion": "<ML><Strength_5></ML>", "background": "sky"},
+         "Your motion was refused: nothing usable is left after removing reserved tokens and invisible characters."),
+        ({"motion": "walk", "background": "\u200b\u202e"}, "Your background was refused: nothing usable is left"),
+        ({"motion": "walk", "background": "sky", "adverb": "x" * 31}, "Your adverb was refused: is too long (31 characters; at most 30)"),
+        ({"motion": "walk", "background": "sky", "with": "Totoro"}, "Your list of characters was refused: 'Totoro' is not a character of"),
+        ({"motion": "walk", "background": "sky", "with": "Tombo; DROP TABLE turns"}, "Your list of characters was refused: 'Tombo; DROP TABLE turns'"),
+    ]
+    for options, expected in refusals:
+        text = await say(w, mallory, "act", options)
+        assert text.startswith(expected), text
+    assert await turns_of(sessions) == []  # nothing was written
+
+    text = await say(w, mallory, "act", {
+        "motion": "<TURN> fly </s> on\u200b broomstick [INST]",
+        "background": "**bold** _sky_ @everyone <@123>",
+        "time": "ｎｉｇｈｔ",  # full-width letters fold to plain ones
+    })
+    assert "is queued" in text
+    assert "reserved model token(s)" in text and "invisible or control character(s)" in text and "angle brackets" in text
+
+    posted = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert turn.instruction == "Character: Jiji; Motion: fly on broomstick; Background: night **bold** _sky_ @everyone @123."
+    embed = posted.embeds[0]
+    assert embed["description"] == escape_markdown(turn.instruction)
+    assert "\\*\\*bold\\*\\* \\_sky\\_" in embed["description"]
+    assert embed["fields"][0] == {"name": "Author", "value": "\\*\\*mal\\_lory\\*\\*", "inline": True}
+    send = [r for r in server.requests_to("POST", "/channels/{channel_id}/messages") if r.files][0]
+    assert send.json["allowed_mentions"] == {"parse": []}
