@@ -28,6 +28,7 @@ from db import notify
 from db import turns as turn_service
 from db.models import GameSession, Turn
 from game.catalogue import FILMS
+from game.errors import size_text
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ log = logging.getLogger(__name__)
 def message_nonce(turn: Turn) -> str:
     """Stable for one generation of a turn, new after a regeneration (new seed); <= 25 chars."""
     return hashlib.blake2b(f"{turn.id}:{turn.seed}:{turn.status}".encode(), digest_size=12).hexdigest()
-
-
-def _mb(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MB"
 
 
 class Notifier:
@@ -59,9 +56,12 @@ class Notifier:
 
     async def close(self) -> None:
         self._closed = True
+        if not self._tasks:
+            return
         for t in self._tasks:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Bounded: a connection to a database that vanished can take long to tear down.
+        await asyncio.wait(self._tasks, timeout=5)
 
     def wake(self) -> None:
         self._wake.set()
@@ -165,7 +165,7 @@ class Notifier:
             if turn.mp4 is None:
                 note = "The clip is no longer stored." if turn.blobs_pruned_at else "This turn has no clip."
             elif len(turn.mp4) > limit:
-                note = f"The clip ({_mb(len(turn.mp4))}) is larger than this server's upload limit ({_mb(limit)}), so it is not attached."
+                note = f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit ({size_text(limit)}), so it is not attached."
             embed = turn_embed(turn, film, clip_note=note)
             files = [] if note else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
         try:
@@ -175,7 +175,7 @@ class Notifier:
                 if e.status != 413 or not files:
                     raise
                 # The server's limit was lower than we knew: post the turn without its clip.
-                embed = turn_embed(turn, film, clip_note=f"The clip ({_mb(len(turn.mp4))}) is larger than this server's upload limit, so it is not attached.")
+                embed = turn_embed(turn, film, clip_note=f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit, so it is not attached.")
                 msg = await channel.send(embed=embed, view=view, nonce=nonce + "n")
         except (discord.NotFound, discord.Forbidden) as e:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)

@@ -39,6 +39,16 @@ class StatusBoard:
         self._last_edit: dict[int, float] = {}  # channel id -> monotonic time of the last progress edit
         self._pending: dict[int, dict[int, tuple[float, str]]] = {}  # channel -> turn -> (fraction, stage)
         self._flushers: dict[int, asyncio.Task] = {}
+        self._locks: dict[int, asyncio.Lock] = {}  # one edit at a time per channel, so a late
+        self._closed: dict[int, None] = {}  # progress edit never lands after the closing one
+
+    def _lock(self, channel_id: int) -> asyncio.Lock:
+        return self._locks.setdefault(channel_id, asyncio.Lock())
+
+    def _mark_closed(self, turn_id: int) -> None:
+        self._closed[turn_id] = None
+        while len(self._closed) > 10_000:
+            del self._closed[next(iter(self._closed))]
 
     def channel(self, channel_id: int, guild_id: int | None = None):
         return self.bot.get_channel(channel_id) or self.bot.get_partial_messageable(channel_id, guild_id=guild_id)
@@ -55,6 +65,7 @@ class StatusBoard:
 
     async def announce_queued(self, turn: Turn, position: int | None, *, regenerated: bool = False) -> None:
         """Post the status message of a turn just queued, and remember it on the turn."""
+        self._closed.pop(turn.id, None)  # a regenerated turn runs (and shows progress) again
         async with self.bot.db.sessions() as s:
             gs = await s.get(GameSession, turn.session_id)
         note = "Generating this turn again with a new seed." if regenerated else None
@@ -85,9 +96,12 @@ class StatusBoard:
                     turn = await turn_service.get_turn(s, turn_id)
                 if turn is None or turn.status != "running" or not turn.status_message_id:
                     continue
-                self._last_edit[channel_id] = time.monotonic()
-                embed = status_embed(turn, state="generating", position=0, progress=fraction, stage=stage)
-                await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
+                async with self._lock(channel_id):
+                    if turn_id in self._closed:
+                        continue
+                    self._last_edit[channel_id] = time.monotonic()
+                    embed = status_embed(turn, state="generating", position=0, progress=fraction, stage=stage)
+                    await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
 
     async def finish(self, turn: Turn, state: str, *, note: str | None = None, channel_id: int | None = None,
                      jump_url: str | None = None) -> None:
@@ -96,14 +110,16 @@ class StatusBoard:
             async with self.bot.db.sessions() as s:
                 channel_id = (await s.get(GameSession, turn.session_id)).channel_id
         self._pending.get(channel_id, {}).pop(turn.id, None)
+        self._mark_closed(turn.id)
         if not turn.status_message_id:
             return
         label = {"done": "posted", "failed": "failed", "cancelled": "cancelled"}.get(state, state)
         if jump_url and not note:
             note = f"[See the result]({jump_url})"
         embed = status_embed(turn, state=label, note=note)
-        self._last_edit[channel_id] = time.monotonic()
-        await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
+        async with self._lock(channel_id):
+            self._last_edit[channel_id] = time.monotonic()
+            await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
 
     async def strip_buttons(self, channel_id: int, message_id: int) -> None:
         await self._edit(channel_id, message_id, view=None)

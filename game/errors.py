@@ -9,6 +9,11 @@ from __future__ import annotations
 import math
 
 
+def size_text(n: int) -> str:
+    """A byte count as people read upload limits: 8.0 MB, 750 KB."""
+    return f"{n / (1024 * 1024):.1f} MB" if n >= 1024 * 1024 else f"{max(1, round(n / 1024))} KB"
+
+
 class GameError(Exception):
     """A refusal with a message meant for the person who asked."""
 
@@ -197,7 +202,7 @@ class ExportTooLarge(GameError):
 
     def __init__(self, limit_bytes: int) -> None:
         super().__init__(
-            f"The stitched video does not fit this server's upload limit ({limit_bytes / 1e6:.1f} MB), even at "
+            f"The stitched video does not fit this server's upload limit ({size_text(limit_bytes)}), even at "
             "reduced quality. Export a shorter game, or ask the server to raise its upload limit."
         )
 

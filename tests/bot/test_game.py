@@ -90,9 +90,10 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
 
     # status messages: queued with a Cancel button, a progress bar edited in place, then closed
     for t in turns:
+        await server.wait_until(lambda: status_message(w, t.seq).embeds[0]["title"] == f"Turn #{t.seq} · posted")
         sm = status_message(w, t.seq)
-        assert sm.id == t.status_message_id
-        assert sm.embeds[0]["title"] == f"Turn #{t.seq} · posted" and sm.components == []
+        assert sm.id == t.status_message_id and sm.components == []
+        assert "generating" not in json.dumps(sm.edits[-1]["body"], ensure_ascii=False), "closing is the last edit"
         progress = [e for e in sm.edits if "Turn #%d · generating" % t.seq in json.dumps(e["body"], ensure_ascii=False)]
         assert progress, f"turn {t.seq}: a running turn shows its progress"
         assert "\u2588" in json.dumps(progress[-1]["body"], ensure_ascii=False) or "%" in json.dumps(progress[-1]["body"], ensure_ascii=False)
