@@ -145,6 +145,8 @@ class Notifier:
         async with self.bot.db.sessions() as s:
             turn = await turn_service.get_turn(s, turn_id, blobs=True)
             gs = await s.get(GameSession, turn.session_id)
+        if turn.status not in ("done", "failed") or turn.posted_at is not None:
+            return True  # regenerated or posted by someone else since the claim: nothing to send
         film = FILMS[gs.film_id]
         channel = self.bot.get_channel(gs.channel_id)
         if channel is None:

@@ -70,7 +70,11 @@ class StatusBoard:
             gs = await s.get(GameSession, turn.session_id)
         note = "Generating this turn again with a new seed." if regenerated else None
         embed = status_embed(turn, state="queued", position=position, note=note)
-        msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view_of(CancelButton(turn.id)))
+        try:
+            msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view_of(CancelButton(turn.id)))
+        except discord.HTTPException as e:  # the turn is queued all the same; it just has no status message
+            log.warning("turn %s: could not post its status message: %s", turn.id, e)
+            return
         async with self.bot.db.sessions.begin() as s:
             await turn_service.set_status_message(s, turn.id, msg.id)
             fresh = await turn_service.get_turn(s, turn.id)

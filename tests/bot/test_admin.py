@@ -39,6 +39,7 @@ async def test_admin_commands_and_refusals(world, start_bot, sessions):
     # the cast of the other channel (its own film) is untouched
     assert "Sosuke" in await say(w, w.erin, "admin character", {"character": "lisa", "enabled": False}, channel=w.games2)
 
+    assert "This channel plays Kiki's" in await say(w, w.alice, "game start", {"film": "ponyo"})
     await say(w, w.alice, "game start")
     assert "'tombo' is not a playable character here" in await say(w, w.alice, "game join", {"character": "tombo"})
     ac = await server.autocomplete(w.guild, w.games, w.alice, "game join", {"character": "t"}, focused="character")

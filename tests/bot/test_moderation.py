@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from datetime import timedelta
+
+from sqlalchemy import func, text, update
 
 from db import sessions as game_sessions
 from db.models import GameSession
 from game.states import CharacterState
-from tests.bot.helpers import audit_actions, say, status_message, turns_of
+from tests.bot.helpers import audit_actions, field, say, status_message, turns_of
 
 RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
 
@@ -26,8 +28,10 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
     await say(w, w.alice, "game start")
     await say(w, w.alice, "game join", {"character": "qiqi"})
     await say(w, w.bob, "game join", {"character": "jiji"})
-    for motion in ("walk", "run"):
-        await say(w, w.alice, "act", {"motion": motion, "background": "town"})
+    assert "Turn #1 is queued (next in the queue)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    assert "Turn #2 is queued (position 2 in the queue)" in await say(w, w.alice, "act", {"motion": "run", "background": "town"})
+    assert field(status_message(w, 2).embeds[0], "Queue position") == "2"
+    assert await say(w, w.bob, "queue") == "#1 by alice: next in the queue\n#2 by alice: position 2 in the queue"
 
     for name, options in (
         ("mod pause", {}),
@@ -88,3 +92,20 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
         ("reset", "dave"),
     ]
     assert server.unhandled == []
+
+
+async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot, sessions, qsettings):
+    w = world
+    bot = await start_bot()
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+    async with sessions.begin() as s:
+        await s.execute(update(GameSession).values(last_activity_at=func.now() - timedelta(minutes=qsettings.idle_pause_minutes + 1)))
+    assert len(await bot.maintenance.pause_idle()) == 1
+    said = await w.server.wait_for_message(w.games, lambda m: "No turn for" in m.content)
+    assert "This game is paused (idle). A moderator can resume it with /mod resume." in said.content
+    assert "paused (idle)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    assert await bot.maintenance.pause_idle() == []  # already paused
+    assert await bot.maintenance.prune() == 0  # nothing old enough
+    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune"}
