@@ -73,13 +73,3 @@ def moderator():
     """Decorator: only moderators (or admins) may run the command."""
     return _require("moderator", is_moderator)
 
-
-def in_guild():
-    """Decorator: the command only makes sense in a server channel."""
-
-    async def predicate(interaction: discord.Interaction) -> bool:
-        if interaction.guild_id is None:
-            raise Refusal(GuildOnly())
-        return True
-
-    return app_commands.check(predicate)

@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, TimeoutError as PoolTimeout
 
-from game.errors import GameError, ServiceDown, TextRefused
+from game.errors import GameError, InternalError, ServiceDown, TextRefused
 from game.sanitize import InputRefused
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,6 @@ def as_game_error(exc: BaseException) -> GameError | None:
     return None
 
 
-UNEXPECTED = "Something went wrong on our side and nothing was changed. Please try again; if it keeps failing, tell a server admin."
-
-
 async def send_ephemeral(interaction: discord.Interaction, text: str) -> None:
     try:
         if interaction.response.is_done():
@@ -79,6 +76,6 @@ async def report(interaction: discord.Interaction, exc: BaseException) -> None:
     err = as_game_error(exc)
     if err is None:
         log.error("unexpected error in %s", interaction.command or interaction.data, exc_info=exc)
-        await send_ephemeral(interaction, UNEXPECTED)
+        await send_ephemeral(interaction, InternalError().message)
     else:
         await send_ephemeral(interaction, err.message)

@@ -11,7 +11,7 @@ import discord
 from bot import checks, replies
 from db import audit, sessions as game_sessions, turns as turn_service
 from db.models import GameSession
-from game.errors import NotLatestTurn, NotTurnAuthor, TurnNotFound
+from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, TurnNotFound
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,11 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:
                     raise NotTurnAuthor(turn.author_name, "regenerate")
                 gs = await s.get(GameSession, turn.session_id)
                 live = await game_sessions.live_session(s, gs.channel_id)
+                if live is None or live.id != gs.id:
+                    raise GameEnded()
                 latest = await turn_service.latest_turn(s, gs.id)
-                if live is None or live.id != gs.id or latest is None or latest.id != turn.id:
-                    raise NotLatestTurn(turn.seq, latest.seq if latest and live and live.id == gs.id else turn.seq + 1)
+                if latest.id != turn.id:
+                    raise NotLatestTurn(turn.seq, latest.seq)
                 old_message = turn.posted_message_id
                 turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
                 position = await bot.queue.position(s, turn)

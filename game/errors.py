@@ -212,3 +212,19 @@ class PlayerNotInGame(GameError):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"{name} is not playing in this channel's game. /status shows who plays whom.")
+
+
+class GameEnded(GameError):
+    code = "game_ended"
+
+    def __init__(self) -> None:
+        super().__init__("That turn belongs to a game that has ended (reset or archived). Play on with /act.")
+
+
+class InternalError(GameError):
+    """A bug on our side (logged); the member is told to retry or tell an admin."""
+
+    code = "internal"
+
+    def __init__(self) -> None:
+        super().__init__("Something went wrong on our side. Please try again; if it keeps failing, tell a server admin.")
