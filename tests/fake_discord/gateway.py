@@ -84,6 +84,9 @@ class GatewayConnection:
 
     async def close(self, code: int) -> None:
         self.server_close_code = code
+        # Detach at once: later dispatches go to the session buffer only, for replay on RESUME.
+        if self.session is not None and self.session.conn is self:
+            self.session.conn = None
         self.queue.put_nowait(None)
         await self.ws.close(code=code)
 
