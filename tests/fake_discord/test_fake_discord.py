@@ -221,6 +221,8 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
     assert [r.path for r in fake_discord.requests[:2]] == ["/users/@me", "/oauth2/applications/@me"]
     connect = next(e for e in fake_discord.gateway.log if e[0] == "connect")
     assert connect[1]["v"] == "10" and connect[1]["encoding"] == "json"
+    shards, url, _ = await bot.http.get_bot_gateway()  # what AutoShardedClient asks
+    assert (shards, url) == (1, fake_discord.gateway_url)
     assert fake_discord.unhandled == []
     # Dispatches carry consecutive sequence numbers within the session.
     (session,) = fake_discord.gateway.sessions.values()
