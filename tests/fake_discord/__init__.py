@@ -1,4 +1,4 @@
-"""Fake Discord: run the real discord.py client against a local server in end-to-end tests.
+r"""Fake Discord: run the real discord.py client against a local server in end-to-end tests.
 
 dpytest has no interaction support, so the bot's real ``commands.Bot`` talks to ``FakeDiscord``, an
 aiohttp server on 127.0.0.1 (random port) that plays Discord's REST API v10 and JSON gateway.
