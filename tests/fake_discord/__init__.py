@@ -1,4 +1,4 @@
-"""Fake Discord: run the real discord.py client against a local server in end-to-end tests.
+r"""Fake Discord: run the real discord.py client against a local server in end-to-end tests.
 
 dpytest has no interaction support, so the bot's real ``commands.Bot`` talks to ``FakeDiscord``, an
 aiohttp server on 127.0.0.1 (random port) that plays Discord's REST API v10 and JSON gateway.
@@ -75,6 +75,8 @@ Discord behaviour emulated
   upload 413 / 40005 (each file against the guild's ``upload_limit``); missing access 50001 and
   missing permissions 50013 (the bot's channel permissions: send, attach files, manage messages);
   bad token 401 (``LoginFailure``); invalid command definitions 50035.
+* With ``FakeDiscord(interaction_ack_timeout=3.0)`` a first response later than that gets 404 /
+  10062 like on Discord; every ``InteractionCallback`` records its ``delay`` either way.
 * Deferred responses create a "thinking" message (flag LOADING) that the first @original edit
   replaces; type 6/7 answers make @original the clicked message; ephemeral messages are not in the
   channel and get no gateway events; follow-ups need an acknowledged interaction.

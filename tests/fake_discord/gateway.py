@@ -12,7 +12,9 @@ frames as plain JSON, so the fake ignores `compress` unless FakeDiscord(gateway_
 which sends zlib-stream binary frames like the real gateway.
 
 A session outlives its websocket: dispatches sent while the client is disconnected are buffered
-and replayed on RESUME. A client close with code 1000/1001 ends the session, as on Discord.
+and replayed on RESUME. A client close with code 1000/1001 ends the session, as on Discord; note
+that discord.py's Client.close() often reaches the wire as 4000 (its reader task closes first), so
+a closed client's session stays resumable. Interactions therefore go only to connected sessions.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class GatewayConnection:
 
     async def close(self, code: int) -> None:
         self.server_close_code = code
+        # Detach at once: later dispatches go to the session buffer only, for replay on RESUME.
+        if self.session is not None and self.session.conn is self:
+            self.session.conn = None
         self.queue.put_nowait(None)
         await self.ws.close(code=code)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
 
@@ -36,6 +37,7 @@ class InteractionCallback:
     files: List[FakeAttachment]
     request: RecordedRequest
     message: Optional[FakeMessage] = None  # message created (4, 5) or updated (7)
+    delay: float = 0.0  # seconds from INTERACTION_CREATE to this callback (Discord allows 3)
 
     @property
     def content(self) -> Optional[str]:
@@ -81,6 +83,7 @@ class InteractionHandle:
     channel: FakeChannel
     user: Union[FakeMember, FakeUser]
     source_message_id: Optional[int] = None  # the message a component was clicked on
+    dispatched_at: float = field(default_factory=time.monotonic)
     callbacks: List[InteractionCallback] = field(default_factory=list)
     followup_ids: List[int] = field(default_factory=list)
     original_id: Optional[int] = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from dataclasses import dataclass, field
@@ -132,6 +133,14 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
         await interaction.channel.send(f"{title}: turn 1", file=discord.File(io.BytesIO(CLIP), "turn1.mp4"))
         await interaction.edit_original_response(content="turn posted")
 
+    @game.command(name="slow", description="Answers too late")
+    async def slow(interaction: discord.Interaction) -> None:
+        await asyncio.sleep(0.3)
+        try:
+            await interaction.response.send_message("finally")
+        except discord.NotFound as exc:
+            rec.calls.append({"cmd": "slow", "error": exc.code})
+
     @game.command(name="pick", description="Pick a character")
     async def pick(interaction: discord.Interaction, character: str) -> None:
         await interaction.response.send_message(f"picked {character}")
@@ -221,6 +230,8 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
     assert [r.path for r in fake_discord.requests[:2]] == ["/users/@me", "/oauth2/applications/@me"]
     connect = next(e for e in fake_discord.gateway.log if e[0] == "connect")
     assert connect[1]["v"] == "10" and connect[1]["encoding"] == "json"
+    shards, url, _ = await bot.http.get_bot_gateway()  # what AutoShardedClient asks
+    assert (shards, url) == (1, fake_discord.gateway_url)
     assert fake_discord.unhandled == []
     # Dispatches carry consecutive sequence numbers within the session.
     (session,) = fake_discord.gateway.sessions.values()
@@ -231,7 +242,7 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
 async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     game = fake_discord.command("game")
     subs = {o["name"]: o for o in game["options"]}
-    assert set(subs) == {"start", "render", "play", "pick", "upload", "settings"}
+    assert set(subs) == {"start", "render", "play", "slow", "pick", "upload", "settings"}
     start_opts = {o["name"]: o for o in subs["start"]["options"]}
     assert start_opts["title"]["required"] and start_opts["title"]["type"] == 3
     assert start_opts["rounds"]["min_value"] == 1 and start_opts["rounds"]["max_value"] == 10
@@ -448,6 +459,16 @@ async def test_discord_error_codes(fake_discord: FakeDiscord, world: World, bot:
     assert err.value.code == 10008
     await sent.edit(content="works again")
     assert fake_discord.messages[sent.id].edit_count == 1
+
+
+async def test_late_first_response_is_unknown_interaction(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    fake_discord.interaction_ack_timeout = 0.1  # Discord's is 3 s; shortened to keep the test fast
+    handle = await fake_discord.slash(world.guild, world.general, world.alice, "game slow")
+    await fake_discord.wait_until(lambda: bot.rec.calls and bot.rec.calls[-1]["cmd"] == "slow", 5, "slow to fail")
+    assert bot.rec.calls[-1] == {"cmd": "slow", "error": 10062} and not handle.responded
+    fake_discord.interaction_ack_timeout = None
+    handle = await fake_discord.slash(world.guild, world.general, world.alice, "game pick", {"character": "Rei"})
+    assert (await handle.wait_response()).delay < 3.0
 
 
 async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: FakeDiscord, world: World, bot: TinyBot):
