@@ -140,6 +140,8 @@ class TurnRunner:
             # The shutdown grace is over: stop the backend and hand the turn back.
             abort.set()
             await asyncio.wait({future}, timeout=60)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: the TurnAborted it ended with is expected
             async with self.sessions() as s, s.begin():
                 await turn_service.requeue_turn(s, turn_id)
             log.warning("turn %d released on shutdown; it goes back to the queue", turn_id)
