@@ -222,12 +222,35 @@ async def retry_stalled(s: AsyncSession, stalled_after: float) -> list[int]:
     return list(ids)
 
 
+LOST_TURN = "This turn was lost: its worker stopped with an error. Try again."
+
+
+async def fail_orphaned_turns(s: AsyncSession) -> list[int]:
+    """Fail the pending turns whose job ended without writing a result (its retries exhausted
+    on database errors, say): they would otherwise count against the backlog forever."""
+    ids = (
+        await s.scalars(
+            text(
+                """
+                SELECT t.id FROM turns t JOIN procrastinate_jobs j ON j.id = t.job_id
+                 WHERE t.status IN ('queued', 'running') AND j.status IN ('failed', 'aborted')
+                 ORDER BY t.id
+                """
+            )
+        )
+    ).all()
+    return [i for i in ids if await turn_service.fail_turn(s, i, LOST_TURN)]
+
+
 async def _retry_stalled_jobs(context: procrastinate.JobContext, timestamp: int) -> int:
     ctx = context.additional_context
     async with ctx["sessions"]() as s, s.begin():
         ids = await retry_stalled(s, ctx["stalled_after"])
+        lost = await fail_orphaned_turns(s)
     if ids:
         log.warning("retried %d job(s) of stalled workers: %s", len(ids), ids)
+    if lost:
+        log.warning("failed %d turn(s) whose job ended without a result: %s", len(lost), lost)
     return len(ids)
 
 

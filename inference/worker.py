@@ -192,7 +192,8 @@ class Worker:
 
     `backend` is a Backend instance or a backend name (default: settings.backend);
     `backend_options` go to inference.backends.make_backend (preview: render, delay, width...).
-    `url` overrides the database URL (default: settings, else the embedded server).
+    `films`: the films whose queues it serves (default: every film for the preview, else
+    settings.default_film). `url` overrides the database URL (default: settings, else the embedded server).
     `metrics_port`: None = settings.metrics_port, 0 = no endpoint, -1 = any free port.
     """
 
@@ -213,7 +214,9 @@ class Worker:
         migrate: bool = True,
         name: str = "animegamer-worker",
     ) -> None:
-        self.films = tuple(films or FILMS)
+        backend_name = backend if isinstance(backend, str) else getattr(backend, "name", None) or settings.backend
+        # The preview serves every film by default; a model worker loads one film's checkpoint.
+        self.films = tuple(films or (FILMS if backend_name == "preview" else (settings.default_film,)))
         unknown = [f for f in self.films if f not in FILMS]
         if unknown:
             raise WorkerStartError(f"unknown film(s) {', '.join(unknown)}; known: {', '.join(sorted(FILMS))}")

@@ -120,3 +120,28 @@ def test_worker_unknown_film_says_so(database_url):
         cwd=ROOT, env=worker_env(database_url), capture_output=True, text=True, timeout=60,
     )
     assert r.returncode == 2 and "totoro" in r.stderr
+
+
+async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
+    from inference.queue import LOST_TURN, fail_orphaned_turns, retry_stalled
+
+    gs = await new_session(sessions, 540)
+    t1 = await submit(sessions, gs, "walk")
+    t2 = await submit(sessions, gs, "run")
+    async with sessions() as s, s.begin():
+        # A dead worker: registered long ago, holding t1's job; t2's job failed for good.
+        wid = await s.scalar(text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour') RETURNING id"))
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :j"), {"w": wid, "j": t1.job_id})
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :j"), {"j": t2.job_id})
+        live = await s.scalar(text("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id"))
+    async with sessions() as s, s.begin():
+        assert await retry_stalled(s, 60) == [t1.job_id]
+        assert await retry_stalled(s, 60) == []  # already back in the queue: not retried twice
+        assert await fail_orphaned_turns(s) == [t2.id]
+    jobs = {j.id: j for j in await job_rows(sessions)}
+    assert jobs[t1.job_id].status == "todo" and jobs[t1.job_id].attempts == 1
+    rows = {t.id: t for t in await turn_rows(sessions)}
+    assert rows[t1.id].status == "queued" and rows[t2.id].status == "failed" and rows[t2.id].error == LOST_TURN
+    async with sessions() as s, s.begin():  # a live worker's job is left alone
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :j"), {"w": live, "j": t1.job_id})
+        assert await retry_stalled(s, 60) == []

@@ -160,3 +160,22 @@ async def test_listener_reconnects_and_resyncs(sessions, database_url):
         turn = await submit(sessions, gs, "walk", enqueue=_no_job)
         n = await waiter
     assert n.channel == notify.TURN_QUEUED and n.payload["turn_id"] == turn.id
+
+
+async def test_regenerate_latest_runs_again(sessions, start_worker):
+    from db import turns as turn_service
+    from db.models import GameSession
+    from inference.queue import make_enqueue
+
+    await start_worker()
+    gs = await new_session(sessions, 160)
+    await submit(sessions, gs, "walk")
+    await wait_until(lambda: all_finished(sessions, 1))
+    [before] = await turn_rows(sessions, gs.id)
+    async with sessions() as s, s.begin():
+        await turn_service.regenerate_latest(s, await s.get(GameSession, gs.id), make_enqueue())
+    await wait_until(lambda: all_finished(sessions, 1))
+    [after] = await turn_rows(sessions, gs.id)
+    assert after.status == "done" and after.seed != before.seed and after.attempts == 2
+    assert after.states_before == before.states_before  # the first result was undone, not stacked
+    assert len(await job_rows(sessions)) == 2
