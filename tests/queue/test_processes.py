@@ -66,17 +66,17 @@ async def _count_at_least(sessions, n):
 
 async def test_sigkill_mid_turn_is_recovered_exactly_once(sessions, database_url, tmp_path):
     # A worker that dies mid-turn leaves its job `doing`; the survivor's sweep (stalled after
-    # 2 s without heartbeat) puts it back, and every turn completes exactly once.
+    # 4 s without heartbeat) puts it back, and every turn completes exactly once.
     gs = await new_session(sessions, 300)
     for m in ("walk", "run", "sleep"):
         await submit(sessions, gs, m)
-    victim = start_worker_process(database_url, "--no-render", "--preview-delay", "3", stalled_after=2, log_path=tmp_path / "victim.log")
+    victim = start_worker_process(database_url, "--no-render", "--preview-delay", "3", stalled_after=4, log_path=tmp_path / "victim.log")
     survivor = None
     try:
         first = await wait_until(lambda: _running(sessions), timeout=60)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
-        survivor = start_worker_process(database_url, "--no-render", "--preview-delay", "0.2", stalled_after=2, log_path=tmp_path / "survivor.log")
+        survivor = start_worker_process(database_url, "--no-render", "--preview-delay", "0.2", stalled_after=4, log_path=tmp_path / "survivor.log")
         await wait_until(lambda: all_finished(sessions, 3), timeout=60)
     finally:
         stop_processes([p for p in (victim, survivor) if p])
