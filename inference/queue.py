@@ -18,6 +18,7 @@ heartbeat is older than `stalled_after` back to `todo`; the turn then runs again
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable
@@ -181,7 +182,9 @@ class TurnRetry(BaseRetryStrategy):
     max_attempts = 5
 
     def get_retry_decision(self, *, exception: BaseException, job) -> RetryDecision | None:
-        if isinstance(exception, TurnReleased):
+        # (A cancellation outside the backend's run, e.g. while the result is being written,
+        # is a shutdown too: the turn runs again and complete_turn keeps one result.)
+        if isinstance(exception, (TurnReleased, asyncio.CancelledError)):
             return RetryDecision(retry_in={"seconds": 0})
         if isinstance(exception, TRANSIENT) and job.attempts < self.max_attempts:
             return RetryDecision(retry_in={"seconds": 2 * (job.attempts + 1)})

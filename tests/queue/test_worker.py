@@ -179,3 +179,21 @@ async def test_regenerate_latest_runs_again(sessions, start_worker):
     assert after.status == "done" and after.seed != before.seed and after.attempts == 2
     assert after.states_before == before.states_before  # the first result was undone, not stacked
     assert len(await job_rows(sessions)) == 2
+
+
+async def test_stop_within_grace_finishes_the_turn(sessions, start_worker):
+    w = await start_worker(grace=30, backend_options={"delay": 1.0})
+    gs = await new_session(sessions, 170)
+    await submit(sessions, gs, "walk")
+    await submit(sessions, gs, "run")
+
+    async def running():
+        return any(t.status == "running" for t in await turn_rows(sessions, gs.id))
+
+    await wait_until(running)
+    w.stop()
+    await asyncio.wait_for(w.task, 30)
+    rows = await turn_rows(sessions, gs.id)
+    # The running turn finished; the next one was not taken.
+    assert [t.status for t in rows] == ["done", "queued"]
+    assert [j.status for j in await job_rows(sessions)] == ["succeeded", "todo"]
