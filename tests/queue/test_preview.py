@@ -102,7 +102,12 @@ def test_backend_factory(tmp_path):
         import inference.backends.animegamer  # noqa: F401  (another issue builds it)
     except ImportError:
         with pytest.raises(BackendUnavailable, match="--backend preview"):
-            make_backend(settings, "animegamer")
+            make_backend(settings, "animegamer", films=("qiqi",))
+    else:
+        with pytest.raises(BackendUnavailable, match="one film"):
+            make_backend(settings, "animegamer", films=("qiqi", "ponyo"))
+        with pytest.raises(BackendUnavailable, match="models download qiqi"):
+            make_backend(settings, "animegamer", films=("qiqi",))
 
 
 def test_preview_worker_does_not_import_torch():
