@@ -1,0 +1,129 @@
+r"""Fake Discord: run the real discord.py client against a local server in end-to-end tests.
+
+dpytest has no interaction support, so the bot's real ``commands.Bot`` talks to ``FakeDiscord``, an
+aiohttp server on 127.0.0.1 (random port) that plays Discord's REST API v10 and JSON gateway.
+Nothing in discord.py is mocked: only ``discord.http.Route.BASE`` and
+``DiscordWebSocket.DEFAULT_GATEWAY`` point at the fake (``patch_discord``).
+
+Quick start
+-----------
+::
+
+    from tests.fake_discord import FakeDiscord, running_client
+
+    async def test_game_start():
+        async with FakeDiscord() as server:
+            guild = server.create_guild("Test")                 # @everyone, the bot, an owner
+            channel = guild.create_text_channel("games")
+            mods = guild.create_role("Mods", permissions=discord.Permissions(manage_messages=True))
+            alice = guild.create_member("alice", roles=[mods])
+
+            bot = MyBot(intents=..., guild_ready_timeout=0.05)  # 0.05: on_ready without a 2 s wait
+            async with running_client(server, bot):             # patch URLs, start, wait for READY
+                await bot.tree.sync()                           # slash() needs synced commands
+                handle = await server.slash(guild, channel, alice, "game start", {"title": "Sakura"})
+                first = await handle.wait_response()            # initial callback: type 4/5/6/7/8/9
+                assert first.type == 5                          # deferred
+                msg = await server.wait_for_message(channel, lambda m: "Sakura" in m.content, timeout=5)
+                assert msg.attachments[0].data.startswith(b"\x00\x00")
+            # leaving running_client closes the bot; a new client may connect to the same server
+
+A pytest fixture ``fake_discord`` (fresh started server per test) lives in ``conftest.py``; other
+suites can ``from tests.fake_discord.conftest import fake_discord``.
+
+Test-facing API (FakeDiscord)
+-----------------------------
+World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
+``create_user(name)``, ``dm_channel(user)``; on the guild: ``create_text_channel``,
+``create_category``, ``create_role(name, permissions=)``, ``create_member(name, roles=)``,
+``add_member(user)``, ``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the
+bot), ``upload_limit`` (mutable, checked per request); channel
+``set_overwrite(role_or_member, allow=, deny=)``; member ``add_role`` / ``remove_role``. Changes made
+while a client is connected reach it as gateway events (GUILD_CREATE, CHANNEL_CREATE, GUILD_MEMBER_*).
+Permissions follow Discord's algorithm (owner and administrator get everything; overwrites apply).
+
+Drive the bot: ``await slash(guild, channel, member, "group sub", options)``,
+``await autocomplete(..., options, focused="name")``, ``await click(message, member, custom_id)``,
+``await select(message, member, custom_id, values)``, ``await handle.submit_modal({custom_id: value})``,
+``await user_message(channel, member, content)``, ``post_message(channel, components=...)`` (seed a
+message, e.g. one posted before a restart), ``make_attachment(filename, data)`` for attachment options.
+Option types come from the synced definition; unknown/missing-required options raise before sending.
+Interactions carry ``attachment_size_limit`` (discord.py: ``Interaction.filesize_limit``) = the guild's
+``upload_limit`` and ``member.permissions`` computed for the channel.
+
+Observe: ``InteractionHandle`` (``wait_response``, ``response``, ``wait_followup``, ``followups``,
+``wait_original``, ``original``), ``wait_for_message(channel, predicate, after=, author=)``,
+``wait_for_edits(message, n)``, ``wait_for_request(method, route)``, ``wait_until(predicate)``,
+``channel_messages(channel)``, ``messages`` (id -> FakeMessage with ``content``, ``embeds``,
+``components``, ``attachments`` (bytes in ``.data``), ``edit_count``, ``edits``, ``ephemeral``,
+``deleted``), ``requests`` (every REST request: method, path, route template, JSON or payload_json,
+files, status, response) and ``requests_to(method, route)``, ``commands(guild=None)`` /
+``command(name)`` (what tree.sync stored), ``unhandled`` (requests to routes the fake lacks: assert
+it is empty). Waits raise ``FakeDiscordTimeout`` (an AssertionError) describing what was there.
+
+Faults and gateway: ``fail_next(method, path_regex, status=, code=)``, ``drop_gateway()`` (client
+RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7), ``invalidate_sessions()``
+(op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
+``gateway.log`` (("connect", query), ("identify", sid), ("resume", sid, seq), ("resumed", sid),
+("invalid_session", sid), ("close", code, "client"|"server")), ``gateway.sessions`` (each with the
+``identify`` payload and every dispatched frame, ``s`` numbered 1, 2, 3, ...).
+
+Discord behaviour emulated
+--------------------------
+* Errors use Discord's bodies: unknown channel 10003, message 10008, interaction 10062, webhook
+  10015, member 10007, role 10011, user 10013; second ack 40060; empty message 50006; oversize
+  upload 413 / 40005 (each file against the guild's ``upload_limit``); missing access 50001 and
+  missing permissions 50013 (the bot's channel permissions: send, attach files, manage messages);
+  bad token 401 (``LoginFailure``); invalid command definitions 50035.
+* With ``FakeDiscord(interaction_ack_timeout=3.0)`` a first response later than that gets 404 /
+  10062 like on Discord; every ``InteractionCallback`` records its ``delay`` either way.
+* Deferred responses create a "thinking" message (flag LOADING) that the first @original edit
+  replaces; type 6/7 answers make @original the clicked message; ephemeral messages are not in the
+  channel and get no gateway events; follow-ups need an acknowledged interaction.
+* MESSAGE_CREATE/UPDATE/DELETE follow the intents the client identified with; without
+  MESSAGE_CONTENT other users' guild messages arrive without content unless they mention the bot;
+  without GUILD_MEMBERS the GUILD_CREATE member list holds only the bot.
+* Rate-limit headers are present but never exhausted, so discord.py never sleeps.
+
+Limitations
+-----------
+One application per server; one shard (a ``shard`` in IDENTIFY is echoed, not enforced); no voice,
+threads, forum posts, stickers, polls, emojis, webhooks other than interaction tokens, audit logs,
+or gateway ETF; interaction tokens do not expire; 429s are only produced via ``fail_next``; user,
+role and channel select menus carry no ``resolved`` data; attachment metadata has no image sizes.
+Interactions go to the newest connected session; run one bot per server at a time.
+"""
+
+from .client import patch_discord, running_client, start_client, stop_client
+from .interactions import InteractionCallback, InteractionHandle
+from .models import (
+    FakeAttachment,
+    FakeChannel,
+    FakeGuild,
+    FakeMember,
+    FakeMessage,
+    FakeRole,
+    FakeUser,
+    RecordedRequest,
+)
+from .server import ApiError, FakeDiscord, FakeDiscordTimeout
+
+__all__ = [
+    "ApiError",
+    "FakeAttachment",
+    "FakeChannel",
+    "FakeDiscord",
+    "FakeDiscordTimeout",
+    "FakeGuild",
+    "FakeMember",
+    "FakeMessage",
+    "FakeRole",
+    "FakeUser",
+    "InteractionCallback",
+    "InteractionHandle",
+    "RecordedRequest",
+    "patch_discord",
+    "running_client",
+    "start_client",
+    "stop_client",
+]
