@@ -44,7 +44,7 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 LORA_ALPHA = 1.0  # sat.model.finetune.lora2.LoraMixin default; scale = alpha / r = 1/64 for r = 64
 
 # Clip settings written next to the weights (the released inference config).
-DECODER_SETTINGS = {"num_latent_frames": 5, "height": 480, "width": 720, "fps": 8, "steps": 50}
+DECODER_SETTINGS = {"num_latent_frames": 5, "height": 480, "width": 720, "fps": 8}
 
 
 class ConversionError(ValueError):
@@ -116,6 +116,11 @@ def load_state_dict(path: str, trust_pickle: bool = False) -> dict[str, torch.Te
         raise CheckpointKindError(
             f"{path}: a safetensors file; expected the released torch checkpoint (.pt)"
         )
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    # torch.save writes a zip archive (or, before torch 1.6, a pickle starting with its protocol byte).
+    if magic != b"PK\x03\x04" and magic[:1] != b"\x80":
+        raise CheckpointKindError(f"{path}: not a torch checkpoint (starts with {magic!r})")
     kwargs = {"map_location": "cpu", "weights_only": not trust_pickle}
     try:
         try:
@@ -133,8 +138,8 @@ def load_state_dict(path: str, trust_pickle: bool = False) -> dict[str, torch.Te
             f"{path}: the file needs full unpickling (it stores objects besides tensors). If you trust "
             f"its source, rerun with --trust-pickle. ({str(e).splitlines()[0]})"
         ) from e
-    except (EOFError, OSError, RuntimeError, ValueError) as e:
-        raise CheckpointKindError(f"{path}: not a torch checkpoint ({e})") from e
+    except Exception as e:  # torch.load has no single error type for a foreign file
+        raise CheckpointKindError(f"{path}: not a readable torch checkpoint ({type(e).__name__}: {e})") from e
     return _unwrap(obj, path)
 
 
@@ -466,8 +471,15 @@ def _skipped_overview(account: Mapping[str, Any]) -> list[str]:
     return [f"    {n:6d}  {g}.*" for g, n in sorted(groups.items())]
 
 
-def convert_decoder_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `animegamer convert-decoder SRC_DIR VAE_FILE OUT_DIR`; returns an exit code."""
+def convert_decoder_main(
+    argv: Sequence[str] | None = None,
+    transformer_config: Mapping[str, Any] = ANIMEGAMER_2B_CONFIG,
+    vae_config: Mapping[str, Any] = COGVIDEOX_VAE_CONFIG,
+) -> int:
+    """Entry point of `animegamer convert-decoder SRC_DIR VAE_FILE OUT_DIR`; returns an exit code.
+
+    The configs are the released model's; other values are for tests.
+    """
     parser = argparse.ArgumentParser(
         prog="animegamer convert-decoder",
         description="Convert the released SAT decoder (LoRA merged) and the 3D VAE to diffusers/safetensors.",
@@ -483,7 +495,15 @@ def convert_decoder_main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        report = convert_decoder(args.src_dir, args.vae_file, args.out_dir, args.dtype, trust_pickle=args.trust_pickle)
+        report = convert_decoder(
+            args.src_dir,
+            args.vae_file,
+            args.out_dir,
+            args.dtype,
+            transformer_config=transformer_config,
+            vae_config=vae_config,
+            trust_pickle=args.trust_pickle,
+        )
     except ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from ..backend import ProgressCallback
+from ..mp4 import encode_mp4
 from .sampler import Guidance, SeededNoise, sample_released, sample_stock
 from .schedule import DEFAULT_STEPS
 from .transformer import AnimeGamerTransformer3DModel
@@ -69,6 +70,19 @@ class AnimeGamerDecoder:
     ) -> np.ndarray:
         """One clip as uint8 (T, H, W, 3)."""
         return self.decode_batch([representation], [motion_scope], [seed], progress)[0]
+
+    def decode_mp4(
+        self,
+        representation: np.ndarray,
+        motion_scope: float,
+        seed: int,
+        progress: ProgressCallback | None = None,
+    ) -> bytes:
+        """One clip as MP4 bytes (H.264, yuv420p, +faststart, at self.fps) via the shared encoder."""
+        frames = self.decode(representation, motion_scope, seed, progress)
+        if progress is not None:
+            progress(1.0, "encode")
+        return encode_mp4(frames, fps=self.fps)
 
     def decode_batch(
         self,
