@@ -207,7 +207,10 @@ def convert_transformer_state_dict(
     lora_alpha: float = LORA_ALPHA,
     prefix: str = DIT_PREFIX,
 ) -> tuple[dict[str, torch.Tensor], KeyAccount]:
-    """SAT state dict (full file; only `prefix` keys are read) -> diffusers state dict (float32)."""
+    """SAT state dict (full file; only `prefix` keys are read) -> diffusers state dict.
+
+    Renamed tensors keep their stored dtype; merged and split ones are computed in float32.
+    """
     account = KeyAccount()
     dit_keys = [k for k in sat if k.startswith(prefix)]
     if not dit_keys:
@@ -226,7 +229,7 @@ def convert_transformer_state_dict(
     def rename(src: str, dst: str) -> None:
         if src not in sd:
             raise ConversionError(f"checkpoint lacks {prefix}{src}")
-        out[dst] = sd[src].float()
+        out[dst] = sd[src]  # still memory-mapped; cast when written
         take([src], "renamed", [dst])
 
     rename_map = {
@@ -378,7 +381,7 @@ def convert_vae_state_dict(
             account.add(k, "skipped", note="training loss (discriminator/LPIPS) weights")
             continue
         new = sat_vae_key_to_diffusers(k, n_up)
-        out[new] = v.float()
+        out[new] = v
         account.add(k, "renamed" if new != k else "kept", [new])
     return out, account
 
