@@ -96,19 +96,25 @@ def _describe(keys: Sequence[str]) -> str:
     return f"an unrecognised state dict (first keys: {ks[:5]})"
 
 
-def _unwrap(obj: Any, path: str) -> dict[str, torch.Tensor]:
+def _unwrap(obj: Any, path: str) -> dict[str, Any]:
     for wrapper in ("module", "state_dict", "model"):
         if isinstance(obj, Mapping) and wrapper in obj and isinstance(obj[wrapper], Mapping):
             obj = obj[wrapper]
     if not isinstance(obj, Mapping) or not obj:
         raise CheckpointKindError(f"{path}: not a checkpoint state dict (got {type(obj).__name__})")
-    tensors = {k: v for k, v in obj.items() if isinstance(k, str) and isinstance(v, torch.Tensor)}
-    if not tensors:
+    if not any(isinstance(v, torch.Tensor) for v in obj.values()):
         raise CheckpointKindError(f"{path}: holds no tensors")
-    return tensors
+    # Non-tensor entries stay: the converters account for (or reject) every key.
+    return {str(k): v for k, v in obj.items()}
 
 
-def load_state_dict(path: str, trust_pickle: bool = False) -> dict[str, torch.Tensor]:
+def _require_tensors(sd: Mapping[str, Any], what: str) -> None:
+    odd = sorted(k for k, v in sd.items() if not isinstance(v, torch.Tensor))
+    if odd:
+        raise ConversionError(f"{what} entries that are not tensors (no conversion rule): {odd[:10]}")
+
+
+def load_state_dict(path: str, trust_pickle: bool = False) -> dict[str, Any]:
     """torch.load with mmap (tensors are read lazily), weights only unless `trust_pickle`."""
     if not os.path.isfile(path):
         raise ConversionError(f"{path}: no such file")
@@ -219,6 +225,7 @@ def convert_transformer_state_dict(
         if not k.startswith(prefix):
             account.add(k, "skipped", note="not a DiT key (other sub-model of the SAT file)")
     sd = {k[len(prefix) :]: sat[k] for k in dit_keys}
+    _require_tensors(sd, "DiT")
     out: dict[str, torch.Tensor] = {}
     used: dict[str, tuple[str, list[str], str]] = {}
 
@@ -375,6 +382,7 @@ def convert_vae_state_dict(
     if not any(k.startswith(("encoder.", "decoder.")) for k in sat):
         raise CheckpointKindError(f"expected the CogVideoX 3D VAE (3d-vae.pt), got {_describe(list(sat))}")
     n_up = len(config["up_block_types"])
+    _require_tensors({k: v for k, v in sat.items() if not k.startswith("loss.")}, "VAE")
     out = {}
     for k, v in sat.items():
         if k.startswith("loss."):

@@ -63,4 +63,4 @@ def to_uint8_frames(video: torch.Tensor) -> np.ndarray:
     """(B, C, F, H, W) in [-1, 1] -> uint8 (B, F, H, W, 3)."""
     x = ((video.float() + 1.0) / 2.0).clamp(0.0, 1.0)
     x = (x * 255.0).round().to(torch.uint8)
-    return x.permute(0, 2, 3, 4, 1).cpu().numpy()
+    return x.permute(0, 2, 3, 4, 1).cpu().numpy()  # (the release truncates instead of rounding)

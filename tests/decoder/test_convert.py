@@ -156,6 +156,13 @@ def test_unknown_dit_key_is_an_error_not_dropped(sat_sd, cfg):
         convert_transformer_state_dict(sd, cfg)
 
 
+def test_non_tensor_dit_entry_is_an_error(sat_sd, cfg):
+    sd = dict(sat_sd)
+    sd[f"{ref.P}transformer.layers.0._extra_state"] = {"note": 1}
+    with pytest.raises(ConversionError, match="not tensors.*_extra_state"):
+        convert_transformer_state_dict(sd, cfg)
+
+
 def test_geometry_mismatch_and_missing_keys_are_errors(sat_sd, cfg):
     with pytest.raises(ConversionError, match="pos_embedding"):
         convert_transformer_state_dict(sat_sd, {**cfg, "sample_width": 8})

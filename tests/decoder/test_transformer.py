@@ -67,3 +67,22 @@ def test_final_norm_eps_differs_from_block_norms(transformer):
     assert transformer.norm_final.eps == 1e-5
     assert transformer.transformer_blocks[0].norm1.norm.eps == 1e-5
     assert transformer.transformer_blocks[0].attn1.norm_q.eps == 1e-6
+
+
+def test_attention_backend_can_be_switched(cfg, transformer):
+    import copy
+
+    model = copy.deepcopy(transformer)
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 5, cfg["in_channels"], cfg["sample_height"], cfg["sample_width"], generator=g)
+    ctx = torch.randn(1, 226, 32, generator=g)
+    args = (x, ctx, torch.tensor([500]), torch.tensor([2.5]))
+    with torch.no_grad():
+        default = model.predict_v(*args)
+        model.set_attention_backend("_native_math")
+        try:
+            assert model.transformer_blocks[0].attn1.processor._attention_backend.value == "_native_math"
+            math_backend = model.predict_v(*args)
+        finally:
+            model.set_attention_backend("native")
+    torch.testing.assert_close(math_backend, default, rtol=1e-5, atol=1e-5)
