@@ -137,7 +137,12 @@ def sample_stock(
     guidance: Guidance = Guidance(),
     on_step: StepCallback | None = None,
 ) -> torch.Tensor:
-    """diffusers' CogVideoXDPMScheduler (as the stock CogVideoX pipeline drives it), guiding v."""
+    """diffusers' CogVideoXDPMScheduler (as the stock CogVideoX pipeline drives it), guiding v.
+
+    The scheduler draws its step noise itself, from the per-row generators of a SeededNoise.
+    """
+    if not isinstance(noise, SeededNoise):
+        raise TypeError("the stock scheduler draws its own step noise: pass a SeededNoise")
     sched = stock_scheduler(num_steps)
     x = noise.draw() * sched.init_noise_sigma
     old_x0 = None
