@@ -99,7 +99,10 @@ class AnimeGamerDecoder:
         if not (len(motion_scopes) == len(seeds) == b):
             raise ValueError("one motion scope and one seed per representation")
         t0 = time.perf_counter()
-        latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, SeededNoise(seeds, self.latent_shape, self.device), progress)
+        noise = SeededNoise(seeds, self.latent_shape, self.device)
+        latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress)
+        if latents.is_cuda:  # honest stage timings
+            torch.cuda.synchronize(latents.device)
         t1 = time.perf_counter()
         if progress is not None:
             progress(DENOISE_SHARE, "vae")
