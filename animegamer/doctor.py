@@ -203,21 +203,30 @@ def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: floa
 # ------------------------------------------------------------------------------------------
 
 
-def run_checks(films: list[str] | None = None, network: bool = True) -> list[Row]:
+SKIPPABLE = ("database", "ffmpeg", "models", "gpu", "discord")
+
+
+def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple[str, ...] = ()) -> list[Row]:
     settings, row = check_settings()
     rows = [row]
     need = Row("", SKIP, "needs valid settings")
-    if settings is not None:
+    if "database" in skip:
+        rows.append(Row("database", SKIP, "--skip database"))
+    elif settings is not None:
         rows += check_database(settings)
     else:
         rows += [Row("database", need.status, need.detail), Row("migrations", need.status, need.detail)]
-    rows.append(check_ffmpeg())
-    if settings is not None:
+    rows.append(Row("ffmpeg", SKIP, "--skip ffmpeg") if "ffmpeg" in skip else check_ffmpeg())
+    if "models" in skip:
+        rows.append(Row("models", SKIP, "--skip models"))
+    elif settings is not None:
         rows += check_models(settings, films or [settings.default_film])
     else:
         rows.append(Row("models", need.status, need.detail))
-    rows += check_gpu(settings)
-    if settings is None:
+    rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings)
+    if "discord" in skip:
+        rows.append(Row("discord token", SKIP, "--skip discord"))
+    elif settings is None:
         rows.append(Row("discord token", need.status, need.detail))
     elif not network:
         rows.append(Row("discord token", SKIP, "--no-network"))
@@ -238,8 +247,11 @@ def render(rows: list[Row]) -> str:
 
 
 def _doctor(args) -> int:
-    rows = run_checks(args.film, network=not args.no_network)
-    print(render(rows))
+    rows = run_checks(args.film, network=not args.no_network, skip=tuple(args.skip or ()))
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows], indent=1))
+    else:
+        print(render(rows))
     return 1 if any(r.status == FAIL for r in rows) else 0
 
 
@@ -250,5 +262,7 @@ def register(sub) -> None:
     p.add_argument("--film", action="append", choices=sorted(FILMS),
                    help="check this film's models (repeatable; default: ANIMEGAMER_DEFAULT_FILM)")
     p.add_argument("--no-network", action="store_true", help="do not contact Discord")
+    p.add_argument("--skip", action="append", choices=SKIPPABLE, help="leave out a check (repeatable), e.g. gpu on the bot's host")
+    p.add_argument("--json", action="store_true", help="rows as JSON (for monitoring) instead of the table")
     p.set_defaults(func=_doctor)
 
