@@ -194,12 +194,15 @@ def _explain_hub_error(e: Exception, repo_id: str, endpoint: str) -> ModelsError
     if isinstance(e, GatedRepoError):
         return ModelsError(
             f"{repo_id} is gated: accept its terms at {endpoint}/{repo_id} with your account, then set HF_TOKEN "
-            "(a read token) or run `hf auth login`, and rerun.")
+            "(a read token), and rerun.")
     if isinstance(e, RepositoryNotFoundError):
         return ModelsError(f"{repo_id} was not found on {endpoint} (or needs a token: set HF_TOKEN).")
     if isinstance(e, HfHubHTTPError):
         return ModelsError(f"the hub answered with an error for {repo_id}: {e}")
-    return HubUnreachable(f"cannot reach the model hub {endpoint} for {repo_id}: {type(e).__name__}: {e}")
+    # Network failures: OSError/TimeoutError, or the HTTP client's own (httpx or requests).
+    if isinstance(e, OSError) or type(e).__module__.split(".")[0] in ("httpx", "requests", "urllib3"):
+        return HubUnreachable(f"cannot reach the model hub {endpoint} for {repo_id}: {type(e).__name__}: {e}")
+    return ModelsError(f"downloading {repo_id} failed: {type(e).__name__}: {e}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -155,3 +155,71 @@ def test_models_list_shows_present_and_missing(tmp_path):
     qiqi = r.stdout.split("\nponyo")[0]
     assert "present  MLLM agent (MLLM-Qiqi)" in qiqi and "MISSING  converted decoder" in qiqi
     assert "MISSING  MLLM agent (MLLM-Ponyo)" in r.stdout
+
+
+# ------------------------------------------------------------------------------------------
+# The whole download through huggingface_hub, against a local stand-in for the hub.
+
+from tests.deploy.fake_hub import FakeHub  # noqa: E402
+
+
+def hub_repos() -> dict[str, dict[str, bytes]]:
+    return {
+        models_cli.ANIMEGAMER_REPO: {
+            "MLLM-Qiqi/pytorch_model.bin": b"agent" * 200, "VDM_Decoder-Qiqi/latest": b"1000\n",
+            "VDM_Decoder-Qiqi/1000/mp_rank_00_model_states.pt": b"dit" * 300,
+            "MLLM-Ponyo/pytorch_model.bin": b"ponyo", "README.md": b"# AnimeGamer",
+        },
+        models_cli.MISTRAL_REPO: {
+            "config.json": b"{}", "model-00001-of-00002.safetensors": b"m1" * 100,
+            "model-00002-of-00002.safetensors": b"m2" * 100, "model.safetensors.index.json": b"{}",
+            "pytorch_model-00001-of-00002.bin": b"same weights again", "tokenizer.model": b"sp",
+            "tokenizer_config.json": b"{}",
+        },
+        models_cli.VAE_REPO: {
+            "vae/config.json": b"{}", "vae/diffusion_pytorch_model.safetensors": b"vae" * 100,
+            "transformer/diffusion_pytorch_model.safetensors": b"not wanted",
+        },
+    }
+
+
+def test_download_lands_in_the_layout_and_a_rerun_fetches_nothing(tmp_path, monkeypatch):
+    root = tmp_path / "models"
+    with FakeHub(hub_repos()) as hub:
+        r, _ = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(root), "--skip-decoder-convert",
+                       env={"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "animegamer_tokenizer" in r.stdout  # the manual step, or a built tokenizer
+        got = [q.split("/resolve/")[1].split("/", 1)[1] for q in hub.requests if q.startswith("GET") and "/resolve/" in q]
+        assert sorted(got) == sorted([
+            "MLLM-Qiqi/pytorch_model.bin", "VDM_Decoder-Qiqi/latest", "VDM_Decoder-Qiqi/1000/mp_rank_00_model_states.pt",
+            "config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json", "tokenizer.model", "tokenizer_config.json",
+            "vae/config.json", "vae/diffusion_pytorch_model.safetensors"])
+        parts = {c.name: c.present for c in inventory(root, get_film("qiqi"))}
+        assert all(parts[n] for n in ("base LLM (Mistral-7B-Instruct-v0.1)", "MLLM agent (MLLM-Qiqi)",
+                                      "released decoder (VDM_Decoder-Qiqi)", "CogVideoX VAE")), parts
+        paths = film_paths(root, get_film("qiqi"))
+        assert (paths.vae / "diffusion_pytorch_model.safetensors").read_bytes() == b"vae" * 100
+
+        # Again, in-process: everything is there and verified, so only metadata is asked for.
+        before = len(hub.requests)
+        monkeypatch.setattr(models_cli, "sha256_of", lambda p: pytest.fail(f"re-hashed {p}"))
+        models_cli.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
+        assert all(q.startswith("GET /api/") for q in hub.requests[before:]), hub.requests[before:]
+
+
+def test_download_rejects_bytes_that_do_not_match_the_hub(tmp_path):
+    root = tmp_path / "models"
+    with FakeHub(hub_repos()) as hub:
+        hub.lie_about[(models_cli.ANIMEGAMER_REPO, "MLLM-Qiqi/pytorch_model.bin")] = b"AGENT" * 200  # same size
+        with pytest.raises(ModelsError, match="pytorch_model.bin: sha256"):
+            models_cli.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
+    assert not (film_paths(root, get_film("qiqi")).agent_dir / "pytorch_model.bin").exists()
+
+
+def test_gated_mistral_says_what_to_do(tmp_path):
+    with FakeHub(hub_repos(), gated={models_cli.MISTRAL_REPO}) as hub:
+        r, _ = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(tmp_path / "m"),
+                       "--skip-decoder-convert", env={"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+    assert r.returncode == 1 and "is gated" in r.stderr and "HF_TOKEN" in r.stderr, r.stderr
