@@ -22,6 +22,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -313,8 +314,6 @@ def _link_tree(src: Path, dst: Path) -> None:
         try:
             os.link(f, out)
         except OSError:
-            import shutil
-
             shutil.copy2(f, out)
 
 
@@ -351,11 +350,18 @@ def convert(paths: FilmModelPaths, log=print) -> None:
         raise ModelsError(
             f"the decoder converter (inference.decoder.convert) cannot be imported ({e}). The download is "
             "complete; convert later by rerunning this command, or skip it with --skip-decoder-convert.") from e
-    log(f"decoder: converting {paths.decoder_sat} -> {paths.decoder}")
+    vae = vae_source(paths.vae)
+    log(f"decoder: converting {paths.decoder_sat} (VAE: {vae}) -> {paths.decoder}")
     try:
-        convert_decoder(str(paths.decoder_sat), str(vae_source(paths.vae)), str(paths.decoder))
+        convert_decoder(str(paths.decoder_sat), str(vae), str(paths.decoder))
     except ValueError as e:  # the converter's ConversionError
-        raise ModelsError(f"decoder conversion failed: {e}") from e
+        hint = ""
+        if vae.is_dir():
+            hint = (f"\nIf the converter needs the SAT VAE, put the release's 3d-vae.pt at {paths.vae / '3d-vae.pt'} "
+                    "and rerun.")
+        raise ModelsError(
+            f"decoder conversion failed: {e}{hint}\nThe download is complete; to convert by hand: "
+            f"animegamer convert-decoder {paths.decoder_sat} {vae} {paths.decoder}") from e
 
 
 def download(models_root: Path, film: Film, skip_convert: bool = False, endpoint: str | None = None, log=print) -> None:

@@ -185,11 +185,12 @@ def hub_repos() -> dict[str, dict[str, bytes]]:
 
 def test_download_lands_in_the_layout_and_a_rerun_fetches_nothing(tmp_path, monkeypatch):
     root = tmp_path / "models"
+    # The tokenizer is built from Mistral's real files when inference.mllm can; these are stand-ins.
+    _write(film_paths(root, get_film("qiqi")).tokenizer / "tokenizer_config.json", b"{}")
     with FakeHub(hub_repos()) as hub:
         r, _ = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(root), "--skip-decoder-convert",
                        env={"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
         assert r.returncode == 0, r.stdout + r.stderr
-        assert "animegamer_tokenizer" in r.stdout  # the manual step, or a built tokenizer
         got = [q.split("/resolve/")[1].split("/", 1)[1] for q in hub.requests if q.startswith("GET") and "/resolve/" in q]
         assert sorted(got) == sorted([
             "MLLM-Qiqi/pytorch_model.bin", "VDM_Decoder-Qiqi/latest", "VDM_Decoder-Qiqi/1000/mp_rank_00_model_states.pt",
