@@ -53,8 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     from inference.commands import register as register_inference
     from play.commands import register as register_play
     from animegamer.doctor import register as register_doctor
+    from bot.deploy_commands import register as register_deploy
+    from inference.models_cli import register as register_models
 
-    for register in (register_bot, register_inference, register_play, register_doctor):
+    for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models):
         register(sub)
     return p
 
