@@ -63,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # A subcommand that hands its arguments to its own parser sets `forward=True`.
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "forward", False):
+        args.argv = [*args.argv, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

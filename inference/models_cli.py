@@ -18,6 +18,8 @@ Only `huggingface_hub` is needed to download; it and the converter are imported 
 
 from __future__ import annotations
 
+import argparse
+
 import fnmatch
 import hashlib
 import json
@@ -355,12 +357,8 @@ def convert(paths: FilmModelPaths, log=print) -> None:
     try:
         convert_decoder(str(paths.decoder_sat), str(vae), str(paths.decoder))
     except ValueError as e:  # the converter's ConversionError
-        hint = ""
-        if vae.is_dir():
-            hint = (f"\nIf the converter needs the SAT VAE, put the release's 3d-vae.pt at {paths.vae / '3d-vae.pt'} "
-                    "and rerun.")
         raise ModelsError(
-            f"decoder conversion failed: {e}{hint}\nThe download is complete; to convert by hand: "
+            f"decoder conversion failed: {e}\nThe download is complete; to convert by hand: "
             f"animegamer convert-decoder {paths.decoder_sat} {vae} {paths.decoder}") from e
 
 
@@ -435,3 +433,17 @@ def register(sub) -> None:
     ls.add_argument("--film", action="append", choices=sorted(FILMS), help="only this film (repeatable)")
     ls.add_argument("--models-dir", help="default: ANIMEGAMER_MODELS_DIR")
     ls.set_defaults(func=_list)
+
+    cd = sub.add_parser(
+        "convert-decoder",
+        help="convert a released SAT decoder (LoRA merged) and the 3D VAE to diffusers/safetensors",
+        add_help=False,
+    )
+    cd.add_argument("argv", nargs=argparse.REMAINDER)
+    cd.set_defaults(func=_convert_decoder, forward=True)
+
+
+def _convert_decoder(args) -> int:
+    from inference.decoder.convert import convert_decoder_main  # imports torch: only when used
+
+    return convert_decoder_main(args.argv)

@@ -394,6 +394,33 @@ def convert_vae_state_dict(
     return out, account
 
 
+def load_diffusers_vae_dir(path: str) -> tuple[dict[str, torch.Tensor], KeyAccount]:
+    """A VAE already in diffusers layout (the `vae/` folder of THUDM/CogVideoX-2b): its keys are
+    kept as they are; the shape check against the model still runs."""
+    from safetensors.torch import load_file
+
+    files = sorted(f for f in os.listdir(path) if f.endswith(".safetensors"))
+    if not files or not os.path.isfile(os.path.join(path, "config.json")):
+        raise CheckpointKindError(f"{path}: not a diffusers VAE folder (config.json and *.safetensors expected)")
+    sd: dict[str, torch.Tensor] = {}
+    for f in files:
+        sd.update(load_file(os.path.join(path, f)))
+    if not any(k.startswith(("encoder.", "decoder.")) for k in sd):
+        raise CheckpointKindError(f"{path}: expected the CogVideoX 3D VAE, got {_describe(list(sd))}")
+    account = KeyAccount()
+    for k in sd:
+        account.add(k, "kept", [k])
+    return sd, account
+
+
+def load_vae(path: str, config: Mapping[str, Any], trust_pickle: bool = False) -> tuple[dict[str, torch.Tensor], KeyAccount]:
+    """The SAT `3d-vae.pt` (converted) or a diffusers VAE folder (kept)."""
+    if os.path.isdir(path):
+        return load_diffusers_vae_dir(path)
+    sat = load_state_dict(path, trust_pickle)
+    return convert_vae_state_dict(sat, config)
+
+
 # ---------------------------------------------------------------------------------------------
 # Checking against the diffusers models and writing
 
@@ -452,9 +479,7 @@ def convert_decoder(
     dit_model, dit_shapes = _meta_model_shapes(AnimeGamerTransformer3DModel, transformer_config)
     _check_against_model(dit, dit_shapes, "transformer")
 
-    vae_sd = load_state_dict(vae_file, trust_pickle)
-    vae, vae_account = convert_vae_state_dict(vae_sd, vae_config)
-    del vae_sd
+    vae, vae_account = load_vae(vae_file, vae_config, trust_pickle)
     vae_model, vae_shapes = _meta_model_shapes(AutoencoderKLCogVideoX, vae_config)
     _check_against_model(vae, vae_shapes, "vae")
 
@@ -496,7 +521,7 @@ def convert_decoder_main(
         description="Convert the released SAT decoder (LoRA merged) and the 3D VAE to diffusers/safetensors.",
     )
     parser.add_argument("src_dir", help="SAT checkpoint directory (with `latest`) or its mp_rank_00_model_states.pt")
-    parser.add_argument("vae_file", help="the CogVideoX 3D VAE file (3d-vae.pt)")
+    parser.add_argument("vae_file", help="the CogVideoX 3D VAE: the SAT 3d-vae.pt, or a diffusers vae/ folder")
     parser.add_argument("out_dir", help="output directory (transformer/, vae/, decoder.json)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="fp16", help="stored weight dtype (default fp16, as released)")
     parser.add_argument(

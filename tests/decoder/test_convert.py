@@ -224,3 +224,27 @@ def test_vae_decodes_five_latent_frames_in_the_released_chunks(tiny_vae):
         zz = (z / tiny_vae.config.scaling_factor).permute(0, 2, 1, 3, 4)
         separate = torch.cat([tiny_vae.decoder(zz[:, :, :3])[0], tiny_vae.decoder(zz[:, :, 3:])[0]], dim=2)
     assert not np.allclose(separate.numpy(), video.numpy(), atol=1e-5)
+
+
+def test_diffusers_vae_folder_is_accepted_as_is(files, tmp_path, cfg, tiny_vae):
+    """`models download` fetches the VAE in diffusers layout (THUDM/CogVideoX-2b vae/)."""
+    sat_dir, _, _ = files
+    vae_dir = tmp_path / "cogvideox-vae"
+    tiny_vae.save_pretrained(vae_dir)
+    out = tmp_path / "out"
+    report = convert_decoder(
+        str(sat_dir), str(vae_dir), str(out), dtype="fp32",
+        transformer_config=cfg, vae_config=TINY_VAE_CONFIG,
+        settings={"num_latent_frames": 5, "fps": 8, **TINY_SIZE},
+    )
+    assert report["vae"]["summary"] == {"kept": len(tiny_vae.state_dict())}
+    reloaded = AutoencoderKLCogVideoX.from_pretrained(out / "vae")
+    for k, v in tiny_vae.state_dict().items():
+        torch.testing.assert_close(reloaded.state_dict()[k], v)
+
+
+def test_folder_without_a_vae_is_a_clear_error(files, tmp_path, cfg):
+    sat_dir, _, _ = files
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointKindError, match="not a diffusers VAE folder"):
+        convert_decoder(str(sat_dir), str(tmp_path / "empty"), str(tmp_path / "o"), transformer_config=cfg, vae_config=TINY_VAE_CONFIG)
