@@ -109,7 +109,12 @@ class _Source:
                 self.shape = lambda k: tuple(self._st.get_slice(k).get_shape())
                 self.get: Callable[[str], torch.Tensor] = self._st.get_tensor
             else:
-                sd = torch.load(self.path, map_location="cpu", mmap=True, weights_only=True)
+                try:  # mmap: a 15 GB file is paged in tensor by tensor, not read whole
+                    sd = torch.load(self.path, map_location="cpu", mmap=True, weights_only=True)
+                except RuntimeError as e:
+                    if "mmap" not in str(e):  # only the legacy (pre-zip) format cannot be mapped
+                        raise
+                    sd = torch.load(self.path, map_location="cpu", weights_only=True)
                 if isinstance(sd, dict) and set(sd) == {"module"}:  # DeepSpeed's {'module': state_dict}
                     sd = sd["module"]
                 if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
@@ -148,6 +153,7 @@ def load_agent_checkpoint(model: AnimeGamerMLLM, path: str | os.PathLike) -> Loa
     target = model.state_dict()
     report = LoadReport(src.path)
     plan: list[tuple[str, str]] = []
+    covered: set[str] = set()
     unexpected, wrong_shape = [], []
     for key in src.names:
         name = _rename(key, target, report)
@@ -155,13 +161,13 @@ def load_agent_checkpoint(model: AnimeGamerMLLM, path: str | os.PathLike) -> Loa
             continue
         if name not in target:
             unexpected.append(key)
-        elif any(name == n for _, n in plan):
+        elif name in covered:
             unexpected.append(f"{key} (a second source for {name})")
         elif src.shape(key) != tuple(target[name].shape):
             wrong_shape.append(f"{key}: checkpoint {src.shape(key)} vs model {tuple(target[name].shape)}")
         else:
             plan.append((key, name))
-    covered = {name for _, name in plan}
+            covered.add(name)
     missing = [k for k in target if k not in covered]
     required = [k for k in missing if not any(p.search(k) for p in OPTIONAL_MODEL_KEYS)]
     problems = []
