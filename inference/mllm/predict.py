@@ -4,10 +4,11 @@ Defaults and what they reproduce (DESIGN.md, "known defects"):
 
 - `readout="released"` (default): the representation is the output projection of the hidden
   states at the last 226 positions of the prompt, which ends in `</frame></img><ML>`, so it is the
-  query block shifted by three tokens. This is what the released `generate_bi` returns, and the
-  released decoder was adapted on the MLLM's predictions (training phase (c) of the paper), so the
-  shipped weights were tuned on this readout. `readout="query"` reads the 226 query tokens
-  themselves, as the training loss did.
+  query block shifted by three tokens. This is what the released `generate_bi` returns, the only
+  inference path the release ships, and the released decoder was fine-tuned on the MLLM's
+  predictions (training phase (c) of the paper), so the shipped decoder weights were most likely
+  tuned on this readout. `readout="query"` reads the 226 query tokens themselves, as the MLLM's
+  training loss did.
 - `state_pass="training"` (default): the four values are decoded on top of the representation
   pass, whose query block is bidirectional, as in training (`bilateral_attention: True`); one
   prefill serves both outputs. `state_pass="released_causal"` reproduces the released demo, whose
@@ -128,7 +129,6 @@ class MLLMPredictor:
 
     def _decode_states(self, batch: "_Batch", opt: PredictOptions, logits, cache):
         s = self.ids
-        B = batch.pad.shape[0]
         chosen, all_logits = [], []
         embeds, cols = batch.embeds, batch.length
         for k in range(4):
@@ -153,9 +153,7 @@ class MLLMPredictor:
             cols += fed.shape[1]
             logits = self.model.logits(h[:, -1])
         values = (torch.stack(chosen, dim=1) - 5).tolist()  # index 0..10 -> -5..5
-        state_logits = torch.stack(all_logits, dim=1).cpu().numpy()
-        assert len(values) == B
-        return values, state_logits
+        return values, torch.stack(all_logits, dim=1).cpu().numpy()
 
     def _now(self) -> float:
         if self.model.device.type == "cuda":

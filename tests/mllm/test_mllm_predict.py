@@ -68,9 +68,11 @@ def close(a, b, tol=2e-5):
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("readout", ["released", "query"])
-@pytest.mark.parametrize("state_pass", ["training", "released_causal"])
-@pytest.mark.parametrize("which", [0, 2])
+@pytest.mark.parametrize(
+    "which,state_pass,readout",
+    [(0, "training", "released"), (0, "released_causal", "query"),
+     (2, "training", "query"), (2, "released_causal", "released")],
+)
 def test_matches_reference(loaded, predictor, prompts, readout, state_pass, which):
     p = prompts[which]
     out = predictor.predict(p, PredictOptions(readout=readout, state_pass=state_pass))
