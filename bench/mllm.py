@@ -47,18 +47,22 @@ def history(n: int, seed: int, rep_dim: int) -> list[HistoryItem]:
     ]
 
 
-def timed(fn, repeat: int) -> tuple[float, dict[str, float]]:
-    """Best (minimum) wall time of fn() over `repeat` runs, and the best of each stage it reports:
-    the minimum is the figure least disturbed by other work on a shared machine."""
-    fn()  # warm-up
-    totals, stages = [], {}
+def timed(fns: dict, repeat: int) -> dict[str, tuple[float, dict[str, float]]]:
+    """Best (minimum) wall time of each fn() over `repeat` rounds, and the best of each stage it
+    reports. The fns run interleaved, round after round, and the minimum is kept: on a shared
+    machine a burst of other work then hits every variant alike instead of one of them."""
+    for fn in fns.values():
+        fn()  # warm-up
+    totals: dict[str, list[float]] = {k: [] for k in fns}
+    stages: dict[str, dict[str, list[float]]] = {k: {} for k in fns}
     for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        totals.append(time.perf_counter() - t)
-        for k, v in out[0].timings.items():
-            stages.setdefault(k, []).append(v)
-    return min(totals), {k: min(v) for k, v in stages.items()}
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            out = fn()
+            totals[name].append(time.perf_counter() - t)
+            for k, v in out[0].timings.items():
+                stages[name].setdefault(k, []).append(v)
+    return {n: (min(totals[n]), {k: min(v) for k, v in stages[n].items()}) for n in fns}
 
 
 def ms(x: float) -> str:
@@ -74,16 +78,15 @@ def run(predictor: MLLMPredictor, encoder: InstructionEncoder, windows: list[int
         predictor.predict(warm)
     for w in windows:
         prompt = PromptBuilder(encoder, SPECIAL, w).build(INSTRUCTIONS[0], pool)
-        row = {}
-        for name, opt in {
+        variants = {
             "cached": PredictOptions(),
             "uncached": PredictOptions(use_cache=False),
             "released_causal cached": PredictOptions(state_pass="released_causal"),
             "released_causal uncached": PredictOptions(state_pass="released_causal", use_cache=False),
-        }.items():
-            row[name] = timed(lambda: predictor.predict_batch([prompt], opt), repeat)
+        }
+        row = timed({n: (lambda o=o: predictor.predict_batch([prompt], o)) for n, o in variants.items()}, repeat)
         total, st = row["cached"]
-        print(f"\nwindow {w} ({len(prompt)} tokens): one turn {ms(total)} = prefill {ms(st['prefill'])} + states {ms(st['states'])}")
+        print(f"\nwindow {w} ({len(prompt)} tokens): one turn {ms(total)} (prefill {ms(st['prefill'])}, states {ms(st['states'])})")
         for name in ("uncached", "released_causal cached", "released_causal uncached"):
             t, s = row[name]
             print(f"  {name:26s} total {ms(t)}  prefill {ms(s['prefill'])}  states {ms(s['states'])}"
@@ -95,8 +98,9 @@ def run(predictor: MLLMPredictor, encoder: InstructionEncoder, windows: list[int
     same = [builders[-1].build(INSTRUCTIONS[i % 4], pool) for i in range(batch)]
     for label, prompts in (("mixed windows", mixed), (f"window {windows[-1]}", same)):
         lengths = [len(p) for p in prompts]
-        t_batch, _ = timed(lambda: predictor.predict_batch(prompts), repeat)
-        t_seq, _ = timed(lambda: [predictor.predict(p) for p in prompts], repeat)
+        got = timed({"batched": lambda: predictor.predict_batch(prompts),
+                     "sequential": lambda: [predictor.predict(p) for p in prompts]}, repeat)
+        t_batch, t_seq = got["batched"][0], got["sequential"][0]
         print(f"\nbatch of {batch} turns, {label} (lengths {lengths}): batched {ms(t_batch)}, sequential {ms(t_seq)}"
               f" -> sequential/batched x{t_seq / t_batch:.2f}, per turn {ms(t_batch / batch)}")
 
