@@ -139,10 +139,9 @@ class MLLMPredictor:
             if k == 3:
                 break
             # Fixed grammar: the value, its closing tag and the next span's opening tag.
-            fed = torch.stack(
-                [self._strength[pick], torch.full_like(pick, s.state_close[k]), torch.full_like(pick, s.state_open[k + 1])],
-                dim=1,
-            )
+            close_tag = torch.full_like(pick, s.state_close[k])
+            next_open = torch.full_like(pick, s.state_open[k + 1])
+            fed = torch.stack([self._strength[pick], close_tag, next_open], dim=1)
             new = self.model.embed(fed)
             if cache is not None:  # the new tokens are after the block: plain causal rows
                 h = self._forward(batch, cols, new, None, cache)

@@ -83,7 +83,8 @@ class PromptBuilder:
         used = list(history)[-self.history_window :] if self.history_window else []
         for item in used:
             if item.representation.shape[0] != NUM_QUERY:
-                raise ValueError(f"history representation has {item.representation.shape[0]} rows, expected {NUM_QUERY}")
+                rows = item.representation.shape[0]
+                raise ValueError(f"history representation has {rows} rows, expected {NUM_QUERY}")
             ids += [s.turn, *self.encoder.encode(item.instruction)]
             starts.append(len(ids) + 2)  # after <img><frame>
             reps.append(item.representation)
