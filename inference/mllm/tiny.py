@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .tokens import ADDED_TOKENS, BASE_VOCAB, VOCAB_SIZE
+from .tokens import ADDED_TOKENS, BASE_VOCAB, VOCAB_SIZE, add_animegamer_tokens
 
 WORDS = (
     "Character Motion Background Qiqi Jiji Ponyo Sosuke quickly slowly happily fly run walk jump eat "
@@ -55,22 +55,12 @@ def tiny_vocab() -> tuple[dict[str, int], list[tuple[str, str]]]:
 
 def build_tokenizer(directory: str | Path):
     """Write a tiny AnimeGamer-compatible tokenizer to `directory` and return it."""
-    from tokenizers import AddedToken
     from transformers import LlamaTokenizer
 
     vocab, merges = tiny_vocab()
     tok = LlamaTokenizer(vocab=vocab, merges=merges, legacy=False, add_prefix_space=None)
     tok.pad_token = tok.unk_token
-    for name, want in ADDED_TOKENS.items():  # in id order, one at a time, so ids follow the table
-        plain = name.startswith("<frame_") or name.startswith("<Strength_")
-        token = AddedToken(name, normalized=plain, special=not plain, lstrip=False, rstrip=False)
-        if plain:
-            tok.add_tokens([token])
-        else:
-            tok.add_tokens([token], special_tokens=True)
-        got = tok.convert_tokens_to_ids(name)
-        if got != want:
-            raise RuntimeError(f"tiny tokenizer: {name} got id {got}, expected {want}")
+    add_animegamer_tokens(tok)
     assert len(tok) == VOCAB_SIZE
     tok.save_pretrained(str(directory))
     return tok

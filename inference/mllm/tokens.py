@@ -98,3 +98,32 @@ def verify(tokenizer) -> SpecialIds:
             "directory): " + "; ".join(problems)
         )
     return SPECIAL
+
+
+def add_animegamer_tokens(tokenizer) -> None:
+    """Add the 284 tokens to a Mistral-vocabulary tokenizer, in id order, with the released flags
+    (frame and strength tokens plain and normalized; the markup tokens special)."""
+    from tokenizers import AddedToken
+
+    if len(tokenizer) != BASE_VOCAB:
+        raise TokenizerMismatch(f"expected Mistral's {BASE_VOCAB}-token vocabulary, got {len(tokenizer)} tokens")
+    for name, want in ADDED_TOKENS.items():  # one at a time, so ids follow the table
+        plain = name.startswith(("<frame_", "<Strength_"))
+        token = AddedToken(name, normalized=plain, special=not plain, lstrip=False, rstrip=False)
+        tokenizer.add_tokens([token], special_tokens=not plain)
+        got = tokenizer.convert_tokens_to_ids(name)
+        if got != want:
+            raise TokenizerMismatch(f"{name} got id {got}, expected {want}")
+
+
+def build_released_tokenizer(mistral_dir, out_dir):
+    """The AnimeGamer tokenizer from Mistral-7B-Instruct-v0.1's (the release ships it only in
+    its GitHub repository): the same SentencePiece model plus the added tokens, saved to `out_dir`."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(mistral_dir), legacy=False)
+    add_animegamer_tokens(tok)
+    tok.pad_token = tok.unk_token
+    verify(tok)
+    tok.save_pretrained(str(out_dir))
+    return tok

@@ -81,3 +81,31 @@ def test_released_tokenizer():
     assert enc.encode(text) == tok.encode("<TURN>" + text, add_special_tokens=False)[1:]
     for hostile in HOSTILE:
         assert not set(enc.encode(hostile)) & SPECIAL.reserved
+
+
+def test_released_tokenizer_is_built_from_mistrals(tmp_path, tokenizer):
+    """`models download` builds the AnimeGamer tokenizer from Mistral's (the release keeps it on
+    GitHub only): same base vocabulary, the 284 tokens at their ids, same encoding of text."""
+    from transformers import LlamaTokenizer
+
+    from inference.mllm.tiny import tiny_vocab
+    from inference.mllm.tokens import build_released_tokenizer
+
+    vocab, merges = tiny_vocab()
+    mistral_like = LlamaTokenizer(vocab=vocab, merges=merges, legacy=False, add_prefix_space=None)
+    mistral_like.save_pretrained(str(tmp_path / "mistral"))
+    built = build_released_tokenizer(tmp_path / "mistral", tmp_path / "animegamer-tokenizer")
+    assert verify(built) == SPECIAL
+    text = "Character: Qiqi; Motion: quickly fly on broomstick; Background: night sky."
+    assert built(text)["input_ids"] == tokenizer(text)["input_ids"]
+    from transformers import AutoTokenizer
+
+    assert verify(AutoTokenizer.from_pretrained(str(tmp_path / "animegamer-tokenizer"))) == SPECIAL
+
+
+def test_building_from_a_wrong_vocabulary_fails(tmp_path, tokenizer):
+    from inference.mllm.tokens import build_released_tokenizer
+
+    tokenizer.save_pretrained(str(tmp_path / "already"))  # already has the added tokens
+    with pytest.raises(TokenizerMismatch, match="32000-token"):
+        build_released_tokenizer(tmp_path / "already", tmp_path / "out")
