@@ -40,6 +40,7 @@ class AnimeGamerSettings:
     use_cache: bool = True
     attn_implementation: str = "sdpa"
     mllm_only: bool = False  # no decoder: turns get no clip (benchmarks)
+    rep_dim: int = 1920  # representation width (the decoder's conditioning width)
 
 
 class AnimeGamerBackend:
@@ -79,7 +80,7 @@ class AnimeGamerBackend:
         try:
             loaded = load_mllm(
                 s.mistral_dir, s.tokenizer_dir, s.agent_path, device=s.device, dtype=s.dtype,
-                attn_implementation=s.attn_implementation,
+                attn_implementation=s.attn_implementation, rep_dim=s.rep_dim,
             )
         except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
             raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
