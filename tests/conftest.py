@@ -13,6 +13,8 @@ from db.engine import make_engine, make_sessionmaker
 from tests.pg import fresh_database
 
 APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings")
+# procrastinate's tables (revision 0002): emptied with the app's so no job outlives its test.
+QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 
 
 @pytest.fixture(scope="session")
@@ -53,5 +55,5 @@ async def engine(database_url):
 async def sessions(engine):
     """A session factory on a database emptied of app rows before each test."""
     async with engine.begin() as conn:
-        await conn.execute(text(f"TRUNCATE {', '.join(APP_TABLES)} RESTART IDENTITY CASCADE"))
+        await conn.execute(text(f"TRUNCATE {', '.join(APP_TABLES + QUEUE_TABLES)} RESTART IDENTITY CASCADE"))
     return make_sessionmaker(engine)

@@ -1,0 +1,108 @@
+"""Helpers for the queue tests: sessions with players, submitted turns, workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlalchemy import select, text
+
+from db import sessions as session_service
+from db import turns as turn_service
+from db.guilds import Limits
+from db.models import GameSession, Turn
+from game.catalogue import FILMS
+from game.instruction import build_instruction
+from inference.queue import make_enqueue
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=50)
+MOTIONS = ("walk", "run", "fly on broomstick", "sit on railing", "talk", "eat", "sleep", "wave")
+
+
+async def new_session(sessions, channel_id: int, film: str = "qiqi", user_id: int = 1, character: str = "qiqi"):
+    async with sessions() as s, s.begin():
+        gs = await session_service.start_session(s, 10, channel_id, FILMS[film], created_by=user_id)
+        await session_service.join(s, gs, FILMS[film], user_id, f"user{user_id}", character)
+    return gs
+
+
+async def submit(sessions, gs, motion: str = "walk", *, user_id: int = 1, character: str = "qiqi",
+                 background: str = "town", limits: Limits = LIMITS, enqueue=None) -> Turn:
+    ins = build_instruction(FILMS[gs.film_id], [character], motion, background, adverb="quickly", time_of_day="day")
+    async with sessions() as s, s.begin():
+        gs = await s.get(GameSession, gs.id)
+        return await turn_service.submit_turn(
+            s, gs, author_id=user_id, author_name=f"user{user_id}", instruction=ins, limits=limits,
+            enqueue=enqueue or make_enqueue(),
+        )
+
+
+async def turn_rows(sessions, session_id: int | None = None) -> list[Turn]:
+    async with sessions() as s:
+        q = select(Turn).order_by(Turn.session_id, Turn.seq)
+        if session_id is not None:
+            q = q.where(Turn.session_id == session_id)
+        return list((await s.scalars(q)).all())
+
+
+async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05):
+    """Poll an async predicate until it is truthy; fail the test after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
+
+
+async def all_finished(sessions, n: int) -> bool:
+    rows = await turn_rows(sessions)
+    return len(rows) >= n and all(t.status in ("done", "failed", "cancelled") for t in rows)
+
+
+async def job_rows(sessions):
+    async with sessions() as s:
+        return (await s.execute(text("SELECT id, status, lock, worker_id, attempts, args FROM procrastinate_jobs WHERE task_name = 'generate_turn' ORDER BY id"))).all()
+
+
+def worker_env(database_url: str, **settings) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["ANIMEGAMER_DATABASE_URL"] = database_url
+    env.setdefault("ANIMEGAMER_QUEUE_POLL_INTERVAL", "0.2")
+    for k, v in settings.items():
+        env[f"ANIMEGAMER_{k.upper()}"] = str(v)
+    return env
+
+
+def start_worker_process(database_url: str, *args: str, log_path: Path | None = None, **settings) -> subprocess.Popen:
+    """`animegamer worker` as a subprocess (preview backend, no metrics unless asked)."""
+    cmd = [sys.executable, "-m", "animegamer.cli", "worker", "--backend", "preview", "--no-migrate", "--metrics-port", "0", *args]
+    out = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    return subprocess.Popen(cmd, cwd=ROOT, env=worker_env(database_url, **settings), stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop_processes(procs) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(20)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+async def registered_workers(sessions) -> int:
+    async with sessions() as s:
+        return await s.scalar(text("SELECT count(*) FROM procrastinate_workers"))
