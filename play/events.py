@@ -1,8 +1,8 @@
 """Live updates for the play page: the database's NOTIFYs, fanned out to every open tab.
 
-One LISTEN connection serves all tabs. Only events of the play page's channel go out. If the
-connection drops, the hub reconnects and tells each tab to re-read everything (`resync`), since
-NOTIFYs sent meanwhile are lost.
+One LISTEN connection (db.listen) serves all tabs. Only events of the play page's channel go
+out. When the connection is re-opened after a drop, each tab is told to re-read everything
+(`resync`), since NOTIFYs sent meanwhile are lost.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import contextlib
 import json
 import logging
 
-import asyncpg
-
 from db import notify
-from db.engine import libpq_url
+from db.listen import Listener
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +36,15 @@ class Subscriber:
 
 
 class EventHub:
-    def __init__(self, url: str, channel_id: int, *, retry_seconds: float = 1.0) -> None:
-        self.url = libpq_url(url)
+    """Reads db.listen's Listener (which reconnects by itself) and fans out to subscribers."""
+
+    def __init__(self, url: str, channel_id: int) -> None:
+        self.url = url
         self.channel_id = channel_id
-        self.retry_seconds = retry_seconds
         self.subscribers: set[Subscriber] = set()
+        self._listener: Listener | None = None
         self._task: asyncio.Task | None = None
-        self.connected = asyncio.Event()
+        self._connections = 0
 
     def subscribe(self) -> Subscriber:
         sub = Subscriber()
@@ -58,22 +58,20 @@ class EventHub:
         for sub in list(self.subscribers):
             sub.put(event)
 
-    def _on_notify(self, _conn, _pid, channel: str, payload: str) -> None:
-        try:
-            data = notify.parse(payload)
-        except (ValueError, TypeError):
-            log.warning("ignoring a malformed %s payload: %r", channel, payload)
-            return
-        if data.get("channel_id") != self.channel_id:
-            return
-        self.publish({"type": SHORT.get(channel, channel), **data})
+    async def _on_connect(self) -> None:
+        self._connections += 1
+        if self._connections > 1:  # NOTIFYs sent while disconnected are lost: tabs re-read
+            self.publish(RESYNC)
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="play-events")
         # Listening before the page is served, so no early event is lost.
-        await asyncio.wait_for(self.connected.wait(), timeout=30)
+        self._listener = Listener(self.url, notify.CHANNELS, on_connect=self._on_connect)
+        await self._listener.__aenter__()
+        self._task = asyncio.create_task(self._run(), name="play-events")
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            await self._listener.aclose()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -81,30 +79,10 @@ class EventHub:
         self.publish(None)  # ends every open event stream
 
     async def _run(self) -> None:
-        first = True
-        while True:
-            conn = None
-            try:
-                conn = await asyncpg.connect(self.url)
-                lost = asyncio.Event()
-                conn.add_termination_listener(lambda _c: lost.set())
-                for ch in notify.CHANNELS:
-                    await conn.add_listener(ch, self._on_notify)
-                self.connected.set()
-                if not first:
-                    self.publish(RESYNC)
-                first = False
-                await lost.wait()
-                log.warning("the play page's LISTEN connection closed; reconnecting")
-            except asyncio.CancelledError:
-                raise
-            except (OSError, asyncpg.PostgresError) as e:
-                log.warning("play page LISTEN connection failed (%s); retrying", e)
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.close(timeout=2))
-            await asyncio.sleep(self.retry_seconds)
+        async for n in self._listener:
+            if n.payload.get("channel_id") != self.channel_id:
+                continue
+            self.publish({"type": SHORT.get(n.channel, n.channel), **n.payload})
 
 
 def sse_frame(event: dict) -> bytes:

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import re
 import unicodedata
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +23,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from animegamer.runtime import Database
 from animegamer.settings import Settings
 from db import guilds, sessions, turns
-from db.models import PENDING_TURN_STATUSES, GameSession, Turn
+from db.models import GameSession, Turn
 from game.catalogue import FILMS, suggest
 from game.errors import GameError, NoFilm, NotJoined, UnknownCharacter
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
 from game.states import STATE_NAMES
+from inference import queue as jobs
 from play.events import EventHub, sse_frame
 
 log = logging.getLogger(__name__)
@@ -43,19 +43,17 @@ STATIC = Path(__file__).resolve().parent / "static"
 MAX_PLAYER_ID = 2**53 - 1  # a JS number stays exact
 NAME_MAX = 32
 
-# position(session, turn) -> 1-based place among the jobs waiting before it, or None.
-QueuePosition = Callable[[AsyncSession, Turn], Awaitable[int | None]]
-
-
 @dataclass
 class PlayServices:
     settings: Settings
     db: Database
     hub: EventHub
-    enqueue: turns.Enqueue | None  # defers the generation job in the turn's transaction
-    queue_position: QueuePosition | None = None
-    cancel_job: Callable[[AsyncSession, Turn], Awaitable[None]] | None = None
+    use_queue: bool = True  # False: turns are stored but no job is deferred (tests of the API alone)
     backend: str = "preview"
+
+    @property
+    def enqueue(self) -> turns.Enqueue | None:
+        return jobs.make_enqueue() if self.use_queue else None
 
 
 SERVICES = web.AppKey("services", PlayServices)
@@ -188,11 +186,9 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
 
 
 async def _position(svc: PlayServices, s: AsyncSession, t: Turn) -> int | None:
-    if t.status != "queued":
+    if t.status != "queued" or not svc.use_queue:
         return None
-    if svc.queue_position is not None:
-        return await svc.queue_position(s, t)
-    return None
+    return await jobs.queue_position(s, t)
 
 
 async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: GameSession | None) -> list[dict]:
@@ -410,6 +406,8 @@ async def post_film(request: web.Request) -> web.Response:
                 await sessions.leave(s, fresh, p.user_id)
             fresh.film_id = film.id
             await s.flush()
+            if svc.use_queue:
+                await jobs.cancel_stale_jobs(s, gs.id)
     return web.json_response({"ok": True, "film": film.id})
 
 
@@ -508,11 +506,9 @@ async def post_reset(request: web.Request) -> web.Response:
     svc = _svc(request)
     async with svc.db.sessions() as s, s.begin():
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
-        queued = [t for t in await turns.pending_turns(s, gs.id) if t.status == "queued"]
         fresh = await sessions.reset(s, gs, by=PLAY_ADMIN_ID)
-        if svc.cancel_job is not None:
-            for t in queued:
-                await svc.cancel_job(s, t)
+        if svc.use_queue:  # the old session's turns were cancelled: drop their waiting jobs
+            await jobs.cancel_stale_jobs(s, gs.id)
     return web.json_response({"ok": True, "session_id": fresh.id})
 
 
@@ -520,9 +516,10 @@ async def post_cancel(request: web.Request) -> web.Response:
     svc = _svc(request)
     async with svc.db.sessions() as s, s.begin():
         t, _ = await _turn_in_play(s, request.match_info["turn_id"])
-        await turns.cancel_turn(s, t, "cancelled by a moderator")
-        if svc.cancel_job is not None:
-            await svc.cancel_job(s, t)
+        if svc.use_queue:
+            await jobs.cancel_queued_turn(s, t, "cancelled by a moderator")
+        else:
+            await turns.cancel_turn(s, t, "cancelled by a moderator")
     return web.json_response({"ok": True})
 
 
@@ -557,4 +554,4 @@ def build_app(svc: PlayServices) -> web.Application:
     return app
 
 
-__all__ = ["PLAY_CHANNEL_ID", "PLAY_GUILD_ID", "PlayServices", "build_app", "ensure_film", "PENDING_TURN_STATUSES"]
+__all__ = ["PLAY_CHANNEL_ID", "PLAY_GUILD_ID", "PlayServices", "build_app", "ensure_film"]
