@@ -38,6 +38,7 @@ const page = {
   sessionId: null,
   turns: new Map(), // id -> turn JSON
   oldestSeq: null,
+  loading: Promise.resolve(),
   players: new Map(), // user_id -> name, for "joined"/"left" lines
 };
 
@@ -132,7 +133,9 @@ function renderState(st) {
       el("span", { class: "who" }, p.name), " plays ", el("strong", {}, p.character_name),
       p.user_id === ME ? el("span", { class: "muted" }, " (you)") : null)));
   $("players-empty").hidden = st.players.length > 0;
-  $("states").replaceChildren(...Object.entries(st.states).map(([cid, s]) =>
+  const castOrder = st.film ? st.film.characters.map((c) => c.id) : [];
+  const stateRows = Object.entries(st.states).sort(([x], [y]) => castOrder.indexOf(x) - castOrder.indexOf(y));
+  $("states").replaceChildren(...stateRows.map(([cid, s]) =>
     el("div", { class: "char", dataset: { character: cid } },
       el("div", { class: "char-name" }, s.name),
       st.state_names.map((k) => bar(cid, k, s[k], null)))));
@@ -221,7 +224,8 @@ function turnBody(t) {
     const after = t.states_after || {};
     const before = t.states_before || {};
     const names = Object.fromEntries(t.characters.map((c) => [c.id, c.name]));
-    parts.push(el("div", { class: "turn-bars" }, Object.keys(after).map((cid) =>
+    const order = t.characters.map((c) => c.id).filter((cid) => cid in after); // as named in the instruction
+    parts.push(el("div", { class: "turn-bars" }, order.map((cid) =>
       el("div", { class: "char", dataset: { character: cid } },
         el("div", { class: "char-name" }, names[cid] || cid),
         (page.state ? page.state.state_names : ["stamina", "social", "entertainment"]).map((k) =>
@@ -280,16 +284,21 @@ async function refreshPending() {
   if (r && r.session_id === page.sessionId) r.turns.forEach(renderTurn);
 }
 
-async function loadLog() {
-  const r = await attempt(() => api("/api/turns?limit=20"));
-  if (!r) return;
-  page.turns.clear();
-  $("messages").replaceChildren();
-  page.sessionId = r.session_id;
-  r.turns.forEach(renderTurn);
-  page.oldestSeq = r.turns.length ? r.turns[0].seq : null;
-  $("older").hidden = !r.more;
-  scrollToBottom();
+// (Re)load the latest page of the log. `page.loading` lets a caller wait for it, so a line
+// added after a reload is not wiped by a reload still under way.
+function loadLog() {
+  page.loading = (async () => {
+    const r = await attempt(() => api("/api/turns?limit=20"));
+    if (!r) return;
+    page.turns.clear();
+    $("messages").replaceChildren();
+    page.sessionId = r.session_id;
+    r.turns.forEach(renderTurn);
+    page.oldestSeq = r.turns.length ? r.turns[0].seq : null;
+    $("older").hidden = !r.more;
+    scrollToBottom();
+  })();
+  return page.loading;
 }
 
 async function loadOlder() {
@@ -309,6 +318,7 @@ async function refreshState() {
   if (!st) return;
   const sid = st.session ? st.session.id : null;
   if (sid !== page.sessionId) {
+    page.sessionId = sid; // at once, so a concurrent refresh does not reload the log again
     page.players = new Map();
     renderState(st);
     await loadLog();
@@ -349,6 +359,7 @@ async function handle(ev) {
     case "session_changed": {
       const before = page.sessionId;
       await refreshState();
+      await page.loading;
       if (ev.event === "paused") systemLine("The game was paused.");
       else if (ev.event === "active") systemLine("The game was resumed.");
       else if (ev.event === "reset" && before !== null) systemLine("The game was reset: every character starts again from 50.");

@@ -27,7 +27,7 @@ async def running_app(settings, engine, database_url, **services):
     db = Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine))
     hub = EventHub(database_url, PLAY_CHANNEL_ID)
     await hub.start()
-    svc = PlayServices(settings=settings, db=db, hub=hub, **{"enqueue": None, **services})
+    svc = PlayServices(settings=settings, db=db, hub=hub, **{"use_queue": False, **services})
     await ensure_film(svc)
     runner = web.AppRunner(build_app(svc), shutdown_timeout=2)
     await runner.setup()
