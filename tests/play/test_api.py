@@ -220,3 +220,15 @@ async def test_page_and_assets_are_served(app, http):
 
     js = (STATIC / "app.js").read_text()
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "outerHTML" not in js
+
+
+async def test_history_pages_back(settings, engine, database_url, sessions, http):
+    settings = settings.model_copy(update={"backlog_cap": 100})
+    async with running_app(settings, engine, database_url) as (base, _):
+        await start_and_join(http, base)
+        for i in range(25):
+            assert (await post(http, f"{base}/api/act", {"player_id": A, "motion": f"walk {i}", "background": "town"}))[0] == 200
+        _, latest = await get(http, f"{base}/api/turns?limit=20")
+        assert [t["seq"] for t in latest["turns"]] == list(range(6, 26)) and latest["more"]
+        _, older = await get(http, f"{base}/api/turns?limit=20&before=6")
+        assert [t["seq"] for t in older["turns"]] == list(range(1, 6)) and not older["more"]

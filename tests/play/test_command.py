@@ -81,7 +81,7 @@ def test_play_embedded_stops_cleanly_and_resumes(data):
     assert "DATABASE_URL" not in env and "ANIMEGAMER_DATABASE_URL" not in env
 
     # First start, from an empty data directory: the page is served.
-    first = PlayProcess(env, *PREVIEW)
+    first = PlayProcess(env, *PREVIEW, "--preview-delay", "1.5")
     try:
         base = first.wait_ready()
         startup = first.ready_after
@@ -97,12 +97,18 @@ def test_play_embedded_stops_cleanly_and_resumes(data):
         assert done["status"] == "done" and done["is_preview"], done
         _, clip = get(base + done["video"])
         assert ffprobe(save_artifact("play-embedded-turn.mp4", clip))["nb_read_frames"] == "17"
-        _, state = get(f"{base}/api/state?player=7")
+        session_id = get(f"{base}/api/state")[1]["session"]["id"]
 
-        # Ctrl-C: everything it started stops, and Postgres leaves a cleanly shut down cluster.
+        # Ctrl-C while a turn is being generated: the worker finishes it before stopping.
+        busy = post(f"{base}/api/act", {"player_id": 7, "motion": "turn head", "background": "bedroom"})
+        deadline = time.monotonic() + 30
+        while get(f"{base}/api/turns/{busy['turn_id']}")[1]["status"] != "running":
+            assert time.monotonic() < deadline, first.output
+            time.sleep(0.05)
         assert first.interrupt() == 0, first.output
     finally:
         first.kill()
+    assert first.output.index(f"turn {busy['turn_id']} done") < first.output.index("worker stopped"), first.output
     assert "stopped." in first.output and "Traceback" not in first.output, first.output
     assert gone(worker_pid), "the worker outlived play"
     assert gone(pg_pid), "the embedded Postgres outlived play"
@@ -115,14 +121,16 @@ def test_play_embedded_stops_cleanly_and_resumes(data):
         base = second.wait_ready()
         resumed_after = second.ready_after
         _, again = get(f"{base}/api/state?player=7")
-        assert again["session"]["id"] == state["session"]["id"]
+        assert again["session"]["id"] == session_id
         assert again["me"] == {"name": "Ann", "character": "qiqi"}
-        assert again["states"] == state["states"]
         _, listing = get(f"{base}/api/turns")
-        assert [(t["id"], t["status"]) for t in listing["turns"]] == [(done["id"], "done")]
+        assert [(t["id"], t["status"]) for t in listing["turns"]] == [(done["id"], "done"), (busy["turn_id"], "done")]
+        # The bars are the states the last turn left.
+        last = listing["turns"][-1]["states_after"]["qiqi"]
+        assert {k: again["states"]["qiqi"][k] for k in last} == last
         # ... and play goes on: the new worker takes the next turn.
-        turn2 = post(f"{base}/api/act", {"player_id": 7, "motion": "sit on railing", "background": "town"})
-        assert turn2["seq"] == 2 and wait_turn_done(base, turn2["turn_id"])["status"] == "done"
+        turn3 = post(f"{base}/api/act", {"player_id": 7, "motion": "sit on railing", "background": "town"})
+        assert turn3["seq"] == 3 and wait_turn_done(base, turn3["turn_id"])["status"] == "done"
         assert second.interrupt() == 0, second.output
     finally:
         second.kill()
