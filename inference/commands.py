@@ -11,7 +11,7 @@ from inference.backends import BACKENDS
 def register(sub) -> None:
     p = sub.add_parser("worker", help="run a GPU (or preview) worker that generates turns")
     p.add_argument("--film", action="append", dest="films", metavar="FILM",
-                   help="serve this film's queue (repeatable; default: every film)")
+                   help="serve this film's queue (repeatable; default: every film for the preview, ANIMEGAMER_DEFAULT_FILM for the model)")
     p.add_argument("--backend", choices=BACKENDS, default=None, help="default: ANIMEGAMER_BACKEND (preview)")
     p.add_argument("--concurrency", type=int, default=1, help="turns generated at once (default 1)")
     p.add_argument("--metrics-port", type=int, default=None,

@@ -18,6 +18,7 @@ heartbeat is older than `stalled_after` back to `todo`; the turn then runs again
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable
@@ -181,7 +182,9 @@ class TurnRetry(BaseRetryStrategy):
     max_attempts = 5
 
     def get_retry_decision(self, *, exception: BaseException, job) -> RetryDecision | None:
-        if isinstance(exception, TurnReleased):
+        # (A cancellation outside the backend's run, e.g. while the result is being written,
+        # is a shutdown too: the turn runs again and complete_turn keeps one result.)
+        if isinstance(exception, (TurnReleased, asyncio.CancelledError)):
             return RetryDecision(retry_in={"seconds": 0})
         if isinstance(exception, TRANSIENT) and job.attempts < self.max_attempts:
             return RetryDecision(retry_in={"seconds": 2 * (job.attempts + 1)})
@@ -222,12 +225,35 @@ async def retry_stalled(s: AsyncSession, stalled_after: float) -> list[int]:
     return list(ids)
 
 
+LOST_TURN = "This turn was lost: its worker stopped with an error. Try again."
+
+
+async def fail_orphaned_turns(s: AsyncSession) -> list[int]:
+    """Fail the pending turns whose job ended without writing a result (its retries exhausted
+    on database errors, say): they would otherwise count against the backlog forever."""
+    ids = (
+        await s.scalars(
+            text(
+                """
+                SELECT t.id FROM turns t JOIN procrastinate_jobs j ON j.id = t.job_id
+                 WHERE t.status IN ('queued', 'running') AND j.status IN ('failed', 'aborted')
+                 ORDER BY t.id
+                """
+            )
+        )
+    ).all()
+    return [i for i in ids if await turn_service.fail_turn(s, i, LOST_TURN)]
+
+
 async def _retry_stalled_jobs(context: procrastinate.JobContext, timestamp: int) -> int:
     ctx = context.additional_context
     async with ctx["sessions"]() as s, s.begin():
         ids = await retry_stalled(s, ctx["stalled_after"])
+        lost = await fail_orphaned_turns(s)
     if ids:
         log.warning("retried %d job(s) of stalled workers: %s", len(ids), ids)
+    if lost:
+        log.warning("failed %d turn(s) whose job ended without a result: %s", len(lost), lost)
     return len(ids)
 
 

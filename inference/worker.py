@@ -140,6 +140,8 @@ class TurnRunner:
             # The shutdown grace is over: stop the backend and hand the turn back.
             abort.set()
             await asyncio.wait({future}, timeout=60)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: the TurnAborted it ended with is expected
             async with self.sessions() as s, s.begin():
                 await turn_service.requeue_turn(s, turn_id)
             log.warning("turn %d released on shutdown; it goes back to the queue", turn_id)
@@ -190,7 +192,8 @@ class Worker:
 
     `backend` is a Backend instance or a backend name (default: settings.backend);
     `backend_options` go to inference.backends.make_backend (preview: render, delay, width...).
-    `url` overrides the database URL (default: settings, else the embedded server).
+    `films`: the films whose queues it serves (default: every film for the preview, else
+    settings.default_film). `url` overrides the database URL (default: settings, else the embedded server).
     `metrics_port`: None = settings.metrics_port, 0 = no endpoint, -1 = any free port.
     """
 
@@ -211,7 +214,9 @@ class Worker:
         migrate: bool = True,
         name: str = "animegamer-worker",
     ) -> None:
-        self.films = tuple(films or FILMS)
+        backend_name = backend if isinstance(backend, str) else getattr(backend, "name", None) or settings.backend
+        # The preview serves every film by default; a model worker loads one film's checkpoint.
+        self.films = tuple(films or (FILMS if backend_name == "preview" else (settings.default_film,)))
         unknown = [f for f in self.films if f not in FILMS]
         if unknown:
             raise WorkerStartError(f"unknown film(s) {', '.join(unknown)}; known: {', '.join(sorted(FILMS))}")
@@ -246,6 +251,7 @@ class Worker:
     def _health(self) -> dict:
         alive = [w for w in self._workers if w.worker_id is not None]
         return {
+            "state": "ready" if self.ready.is_set() else ("stopping" if self._stop.is_set() else "starting"),
             "ok": self.ready.is_set() and len(alive) == len(self._workers) and not self._stop.is_set(),
             "backend": self.backend.name if self.backend else None,
             "films": list(self.films),
@@ -264,66 +270,75 @@ class Worker:
         self.backend = self._build_backend()
         metrics = WorkerMetrics(self.backend.name)
         executor = concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="turn")
-        stalled_after = self.settings.stalled_after
-        heartbeat = min(10.0, stalled_after / 4)
-        async with open_database(self.settings, migrate=self.migrate, url=self.url) as db:
-            log.info("loading backend %s for %s", self.backend.name, ", ".join(self.films))
-            await asyncio.to_thread(self.backend.load)
-            runner = TurnRunner(
-                sessions=db.sessions, backend=self.backend, settings=self.settings, metrics=metrics,
-                executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
-            )
-            app = queue.make_app(db.url, stalled_after=stalled_after, pool_size=self.concurrency + 3)
-            common = dict(install_signal_handlers=False, update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after)
-            turns = _TurnWorker(
-                app, queues=queue.queues_for(self.films), name=self.name, concurrency=self.concurrency,
-                fetch_job_polling_interval=self.settings.queue_poll_interval, shutdown_graceful_timeout=self.grace,
-                additional_context={"turn_runner": runner}, **common,
-            )
-            maintenance = procrastinate_worker.Worker(
-                app, queues=[queue.MAINTENANCE_QUEUE], name=f"{self.name}-maintenance", concurrency=1,
-                fetch_job_polling_interval=1.0, listen_notify=False, delete_jobs="always",
-                additional_context={"sessions": db.sessions, "stalled_after": stalled_after}, **common,
-            )
-            self._workers = [turns, maintenance]
-            runner_http = None
-            try:
-                async with app.open_async():
-                    if self.metrics_port:
-                        try:
-                            runner_http, self.bound_metrics_port = await start_server(
-                                metrics, self.metrics_host, max(0, self.metrics_port), self._health
-                            )
-                        except OSError as e:
-                            raise WorkerStartError(
-                                f"cannot serve metrics on {self.metrics_host}:{self.metrics_port} ({e}); "
-                                "choose another ANIMEGAMER_METRICS_PORT or --metrics-port (0 = off)"
-                            ) from None
-                    self._install_signals()
-                    tasks = [asyncio.create_task(w.run(), name=w.worker_name) for w in self._workers]
-                    while not all(w.worker_id for w in self._workers) and not any(t.done() for t in tasks):
-                        await asyncio.sleep(0.01)
-                    self.ready.set()
-                    log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
-                    stop_wait = asyncio.create_task(self._stop.wait())
-                    await asyncio.wait([stop_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
-                    stop_wait.cancel()
-                    unexpected = not self._stop.is_set()
-                    for w in self._workers:
-                        w.stop()
-                    results = await asyncio.gather(*tasks, return_exceptions=True)
-                    for r in results:
-                        if isinstance(r, BaseException):
-                            raise r
-                    if unexpected:
-                        raise RuntimeError("a queue worker stopped on its own (database gone?); see the log above")
-            finally:
-                self.ready.clear()
-                self._remove_signals()
-                if runner_http is not None:
-                    await runner_http.cleanup()
-                executor.shutdown(wait=False, cancel_futures=True)
+        http = None
+        try:
+            # Metrics and signals first: /healthz answers (503) while a model loads for minutes.
+            if self.metrics_port:
+                http = await self._serve_metrics(metrics)
+            self._install_signals()
+            async with open_database(self.settings, migrate=self.migrate, url=self.url) as db:
+                log.info("loading backend %s for %s", self.backend.name, ", ".join(self.films))
+                await asyncio.to_thread(self.backend.load)
+                if not self._stop.is_set():
+                    await self._serve(db, metrics, executor)
+        finally:
+            self.ready.clear()
+            self._remove_signals()
+            if http is not None:
+                await http.cleanup()
+            executor.shutdown(wait=False, cancel_futures=True)
         log.info("worker stopped")
+
+    async def _serve_metrics(self, metrics: WorkerMetrics):
+        try:
+            http, self.bound_metrics_port = await start_server(metrics, self.metrics_host, max(0, self.metrics_port), self._health)
+        except OSError as e:
+            raise WorkerStartError(
+                f"cannot serve metrics on {self.metrics_host}:{self.metrics_port} ({e}); "
+                "choose another ANIMEGAMER_METRICS_PORT or --metrics-port (0 = off)"
+            ) from None
+        return http
+
+    async def _serve(self, db, metrics: WorkerMetrics, executor) -> None:
+        """Run the turn worker and the maintenance worker until stop() (or until one dies)."""
+        stalled_after = self.settings.stalled_after
+        runner = TurnRunner(
+            sessions=db.sessions, backend=self.backend, settings=self.settings, metrics=metrics,
+            executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
+        )
+        app = queue.make_app(db.url, stalled_after=stalled_after, pool_size=self.concurrency + 3)
+        common = dict(
+            install_signal_handlers=False, update_heartbeat_interval=min(10.0, stalled_after / 4),
+            stalled_worker_timeout=stalled_after,
+        )
+        turns = _TurnWorker(
+            app, queues=queue.queues_for(self.films), name=self.name, concurrency=self.concurrency,
+            fetch_job_polling_interval=self.settings.queue_poll_interval, shutdown_graceful_timeout=self.grace,
+            additional_context={"turn_runner": runner}, **common,
+        )
+        maintenance = procrastinate_worker.Worker(
+            app, queues=[queue.MAINTENANCE_QUEUE], name=f"{self.name}-maintenance", concurrency=1,
+            fetch_job_polling_interval=1.0, listen_notify=False, delete_jobs="always",
+            additional_context={"sessions": db.sessions, "stalled_after": stalled_after}, **common,
+        )
+        self._workers = [turns, maintenance]
+        async with app.open_async():
+            tasks = [asyncio.create_task(w.run(), name=w.worker_name) for w in self._workers]
+            while not all(w.worker_id for w in self._workers) and not any(t.done() for t in tasks):
+                await asyncio.sleep(0.01)
+            self.ready.set()
+            log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
+            stop_wait = asyncio.create_task(self._stop.wait())
+            await asyncio.wait([stop_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            stop_wait.cancel()
+            unexpected = not self._stop.is_set()
+            for w in self._workers:
+                w.stop()
+            for r in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(r, BaseException):
+                    raise r
+            if unexpected:
+                raise RuntimeError("a queue worker stopped on its own (database gone?); see the log above")
 
     def _install_signals(self) -> None:
         if not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():

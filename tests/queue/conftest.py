@@ -17,7 +17,7 @@ from inference.worker import Worker
 def qsettings(tmp_path: Path, database_url: str) -> Settings:
     return Settings(
         database_url=database_url, data_dir=tmp_path / "data", cooldown_seconds=0,
-        queue_poll_interval=0.2, stalled_after=2.0, metrics_port=0, history_window=2, _env_file=None,
+        queue_poll_interval=0.2, stalled_after=5.0, metrics_port=0, history_window=2, _env_file=None,
     )
 
 

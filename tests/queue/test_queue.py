@@ -1,0 +1,147 @@
+"""Queue operations without a worker: enqueue in the same transaction, cancellation, backlog
+cap, queue position; and the worker command's start errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import text
+
+from db import sessions as session_service
+from db.models import GameSession, Turn
+from db.guilds import Limits
+from game.errors import BacklogFull, TurnNotCancellable
+from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position
+from tests.queue.helpers import (
+    ROOT, all_finished, job_rows, new_session, submit, turn_rows, wait_until, worker_env,
+)
+
+
+async def _position(sessions, turn):
+    async with sessions() as s:
+        return await queue_position(s, await s.get(Turn, turn.id))
+
+
+async def test_turn_and_job_are_written_together(sessions):
+    gs = await new_session(sessions, 500)
+    t = await submit(sessions, gs, "walk")
+    [job] = await job_rows(sessions)
+    assert t.job_id == job.id and job.status == "todo"
+    assert job.lock == f"session:{gs.id}" and job.args == {"turn_id": t.id}
+    async with sessions() as s:
+        assert await s.scalar(text("SELECT queue_name FROM procrastinate_jobs WHERE id = :i"), {"i": job.id}) == "film.qiqi"
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):  # a submission rolled back leaves neither a turn nor a job
+        async with sessions() as s, s.begin():
+            from db import turns as turn_service
+            from game.catalogue import FILMS
+            from game.instruction import build_instruction
+            from inference.queue import make_enqueue
+            from tests.queue.helpers import LIMITS
+
+            g = await s.get(GameSession, gs.id)
+            ins = build_instruction(FILMS["qiqi"], ["qiqi"], "run", "town")
+            await turn_service.submit_turn(s, g, author_id=1, author_name="u", instruction=ins, limits=LIMITS, enqueue=make_enqueue())
+            raise Boom()
+    assert len(await job_rows(sessions)) == 1 and len(await turn_rows(sessions)) == 1
+
+
+async def test_queue_position_and_cancellation(sessions, start_worker):
+    a = await new_session(sessions, 510)
+    b = await new_session(sessions, 511, film="ponyo", character="ponyo")
+    a1 = await submit(sessions, a, "walk")
+    b1 = await submit(sessions, b, "swim", character="ponyo", background="sea")
+    a2 = await submit(sessions, a, "run")
+    a3 = await submit(sessions, a, "eat")
+    assert [await _position(sessions, t) for t in (a1, b1, a2, a3)] == [1, 1, 2, 3]
+
+    async with sessions() as s, s.begin():  # a moderator cancels a2
+        await cancel_queued_turn(s, await s.get(Turn, a2.id), "removed by a moderator")
+    assert await _position(sessions, a2) is None
+    assert await _position(sessions, a3) == 2
+    jobs = {j.id: j.status for j in await job_rows(sessions)}
+    assert jobs[a2.job_id] == "cancelled"
+
+    await start_worker()
+    await wait_until(lambda: all_finished(sessions, 4))
+    rows = {t.id: t for t in await turn_rows(sessions)}
+    assert [rows[t.id].status for t in (a1, b1, a2, a3)] == ["done", "done", "cancelled", "done"]
+    assert rows[a2.id].error == "removed by a moderator"
+    assert rows[a3.id].states_before == rows[a1.id].states_after  # the cancelled turn changed nothing
+    assert await _position(sessions, a3) is None
+    async with sessions() as s, s.begin():
+        with pytest.raises(TurnNotCancellable):
+            await cancel_queued_turn(s, await s.get(Turn, a3.id))
+
+
+async def test_backlog_cap(sessions):
+    gs = await new_session(sessions, 520)
+    cap = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=2)
+    first = await submit(sessions, gs, "walk", limits=cap)
+    await submit(sessions, gs, "run", limits=cap)
+    with pytest.raises(BacklogFull):
+        await submit(sessions, gs, "eat", limits=cap)
+    assert len(await job_rows(sessions)) == 2  # the refused turn left no job
+    async with sessions() as s, s.begin():
+        await cancel_queued_turn(s, await s.get(Turn, first.id))
+    await submit(sessions, gs, "eat", limits=cap)  # room again
+    assert [j.status for j in await job_rows(sessions)] == ["cancelled", "todo", "todo"]
+
+
+async def test_reset_cancels_the_sessions_jobs(sessions):
+    gs = await new_session(sessions, 530)
+    for m in ("walk", "run"):
+        await submit(sessions, gs, m)
+    async with sessions() as s, s.begin():
+        g = await s.get(GameSession, gs.id)
+        await session_service.reset(s, g, by=1)
+        assert await cancel_stale_jobs(s, gs.id) == 2
+    assert [j.status for j in await job_rows(sessions)] == ["cancelled", "cancelled"]
+
+
+def test_worker_without_ffmpeg_says_so(database_url):
+    env = worker_env(database_url, ffmpeg="/nonexistent/ffmpeg")
+    r = subprocess.run(
+        [sys.executable, "-m", "animegamer.cli", "worker", "--backend", "preview", "--metrics-port", "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2
+    assert "ffmpeg" in r.stderr and "ANIMEGAMER_FFMPEG" in r.stderr
+
+
+def test_worker_unknown_film_says_so(database_url):
+    r = subprocess.run(
+        [sys.executable, "-m", "animegamer.cli", "worker", "--film", "totoro", "--metrics-port", "0"],
+        cwd=ROOT, env=worker_env(database_url), capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2 and "totoro" in r.stderr
+
+
+async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
+    from inference.queue import LOST_TURN, fail_orphaned_turns, retry_stalled
+
+    gs = await new_session(sessions, 540)
+    t1 = await submit(sessions, gs, "walk")
+    t2 = await submit(sessions, gs, "run")
+    async with sessions() as s, s.begin():
+        # A dead worker: registered long ago, holding t1's job; t2's job failed for good.
+        wid = await s.scalar(text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour') RETURNING id"))
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :j"), {"w": wid, "j": t1.job_id})
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :j"), {"j": t2.job_id})
+        live = await s.scalar(text("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id"))
+    async with sessions() as s, s.begin():
+        assert await retry_stalled(s, 60) == [t1.job_id]
+        assert await retry_stalled(s, 60) == []  # already back in the queue: not retried twice
+        assert await fail_orphaned_turns(s) == [t2.id]
+    jobs = {j.id: j for j in await job_rows(sessions)}
+    assert jobs[t1.job_id].status == "todo" and jobs[t1.job_id].attempts == 1
+    rows = {t.id: t for t in await turn_rows(sessions)}
+    assert rows[t1.id].status == "queued" and rows[t2.id].status == "failed" and rows[t2.id].error == LOST_TURN
+    async with sessions() as s, s.begin():  # a live worker's job is left alone
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :j"), {"w": live, "j": t1.job_id})
+        assert await retry_stalled(s, 60) == []
