@@ -37,6 +37,7 @@ from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film
 log = logging.getLogger("animegamer.play")
 
 WORKER_RESTART_DELAYS = (1, 2, 5, 10, 30)  # seconds before restarting a worker that died
+START_ERROR = 2  # `animegamer worker` exit status for a start error (no ffmpeg, no model...)
 
 
 @dataclass
@@ -51,20 +52,33 @@ class PlayOptions:
 class WorkerProcess:
     """One `animegamer worker` subprocess, restarted if it dies, stopped on request."""
 
-    def __init__(self, url: str, backend: str, options: PlayOptions) -> None:
+    def __init__(self, url: str, backend: str, options: PlayOptions, film: str | None = None) -> None:
         self.url = url
         self.backend = backend
         self.options = options
+        # The preview serves every film's queue; a model worker loads one film's checkpoints.
+        self.film = None if backend == "preview" else film
         self.proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
+        self._restarting = False
 
     def command(self) -> list[str]:
+        films = ["--film", self.film] if self.film else []
         return [
-            sys.executable, "-m", "animegamer.cli", "worker", "--backend", self.backend,
+            sys.executable, "-m", "animegamer.cli", "worker", "--backend", self.backend, *films,
             "--metrics-port", "0", "--no-migrate", "--grace", str(self.options.worker_grace),
             *self.options.worker_args,
         ]
+
+    async def set_film(self, film: str) -> None:
+        """A model worker follows the page's film: it is restarted for another film."""
+        if self.film is None or film == self.film:
+            return
+        log.info("the film changed to %s: restarting the worker", film)
+        self.film = film
+        self._restarting = True
+        await self._terminate()
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -90,6 +104,12 @@ class WorkerProcess:
             code = await self.proc.wait()
             if self._stopping:
                 return
+            if self._restarting:
+                self._restarting = False
+                continue
+            if code == START_ERROR:  # bad configuration: restarting would only repeat the message
+                log.error("the worker cannot start (see its message above); turns will wait until it is fixed")
+                return
             failures = 0 if time.monotonic() - started > 60 else failures + 1
             delay = WORKER_RESTART_DELAYS[min(failures, len(WORKER_RESTART_DELAYS) - 1)]
             log.error("the worker exited (status %s); restarting it in %d s", code, delay)
@@ -97,6 +117,14 @@ class WorkerProcess:
 
     async def stop(self) -> None:
         self._stopping = True
+        await self._terminate()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _terminate(self) -> None:
+        """SIGTERM: the worker stops taking turns and finishes (or hands back) its current one."""
         proc = self.proc
         if proc is not None and proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
@@ -106,10 +134,6 @@ class WorkerProcess:
                 log.error("the worker did not stop in time; killing it")
                 proc.kill()
                 await proc.wait()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
 
 def _stop_embedded(data_dir: Path) -> None:
@@ -137,12 +161,14 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
         async with open_database(settings, migrate=True, url=url) as db:
             hub = EventHub(db.url, PLAY_CHANNEL_ID)
             await hub.start()
-            worker = WorkerProcess(db.url, settings.backend, options) if options.worker else None
+            worker = None
             runner = None
             try:
                 svc = PlayServices(settings=settings, db=db, hub=hub, backend=settings.backend)
-                await ensure_film(svc)
-                if worker is not None:
+                film = await ensure_film(svc)
+                if options.worker:
+                    worker = WorkerProcess(db.url, settings.backend, options, film)
+                    svc.on_film = worker.set_film
                     await worker.start()
                 runner = web.AppRunner(build_app(svc), shutdown_timeout=3, access_log=None)
                 await runner.setup()

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import re
 import unicodedata
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,8 @@ class PlayServices:
     hub: EventHub
     use_queue: bool = True  # False: turns are stored but no job is deferred (tests of the API alone)
     backend: str = "preview"
+    # Told the film after an admin changes it (a model worker serves one film's queue).
+    on_film: Callable[[str], Awaitable[None]] | None = None
 
     @property
     def enqueue(self) -> turns.Enqueue | None:
@@ -140,12 +143,16 @@ async def _config(s: AsyncSession, svc: PlayServices) -> guilds.ChannelConfig:
     return await guilds.channel_config(s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID)
 
 
-async def ensure_film(svc: PlayServices) -> None:
-    """The page's guild gets the default film the first time, so there is always a cast."""
+async def ensure_film(svc: PlayServices) -> str:
+    """The page's guild gets the default film the first time, so there is always a cast.
+    Returns the film being played (the live session's, else the configured one)."""
     async with svc.db.sessions() as s, s.begin():
         cfg = await _config(s, svc)
-        if cfg.film is None:
-            await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)
+        film_id = cfg.film.id if cfg.film else None
+        if film_id is None:
+            film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        return gs.film_id if gs is not None else film_id
 
 
 # --- JSON shapes
@@ -408,6 +415,8 @@ async def post_film(request: web.Request) -> web.Response:
             await s.flush()
             if svc.use_queue:
                 await jobs.cancel_stale_jobs(s, gs.id)
+    if svc.on_film is not None:
+        await svc.on_film(film.id)
     return web.json_response({"ok": True, "film": film.id})
 
 
@@ -512,6 +521,15 @@ async def post_reset(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "session_id": fresh.id})
 
 
+async def post_regenerate(request: web.Request) -> web.Response:
+    """Moderator: generate the latest turn again with a new seed (its state changes are undone)."""
+    svc = _svc(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
+        t = await turns.regenerate_latest(s, gs, svc.enqueue)
+    return web.json_response({"ok": True, "turn_id": t.id, "seq": t.seq})
+
+
 async def post_cancel(request: web.Request) -> web.Response:
     svc = _svc(request)
     async with svc.db.sessions() as s, s.begin():
@@ -546,6 +564,7 @@ def build_app(svc: PlayServices) -> web.Application:
     app.router.add_post("/api/pause", post_pause)
     app.router.add_post("/api/reset", post_reset)
     app.router.add_post("/api/turns/{turn_id}/cancel", post_cancel)
+    app.router.add_post("/api/regenerate", post_regenerate)
 
     async def on_shutdown(app: web.Application) -> None:
         app[SERVICES].hub.publish(None)  # open event streams end, so the server stops promptly

@@ -236,6 +236,10 @@ function turnBody(t) {
         t.backend ? ` · ${t.backend}` : ""));
     }
   }
+  if (t.status === "done" || t.status === "failed") { // shown on the latest turn only (style.css)
+    parts.push(el("button", { type: "button", class: "quiet small regenerate", title: "Generate this turn again with a new seed",
+      onclick: () => attempt(() => api("/api/regenerate", {})) }, "Regenerate"));
+  }
   return parts;
 }
 
@@ -351,7 +355,8 @@ async function handle(ev) {
       if (ev.session_id === page.sessionId) updateProgress(ev);
       break;
     case "turn_queued":
-      if (ev.session_id === page.sessionId) { await loadTurn(ev.turn_id); await refreshPending(); }
+      // (also sent on cancel and regenerate, which changes the bars)
+      if (ev.session_id === page.sessionId) { await loadTurn(ev.turn_id); await refreshPending(); await refreshState(); }
       break;
     case "turn_finished":
       if (ev.session_id === page.sessionId) { await loadTurn(ev.turn_id); await refreshPending(); await refreshState(); }

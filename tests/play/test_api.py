@@ -232,3 +232,13 @@ async def test_history_pages_back(settings, engine, database_url, sessions, http
         assert [t["seq"] for t in latest["turns"]] == list(range(6, 26)) and latest["more"]
         _, older = await get(http, f"{base}/api/turns?limit=20&before=6")
         assert [t["seq"] for t in older["turns"]] == list(range(1, 6)) and not older["more"]
+
+
+async def test_regenerate_needs_a_finished_turn(app, http):
+    base, _ = app
+    await start_and_join(http, base)
+    status, r = await post(http, f"{base}/api/regenerate")
+    assert (status, r["message"]) == (409, errors.TurnNotFound("latest").message)
+    await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
+    status, r = await post(http, f"{base}/api/regenerate")
+    assert (status, r["message"]) == (409, errors.TurnNotFinished("queued").message)
