@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,7 +27,7 @@ from animegamer.settings import Settings
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
 from game.catalogue import FILMS, suggest
-from game.errors import GameError, NoFilm, NotJoined, UnknownCharacter
+from game.errors import GameError, NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
 from game.states import STATE_NAMES
@@ -43,6 +44,7 @@ PLAY_ADMIN_ID = 0  # who "created" a session from the page
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_PLAYER_ID = 2**53 - 1  # a JS number stays exact
 NAME_MAX = 32
+
 
 @dataclass
 class PlayServices:
@@ -89,6 +91,10 @@ async def errors_middleware(request: web.Request, handler):
         return _json_error(400, "input_refused", str(e), e.field_name)
     except BadRequest as e:
         return _json_error(400, "bad_request", e.message, e.field)
+    except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError) as e:  # the database went away
+        log.warning("%s %s: database unavailable: %s", request.method, request.path, e)
+        down = ServiceDown()
+        return _json_error(503, down.code, down.message)
 
 
 async def _body(request: web.Request) -> dict:
@@ -284,7 +290,10 @@ async def list_turns(request: web.Request) -> web.Response:
     """The live session's turns, newest page first: `before` (a seq) pages back in history;
     `pending=1` gives the queued and running ones (to refresh their places)."""
     svc = _svc(request)
-    limit = max(1, min(50, int(request.query.get("limit", "20") or 20)))
+    try:
+        limit = max(1, min(50, int(request.query.get("limit") or 20)))
+    except ValueError:
+        raise BadRequest("limit must be a number.") from None
     before = request.query.get("before")
     async with svc.db.sessions() as s:
         gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
