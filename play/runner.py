@@ -62,6 +62,7 @@ class WorkerProcess:
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._restarting = False
+        self.hurry = asyncio.Event()  # a second Ctrl-C: do not wait for the current turn
 
     def command(self) -> list[str]:
         films = ["--film", self.film] if self.film else []
@@ -128,12 +129,15 @@ class WorkerProcess:
         proc = self.proc
         if proc is not None and proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), self.options.worker_grace + 15)
-            except asyncio.TimeoutError:
-                log.error("the worker did not stop in time; killing it")
+            exited = asyncio.ensure_future(proc.wait())
+            hurry = asyncio.ensure_future(self.hurry.wait())
+            await asyncio.wait({exited, hurry}, timeout=self.options.worker_grace + 15, return_when=asyncio.FIRST_COMPLETED)
+            hurry.cancel()
+            if not exited.done():
+                # Its running turn is recovered by the stalled-job sweep of the next worker.
+                log.error("stopping the worker at once" if self.hurry.is_set() else "the worker did not stop in time; killing it")
                 proc.kill()
-                await proc.wait()
+            await exited
 
 
 def _stop_embedded(data_dir: Path) -> None:
@@ -146,8 +150,9 @@ def _stop_embedded(data_dir: Path) -> None:
         server.cleanup()  # pg_ctl stop -w when this is the last handle
 
 
-async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event) -> None:
-    """Run everything until `stop` is set, then stop it all in reverse order."""
+async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event, hurry: asyncio.Event | None = None) -> None:
+    """Run everything until `stop` is set, then stop it all in reverse order. `hurry` (a second
+    Ctrl-C) stops the worker without waiting for its turn."""
     t0 = time.monotonic()
     embedded = not settings.database_url
     if embedded:
@@ -168,6 +173,8 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                 film = await ensure_film(svc)
                 if options.worker:
                     worker = WorkerProcess(db.url, settings.backend, options, film)
+                    if hurry is not None:
+                        worker.hurry = hurry
                     svc.on_film = worker.set_film
                     await worker.start()
                 runner = web.AppRunner(build_app(svc), shutdown_timeout=3, access_log=None)
@@ -195,11 +202,18 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
 
 def run(settings: Settings, options: PlayOptions) -> int:
     async def main() -> None:
-        stop = asyncio.Event()
+        stop, hurry = asyncio.Event(), asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if stop.is_set():
+                print("stopping now (the worker's turn will run again next time)…", flush=True)
+                hurry.set()
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await serve(settings, options, stop=stop)
+            loop.add_signal_handler(sig, on_signal)
+        await serve(settings, options, stop=stop, hurry=hurry)
 
     asyncio.run(main())
     return 0

@@ -51,3 +51,22 @@ async def test_a_worker_that_cannot_start_is_not_restarted():
     await asyncio.wait_for(w._task, 10)  # the supervisor gives up instead of looping
     assert w.proc.returncode == 2
     await w.stop()
+
+
+async def test_a_second_ctrl_c_does_not_wait_for_the_worker():
+    class Stubborn(WorkerProcess):  # ignores SIGTERM, as a worker finishing a long turn does
+        def command(self):
+            return [sys.executable, "-c",
+                    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"]
+
+    w = Stubborn("postgresql://x/y", "preview", PlayOptions(host="127.0.0.1", port=0, worker_grace=30))
+    await w.start()
+    while w.proc is None:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)  # let it install its handler
+    stopping = asyncio.create_task(w.stop())
+    await asyncio.sleep(0.3)
+    assert not stopping.done()  # waiting for the turn
+    w.hurry.set()
+    await asyncio.wait_for(stopping, 5)
+    assert w.proc.returncode == -9
