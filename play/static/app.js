@@ -112,6 +112,7 @@ function renderState(st) {
   // You: join form or who you are.
   const mine = st.me;
   $("join-form").hidden = !!mine || !session;
+  $("you-hint").hidden = !!session;
   $("me").hidden = !mine;
   if (mine) {
     $("me-name").textContent = mine.name;
