@@ -107,7 +107,8 @@ function renderState(st) {
         onchange: (e) => attempt(() => api("/api/cast", { character: c.id, enabled: e.target.checked }).then(refreshState)) }),
       c.name)));
   $("start-button").hidden = !!session;
-  $("setup").open = !session;
+  if (page.hadSession !== !!session) $("setup").open = !session; // only when a game starts or ends
+  page.hadSession = !!session;
 
   // You: join form or who you are.
   const mine = st.me;
@@ -119,10 +120,12 @@ function renderState(st) {
     $("me-character").textContent = (st.film.characters.find((c) => c.id === mine.character) || { name: mine.character }).name;
   }
   const taken = new Set(st.players.map((p) => p.character));
+  // The playable cast: the configured one, when the game is of the configured film.
+  const cast = (st.film ? st.film.characters : [])
+    .filter((c) => st.config.film !== st.film.id || st.config.playable.includes(c.id));
   const joinSel = $("join-character");
   const chosen = joinSel.value;
-  joinSel.replaceChildren(...(st.film ? st.film.characters : [])
-    .filter((c) => st.config.film !== st.film.id || st.config.playable.includes(c.id))
+  joinSel.replaceChildren(...cast
     .map((c) => el("option", { value: c.id, disabled: taken.has(c.id) }, taken.has(c.id) ? `${c.name} (taken)` : c.name)));
   if (chosen && [...joinSel.options].some((o) => o.value === chosen && !o.disabled)) joinSel.value = chosen;
   else { const free = [...joinSel.options].find((o) => !o.disabled); if (free) joinSel.value = free.value; }
@@ -144,7 +147,7 @@ function renderState(st) {
   // Composer: the other characters who may be in the shot, and the pause button.
   const others = $("act-others");
   const ticked = new Set([...others.querySelectorAll("input:checked")].map((i) => i.value));
-  others.replaceChildren(...(st.film ? st.film.characters : []).filter((c) => !mine || c.id !== mine.character).map((c) =>
+  others.replaceChildren(...cast.filter((c) => !mine || c.id !== mine.character).map((c) =>
     el("label", { class: "check" }, el("input", { type: "checkbox", value: c.id, checked: ticked.has(c.id) }), c.name)));
   const paused = session && session.status === "paused";
   $("pause-button").textContent = paused ? "Resume" : "Pause";
