@@ -184,6 +184,8 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                 port = site._server.sockets[0].getsockname()[1] if site._server else options.port
                 page = f"http://{options.host}:{port}"
                 print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
+                if options.host not in ("127.0.0.1", "localhost", "::1"):
+                    print(f"Warning: anyone who can reach {options.host}:{port} can play, and moderate this game.", flush=True)
                 if settings.backend == "preview":
                     print("Clips come from the preview backend (no model configured); they are labelled PREVIEW.", flush=True)
                 await stop.wait()
