@@ -244,6 +244,15 @@ async def test_two_tabs_play_three_turns(play):
             assert query(url, "SELECT count(*) FROM players WHERE session_id = %s AND left_at IS NULL", live[0][0]) == [(2,)]
             assert {r for r in query(url, "SELECT stamina, social, entertainment FROM character_states WHERE session_id = %s", live[0][0])} == {(50, 50, 50)}
             await a.screenshot(path=str(ARTIFACTS / "play-after-reset.png"))
+
+            # The admin switches to another film: the game restarts with its cast, in both tabs.
+            await a.click("#setup summary")
+            await a.select_option("#film-select", "ponyo")
+            for page in (a, b):
+                await page.wait_for_function("document.getElementById('channel-title').textContent.startsWith('Ponyo')")
+                await page.wait_for_selector("#join-form:not([hidden])")
+                assert await page.locator("#join-character option").all_inner_texts() == [c.name for c in FILMS["ponyo"].characters]
+            assert query(url, "SELECT film_id FROM game_sessions WHERE status = 'active'") == [("ponyo",)]
         finally:
             await browser.close()
     assert errors == [], errors
