@@ -2,13 +2,15 @@
 
 Workers are real `animegamer worker` processes with the preview backend and rendering switched
 off, so a turn costs the queue's own work only (fetch, start, result transaction, NOTIFY,
-finish). Two measurements per worker count:
+finish). Three measurements per worker count:
 
 - loaded: 50 sessions play at once, each submitting its next turn when the previous one's
   NOTIFY arrives (closed loop); turns per second over the whole run, and per-turn latency
   (submission committed -> finished NOTIFY received), which here includes waiting behind the
   other sessions' turns;
-- idle: one session, one turn at a time: the latency that the queue adds to a turn.
+- idle: one session, one turn at a time: the latency that the queue adds to a turn;
+- drain: every turn queued before the workers start; how fast they empty the queue (the
+  client's own cost out of the loop).
 
 Run: PYTHONPATH=. python bench/queue.py [--workers 1 4] [--sessions 50] [--turns 8]
 Uses a throw-away database on ANIMEGAMER_TEST_PG (default postgresql://postgres@127.0.0.1:5432).
@@ -98,10 +100,14 @@ class Bench:
             finished = await asyncio.wait_for(fut, 60)
             latencies.append(finished - committed)
 
-    async def queue_waits(self) -> list[float]:
+    async def server_times(self) -> tuple[list[float], list[float]]:
+        """Per turn, from the database's clock: submitted -> taken, and taken -> result written."""
         async with self.sessions() as s:
-            rows = await s.scalars(text("SELECT (timings->>'queue_wait')::float FROM turns WHERE status = 'done'"))
-            return [r for r in rows if r is not None]
+            rows = (await s.execute(text(
+                "SELECT EXTRACT(EPOCH FROM started_at - created_at)::float, EXTRACT(EPOCH FROM finished_at - started_at)::float"
+                " FROM turns WHERE status = 'done'"
+            ))).all()
+        return [r[0] for r in rows], [r[1] for r in rows]
 
     async def workers_registered(self) -> int:
         async with self.sessions() as s:
@@ -124,42 +130,88 @@ def stop_workers(procs: list[subprocess.Popen]) -> None:
             p.kill()
 
 
+async def wait_workers(bench: Bench, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while await bench.workers_registered() < 2 * n:  # a turn worker and a maintenance worker each
+        if time.monotonic() > deadline:
+            raise RuntimeError("workers did not start")
+        await asyncio.sleep(0.1)
+
+
+async def closed_loop(bench: Bench, url: str, n: int, args) -> dict:
+    await bench.reset()
+    procs = start_workers(url, n)
+    try:
+        await wait_workers(bench, n)
+        async with Listener(url, [notify.TURN_FINISHED]) as listener:
+            dispatcher = asyncio.create_task(bench.dispatch(listener))
+            ids = [await bench.new_session(1000 + i) for i in range(args.sessions)]
+            loaded: list[float] = []
+            t0 = time.perf_counter()
+            await asyncio.gather(*(bench.play(i, args.turns, loaded) for i in ids))
+            elapsed = time.perf_counter() - t0
+            waits, work = await bench.server_times()
+            idle: list[float] = []
+            await bench.play(await bench.new_session(9999), args.idle_turns, idle)
+            dispatcher.cancel()
+    finally:
+        stop_workers(procs)
+    return {"rate": len(loaded) / elapsed, "loaded": loaded, "idle": idle, "waits": waits, "work": work}
+
+
+async def drain(bench: Bench, url: str, n: int, args) -> float:
+    """Turns per second that `n` workers take off a full queue (no client in the loop)."""
+    await bench.reset()
+    ids = [await bench.new_session(1000 + i) for i in range(args.sessions)]
+    for _ in range(args.turns):
+        for i in ids:
+            async with bench.sessions() as s, s.begin():
+                gs = await s.get(GameSession, i)
+                ins = build_instruction(FILMS["qiqi"], ["qiqi"], "walk", "town")
+                await turn_service.submit_turn(s, gs, author_id=1, author_name="bench", instruction=ins, limits=LIMITS, enqueue=bench.enqueue)
+    total = len(ids) * args.turns
+    procs = start_workers(url, n)
+    try:
+        while True:
+            async with bench.sessions() as s:
+                row = (await s.execute(text(
+                    "SELECT count(*) FILTER (WHERE status = 'done'), EXTRACT(EPOCH FROM max(finished_at) - min(started_at))::float FROM turns"
+                ))).one()
+            if row[0] >= total:
+                return total / row[1]
+            await asyncio.sleep(0.2)
+    finally:
+        stop_workers(procs)
+
+
 async def run(args) -> None:
+    ms = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
     with fresh_database("agbench") as url:
         engine = make_engine(url)
         await upgrade(engine)
         await engine.dispose()
         bench = Bench(url)
-        print(f"turn queue bench: preview backend, rendering off; {args.sessions} sessions x {args.turns} turns (closed loop)")
-        print(f"{'workers':>7} {'turns/s':>8} {'loaded p50':>11} {'loaded p99':>11} {'idle p50':>9} {'idle p99':>9} {'queue_wait p50':>15} {'p99':>7}")
+        print(f"turn queue bench: preview backend with rendering off, {args.sessions} sessions, {args.turns} turns each, "
+              f"{os.cpu_count()} CPU cores shared by the client, the workers and Postgres")
+        print(f"{'workers':>7} | {'turns/s':>7} {'latency p50':>11} {'p99':>7} | {'idle p50':>8} {'p99':>6} | "
+              f"{'wait p50':>8} {'p99':>7} | {'worker p50':>10} {'p99':>6} | {'drain turns/s':>13}")
         for n in args.workers:
-            await bench.reset()
-            procs = start_workers(url, n)
-            try:
-                deadline = time.monotonic() + 60
-                while await bench.workers_registered() < 2 * n:  # turn + maintenance worker each
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("workers did not start")
-                    await asyncio.sleep(0.1)
-                async with Listener(url, [notify.TURN_FINISHED]) as listener:
-                    dispatcher = asyncio.create_task(bench.dispatch(listener))
-                    ids = [await bench.new_session(1000 + i) for i in range(args.sessions)]
-                    loaded: list[float] = []
-                    t0 = time.perf_counter()
-                    await asyncio.gather(*(bench.play(i, args.turns, loaded) for i in ids))
-                    elapsed = time.perf_counter() - t0
-                    waits = await bench.queue_waits()
-                    idle: list[float] = []
-                    await bench.play(await bench.new_session(9999), args.idle_turns, idle)
-                    dispatcher.cancel()
-            finally:
-                stop_workers(procs)
-            ms = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
+            r = await closed_loop(bench, url, n, args)
+            rate = await drain(bench, url, n, args)
             print(
-                f"{n:>7} {len(loaded) / elapsed:>8.1f} {ms(statistics.median(loaded)):>11} {ms(pct(loaded, 99)):>11} "
-                f"{ms(statistics.median(idle)):>9} {ms(pct(idle, 99)):>9} {ms(statistics.median(waits)):>15} {ms(pct(waits, 99)):>7}"
+                f"{n:>7} | {r['rate']:>7.1f} {ms(statistics.median(r['loaded'])):>11} {ms(pct(r['loaded'], 99)):>7} | "
+                f"{ms(statistics.median(r['idle'])):>8} {ms(pct(r['idle'], 99)):>6} | "
+                f"{ms(statistics.median(r['waits'])):>8} {ms(pct(r['waits'], 99)):>7} | "
+                f"{ms(statistics.median(r['work'])):>10} {ms(pct(r['work'], 99)):>6} | {rate:>13.1f}"
             )
         await bench.engine.dispose()
+    print(
+        "turns/s, latency: closed loop, each session submits its next turn when the previous one's NOTIFY arrives;\n"
+        "  latency = submission committed -> finished NOTIFY received (includes waiting behind other sessions)\n"
+        "idle: one session, one turn at a time: the latency the queue adds to a turn\n"
+        "wait: submitted -> taken by a worker; worker: taken -> result written (database clock, closed loop)\n"
+        "drain: all turns queued first, then the workers start; turns finished per second"
+    )
 
 
 def main() -> None:

@@ -27,6 +27,8 @@ def register(sub) -> None:
 
 
 def run_worker_command(args) -> int:
+    from sqlalchemy.exc import DBAPIError
+
     from animegamer.settings import load_settings
     from inference.backends import BackendUnavailable
     from inference.worker import Worker, WorkerStartError
@@ -48,5 +50,8 @@ def run_worker_command(args) -> int:
         asyncio.run(worker.run())
     except (WorkerStartError, BackendUnavailable) as e:
         print(f"animegamer worker: {e}", file=sys.stderr)
+        return 2
+    except (OSError, DBAPIError) as e:
+        print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
         return 2
     return 0

@@ -122,7 +122,7 @@ async def cancel_stale_jobs(s: AsyncSession, session_id: int) -> int:
         ),
         {"lock": session_lock(session_id), "task": GENERATE_TURN},
     )
-    return len(rows.all())
+    return sum(1 for (job_id,) in rows if job_id is not None)
 
 
 async def queue_position(s: AsyncSession, turn: Turn) -> int | None:

@@ -278,7 +278,10 @@ class Worker:
             self._install_signals()
             async with open_database(self.settings, migrate=self.migrate, url=self.url) as db:
                 log.info("loading backend %s for %s", self.backend.name, ", ".join(self.films))
-                await asyncio.to_thread(self.backend.load)
+                try:
+                    await asyncio.to_thread(self.backend.load)
+                except BackendError as e:
+                    raise WorkerStartError(f"cannot load the {self.backend.name} backend: {e}") from e
                 if not self._stop.is_set():
                     await self._serve(db, metrics, executor)
         finally:

@@ -2,7 +2,7 @@
 
 "preview" needs no model (inference.backends.preview); "animegamer" is the real model
 (inference.backends.animegamer, imported only when asked for, so the preview path never
-imports torch).
+imports torch), for one film, from the checkpoints under settings.model_root.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from animegamer.settings import Settings
+from game.catalogue import FILMS
 from inference.backend import Backend
 
 BACKENDS = ("preview", "animegamer")
@@ -34,13 +35,45 @@ def make_backend(settings: Settings, name: str | None = None, *, films: Sequence
             **options,
         )
     if name == "animegamer":
-        try:
-            from inference.backends.animegamer import AnimeGamerBackend
-        except ImportError as e:
-            raise BackendUnavailable(
-                f"the AnimeGamer backend cannot be imported ({e}). Install the model extras "
-                "(pip install 'animegamer-discord[models]') on a GPU machine, or run a preview "
-                "worker with --backend preview."
-            ) from e
-        return AnimeGamerBackend(settings, films=tuple(films), **options)
+        return _animegamer(settings, films, **options)
     raise BackendUnavailable(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
+
+
+def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
+    """The model backend for one film: its MLLM checkpoint and its converted decoder, found
+    under settings.model_root (the layout of inference.model_paths). Nothing heavy is imported
+    or loaded here; the worker calls load()."""
+    try:
+        from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+        from inference.model_paths import film_paths
+    except ImportError as e:
+        raise BackendUnavailable(
+            f"the AnimeGamer backend cannot be imported ({e}). Install the model extras "
+            "(pip install 'animegamer-discord[models]') on a GPU machine, or run a preview "
+            "worker with --backend preview."
+        ) from e
+    if len(films) != 1:
+        raise BackendUnavailable(
+            "a model worker serves one film (each film has its own checkpoints, about 15 GB of GPU memory): "
+            "start it with --film FILM, one worker per film"
+        )
+    film = FILMS[films[0]]
+    paths = film_paths(settings.model_root, film)
+    agent = paths.agent_checkpoint()
+    if agent is None:
+        raise BackendUnavailable(
+            f"no MLLM checkpoint for {film.title} in {paths.agent_dir}: run `animegamer models download {film.id}`"
+        )
+    device = None if settings.device == "auto" else settings.device
+    dtype = None if settings.dtype == "auto" else settings.dtype
+    ag = AnimeGamerSettings(
+        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent, device=device, dtype=dtype,
+        history_window=settings.history_window, mllm_only=bool(options.pop("mllm_only", False)),
+    )
+
+    def decoder():
+        from inference.decoder import load_decoder
+
+        return load_decoder(str(paths.decoder), device=device or "cuda", steps=settings.decoder_steps)
+
+    return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder, **options)

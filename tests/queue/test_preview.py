@@ -102,7 +102,12 @@ def test_backend_factory(tmp_path):
         import inference.backends.animegamer  # noqa: F401  (another issue builds it)
     except ImportError:
         with pytest.raises(BackendUnavailable, match="--backend preview"):
-            make_backend(settings, "animegamer")
+            make_backend(settings, "animegamer", films=("qiqi",))
+    else:
+        with pytest.raises(BackendUnavailable, match="one film"):
+            make_backend(settings, "animegamer", films=("qiqi", "ponyo"))
+        with pytest.raises(BackendUnavailable, match="models download qiqi"):
+            make_backend(settings, "animegamer", films=("qiqi",))
 
 
 def test_preview_worker_does_not_import_torch():
@@ -119,3 +124,25 @@ def test_preview_worker_does_not_import_torch():
 
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=worker_env("postgresql://x@localhost/x"), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_imageio_ffmpeg_binary_is_used_without_one_on_path(tmp_path):
+    import sys
+
+    from tests.queue.helpers import ROOT, worker_env
+
+    code = (
+        "from inference.worker import check_ffmpeg\n"
+        "from inference.backends.preview import PreviewBackend\n"
+        "from tests.queue.test_preview import _request\n"
+        "print(check_ffmpeg())\n"
+        "r = PreviewBackend(width=64, height=48).generate(_request(), lambda f, s: None)\n"
+        f"open({str(tmp_path / 'clip.mp4')!r}, 'wb').write(r.mp4)\n"
+    )
+    env = worker_env("postgresql://x@localhost/x")
+    env["PATH"] = str(tmp_path)  # no ffmpeg here
+    env.pop("ANIMEGAMER_FFMPEG", None)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "imageio_ffmpeg" in r.stdout
+    assert _probe(tmp_path / "clip.mp4")["nb_read_frames"] == "17"

@@ -43,7 +43,9 @@ async def test_three_workers_keep_each_session_in_order(sessions, database_url, 
             for gs in games:
                 await submit(sessions, gs, ("walk", "run", "talk", "eat", "sleep", "wave")[k])
         await wait_until(lambda: all_finished(sessions, 18), timeout=90)
-        jobs = await job_rows(sessions)  # before the workers unregister (worker_id goes NULL)
+        # Read the jobs before the workers unregister (worker_id goes NULL), once the last
+        # one is marked (a moment after its turn's result is committed).
+        jobs = await wait_until(lambda: _all_succeeded(sessions, 18))
     finally:
         stop_processes(procs)
 
@@ -58,6 +60,11 @@ async def test_three_workers_keep_each_session_in_order(sessions, database_url, 
         if a.session_id < b.session_id and a.started_at < b.finished_at and b.started_at < a.finished_at
     )
     assert overlaps > 0
+
+
+async def _all_succeeded(sessions, n):
+    jobs = await job_rows(sessions)
+    return jobs if len(jobs) == n and all(j.status == "succeeded" for j in jobs) else None
 
 
 async def _count_at_least(sessions, n):

@@ -145,3 +145,11 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
     async with sessions() as s, s.begin():  # a live worker's job is left alone
         await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :j"), {"w": live, "j": t1.job_id})
         assert await retry_stalled(s, 60) == []
+
+
+def test_worker_without_database_says_so():
+    r = subprocess.run(
+        [sys.executable, "-m", "animegamer.cli", "worker", "--metrics-port", "0"],
+        cwd=ROOT, env=worker_env("postgresql://postgres@127.0.0.1:1/nowhere"), capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 2 and "cannot use the database" in r.stderr

@@ -79,7 +79,7 @@ async def test_failed_turn_is_recorded_and_next_uses_last_good_context(sessions,
     last = backend.requests[-1]
     assert [h.instruction for h in last.history] == [rows[0].instruction]
     assert rows[3].states_before == rows[0].states_after
-    assert all(j.status == "succeeded" for j in await job_rows(sessions))
+    await wait_until(lambda: _jobs_finished(sessions, 4))  # failed turns end their jobs normally
 
 
 async def test_job_delivered_twice_writes_one_result(sessions, start_worker):
