@@ -13,7 +13,6 @@ import sys
 
 from animegamer.settings import SettingsError, load_settings
 
-from animegamer.commands import not_available
 
 def _db(args) -> int:
     from animegamer.runtime import open_database

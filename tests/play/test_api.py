@@ -9,7 +9,7 @@ import json
 import pytest
 from sqlalchemy import select
 
-from db.models import CharacterStateRow, GameSession, Turn
+from db.models import GameSession, Turn
 from game import errors
 from game.catalogue import FILMS
 from game.instruction import build_instruction

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import psutil
-import pytest
 
 from tests.play.helpers import ARTIFACTS, PlayProcess, ffprobe, play_env, save_artifact
 
@@ -65,17 +62,8 @@ def gone(pid: int, timeout: float = 10) -> bool:
     return False
 
 
-@pytest.fixture
-def data():
-    """A data directory outside pytest's tmp_path: pytest (any concurrent session on the machine)
-    resets /tmp/pytest-of-<user> to mode 0700, which locks out the Postgres server's own system
-    user that pgserver runs as when we are root."""
-    path = Path(tempfile.mkdtemp(prefix="animegamer-play-test-"))
-    yield path / "data"
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_play_embedded_stops_cleanly_and_resumes(data):
+def test_play_embedded_stops_cleanly_and_resumes(embedded_data_dir):
+    data = embedded_data_dir
     pgdata = data / "pg"
     env = play_env(data)
     assert "DATABASE_URL" not in env and "ANIMEGAMER_DATABASE_URL" not in env
