@@ -13,7 +13,6 @@ import sys
 
 from animegamer.settings import SettingsError, load_settings
 
-from animegamer.commands import not_available
 
 def _db(args) -> int:
     from animegamer.runtime import open_database
@@ -53,15 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     from inference.commands import register as register_inference
     from play.commands import register as register_play
     from animegamer.doctor import register as register_doctor
+    from bot.deploy_commands import register as register_deploy
+    from inference.models_cli import register as register_models
 
-    for register in (register_bot, register_inference, register_play, register_doctor):
+    for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models):
         register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # A subcommand that hands its arguments to its own parser sets `forward=True`.
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "forward", False):
+        args.argv = [*args.argv, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

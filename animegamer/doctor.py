@@ -1,9 +1,268 @@
-"""The `animegamer doctor` subcommand."""
+"""`animegamer doctor`: check that this machine can run the bot or a worker, and say what to fix.
+
+Each check gives a row (check, status, detail); status is OK, FAIL, WARN (works, but look at
+it), SKIP (could not or need not be checked) or INFO. Any FAIL makes the exit status 1. Checks
+never hang: the database and Discord are reached with short timeouts.
+"""
 
 from __future__ import annotations
 
-from animegamer.commands import not_available
+import asyncio
+import importlib.util
+import json
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+OK, FAIL, WARN, SKIP, INFO = "OK", "FAIL", "WARN", "SKIP", "INFO"
+DB_TIMEOUT = 5.0  # seconds to connect to Postgres
+DISCORD_TIMEOUT = 5.0
+DISCORD_API = "https://discord.com/api/v10"
+# The release ran the MLLM and the decoder on two 24 GB GPUs or on one GPU of 60 GB or more;
+# a worker holds both on its GPU, so less than 24 GB cannot work and less than 60 GB is untested.
+GPU_MIN_GB, GPU_RELEASE_GB = 24, 60
+
+
+@dataclass(frozen=True)
+class Row:
+    check: str
+    status: str
+    detail: str
+
+
+def _one_line(text) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):  # "invalid settings:" + one line per setting
+        return lines[0] + " " + "; ".join(lines[1:])
+    return "; ".join(lines)
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+# ------------------------------------------------------------------------------------------
+# Checks
+
+
+def check_settings():
+    from animegamer.settings import SettingsError, load_settings
+
+    try:
+        s = load_settings()
+    except SettingsError as e:
+        return None, Row("settings", FAIL, _one_line(e))
+    db = "embedded Postgres" if not s.database_url else "DATABASE_URL"
+    return s, Row("settings", OK, f"backend={s.backend}, database={db}, models={s.model_root}")
+
+
+async def _database(url: str) -> list[Row]:
+    from db.engine import make_engine
+    from db.migrate import alembic_config, current_revision, head_revision
+
+    engine = make_engine(url, connect_args={"timeout": DB_TIMEOUT}, pool_pre_ping=False)
+    try:
+        try:
+            async with asyncio.timeout(DB_TIMEOUT * 2):
+                async with engine.connect() as conn:
+                    version = (await conn.exec_driver_sql("SHOW server_version")).scalar()
+                current = await current_revision(engine)
+        except Exception as e:  # any failure to connect is the finding itself
+            reason = _one_line(e) or type(e).__name__
+            return [Row("database", FAIL, f"cannot connect to {redact(url)}: {reason}"),
+                    Row("migrations", SKIP, "no database connection")]
+    finally:
+        await engine.dispose()
+    rows = [Row("database", OK, f"{redact(url)} (PostgreSQL {version})")]
+    head = head_revision()
+    if current == head:
+        rows.append(Row("migrations", OK, f"at head {head}"))
+    elif current is None:
+        rows.append(Row("migrations", FAIL, f"empty database (head is {head}): run `animegamer db upgrade`"))
+    else:
+        from alembic.script import ScriptDirectory
+
+        try:
+            known = ScriptDirectory.from_config(alembic_config()).get_revision(current) is not None
+        except Exception:
+            known = False
+        if known:
+            rows.append(Row("migrations", FAIL, f"at {current}, head is {head}: run `animegamer db upgrade`"))
+        else:
+            rows.append(Row("migrations", FAIL, f"at {current}, which this version does not know (newer code migrated it?); head is {head}"))
+    return rows
+
+
+def check_database(settings) -> list[Row]:
+    from db.engine import resolve_database_url
+
+    try:
+        url = resolve_database_url(settings)  # starts the embedded server when no URL is set
+    except Exception as e:
+        return [Row("database", FAIL, _one_line(e)), Row("migrations", SKIP, "no database")]
+    return asyncio.run(_database(url))
+
+
+def check_ffmpeg() -> Row:
+    import numpy as np
+
+    from inference.mp4 import FFmpegMissing, encode_mp4, ffmpeg_binary
+
+    try:
+        binary = ffmpeg_binary()
+        clip = encode_mp4(np.zeros((2, 16, 16, 3), dtype=np.uint8), fps=8)
+    except FFmpegMissing as e:
+        return Row("ffmpeg", FAIL, _one_line(e))
+    except Exception as e:
+        return Row("ffmpeg", FAIL, f"a test encode failed: {_one_line(e)}")
+    if clip[4:8] != b"ftyp":
+        return Row("ffmpeg", FAIL, f"{binary} wrote no MP4 ({len(clip)} bytes)")
+    return Row("ffmpeg", OK, f"{binary} (H.264 test encode, {len(clip)} bytes)")
+
+
+def check_models(settings, films: list[str]) -> list[Row]:
+    from game.catalogue import get_film
+    from inference.models_cli import inventory
+
+    required = settings.backend == "animegamer"
+    rows = []
+    for film_id in films:
+        parts = inventory(settings.model_root, get_film(film_id))
+        missing = [c for c in parts if c.for_worker and not c.present]
+        if not missing:
+            rows.append(Row(f"models {film_id}", OK, f"all parts the worker loads are in {settings.model_root}"))
+            continue
+        detail = f"missing in {settings.model_root}: " + ", ".join(c.name for c in missing)
+        if required:
+            rows.append(Row(f"models {film_id}", FAIL, f"{detail}; run `animegamer models download {film_id}`"))
+        else:
+            rows.append(Row(f"models {film_id}", INFO, f"{detail} (not needed: backend={settings.backend})"))
+    return rows
+
+
+def check_gpu(settings) -> list[Row]:
+    needed = settings is not None and settings.backend == "animegamer"
+    if importlib.util.find_spec("torch") is None:
+        return [Row("gpu", FAIL if needed else INFO, "torch is not installed (the `models` extra / worker image has it)")]
+    import torch
+
+    if not torch.cuda.is_available():
+        device = settings.device if settings is not None else "auto"
+        if needed and device.startswith("cuda"):
+            return [Row("gpu", FAIL, f"ANIMEGAMER_DEVICE={device} but CUDA is not available (torch {torch.__version__})")]
+        status = WARN if needed else INFO
+        return [Row("gpu", status, f"no CUDA GPU (torch {torch.__version__}); the AnimeGamer backend is impractical on CPU")]
+    rows = []
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        free, total = torch.cuda.mem_get_info(i)
+        detail = f"{props.name}, {total / 2**30:.1f} GiB total, {free / 2**30:.1f} GiB free"
+        status = OK
+        if needed and total / 2**30 < GPU_MIN_GB:
+            status, detail = FAIL, detail + f"; below {GPU_MIN_GB} GB, the MLLM and decoder do not fit"
+        elif needed and total / 2**30 < GPU_RELEASE_GB:
+            status, detail = WARN, detail + f"; below the {GPU_RELEASE_GB} GB the release used for both models on one GPU"
+        rows.append(Row(f"gpu {i}", status, detail))
+    return rows
+
+
+def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: float = DISCORD_TIMEOUT) -> Row:
+    """GET /users/@me with the token: 200 = valid, 401 = rejected, no route = skipped."""
+    if not token or not token.strip():
+        return Row("discord token", SKIP, "ANIMEGAMER_DISCORD_TOKEN not set (only `animegamer bot` needs it)")
+    from bot.invite import InviteError, client_id_from_token
+
+    try:
+        client_id_from_token(token)
+    except InviteError as e:
+        return Row("discord token", FAIL, str(e))
+    req = urllib.request.Request(
+        f"{api}/users/@me",
+        headers={"Authorization": f"Bot {token.strip()}", "User-Agent": "DiscordBot (animegamer-doctor, 1)"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            me = json.load(r)
+    except urllib.error.HTTPError as e:
+        if e.code == 401:
+            return Row("discord token", FAIL, "Discord rejected the token (401): reset it in the developer portal")
+        return Row("discord token", WARN, f"Discord answered {e.code} {e.reason}; validity unknown")
+    except (urllib.error.URLError, socket.timeout, OSError) as e:
+        reason = getattr(e, "reason", e)
+        return Row("discord token", SKIP, f"Discord not reachable from here ({reason}); token not checked")
+    name = me.get("username", "?")
+    return Row("discord token", OK, f"valid: bot user {name} (id {me.get('id')})" + ("" if me.get("bot") else "; NOT a bot account"))
+
+
+# ------------------------------------------------------------------------------------------
+
+
+SKIPPABLE = ("database", "ffmpeg", "models", "gpu", "discord")
+
+
+def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple[str, ...] = ()) -> list[Row]:
+    settings, row = check_settings()
+    rows = [row]
+    need = Row("", SKIP, "needs valid settings")
+    if "database" in skip:
+        rows.append(Row("database", SKIP, "--skip database"))
+    elif settings is not None:
+        rows += check_database(settings)
+    else:
+        rows += [Row("database", need.status, need.detail), Row("migrations", need.status, need.detail)]
+    rows.append(Row("ffmpeg", SKIP, "--skip ffmpeg") if "ffmpeg" in skip else check_ffmpeg())
+    if "models" in skip:
+        rows.append(Row("models", SKIP, "--skip models"))
+    elif settings is not None:
+        rows += check_models(settings, films or [settings.default_film])
+    else:
+        rows.append(Row("models", need.status, need.detail))
+    rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings)
+    if "discord" in skip:
+        rows.append(Row("discord token", SKIP, "--skip discord"))
+    elif settings is None:
+        rows.append(Row("discord token", need.status, need.detail))
+    elif not network:
+        rows.append(Row("discord token", SKIP, "--no-network"))
+    else:
+        token = settings.discord_token.get_secret_value() if settings.discord_token else None
+        rows.append(check_discord_token(token))
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    w = max(len(r.check) for r in rows)
+    lines = [f"{'check':{w}}  status  detail", f"{'-' * w}  ------  {'-' * 40}"]
+    lines += [f"{r.check:{w}}  {r.status:6}  {r.detail}" for r in rows]
+    counts = {s: sum(r.status == s for r in rows) for s in (OK, FAIL, WARN, SKIP, INFO)}
+    lines.append("")
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return "\n".join(lines)
+
+
+def _doctor(args) -> int:
+    rows = run_checks(args.film, network=not args.no_network, skip=tuple(args.skip or ()))
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows], indent=1))
+    else:
+        print(render(rows))
+    return 1 if any(r.status == FAIL for r in rows) else 0
 
 
 def register(sub) -> None:
-    sub.add_parser("doctor", help="check settings, database, ffmpeg, models and GPU").set_defaults(func=not_available("doctor"))
+    from game.catalogue import FILMS
+
+    p = sub.add_parser("doctor", help="check settings, database, ffmpeg, models, GPU and the Discord token")
+    p.add_argument("--film", action="append", choices=sorted(FILMS),
+                   help="check this film's models (repeatable; default: ANIMEGAMER_DEFAULT_FILM)")
+    p.add_argument("--no-network", action="store_true", help="do not contact Discord")
+    p.add_argument("--skip", action="append", choices=SKIPPABLE, help="leave out a check (repeatable), e.g. gpu on the bot's host")
+    p.add_argument("--json", action="store_true", help="rows as JSON (for monitoring) instead of the table")
+    p.set_defaults(func=_doctor)
+

@@ -35,6 +35,19 @@ def database_url():
 
 
 @pytest.fixture
+def embedded_data_dir():
+    """A data directory for the embedded Postgres, outside pytest's tmp_path: pytest (any
+    concurrent session on the machine) resets /tmp/pytest-of-<user> to mode 0700, which locks out
+    the system user that pgserver runs the server as when we are root."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="animegamer-test-"))
+    yield path / "data"
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
     return Settings(
         database_url=database_url,

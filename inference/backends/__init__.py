@@ -64,16 +64,37 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         raise BackendUnavailable(
             f"no MLLM checkpoint for {film.title} in {paths.agent_dir}: run `animegamer models download {film.id}`"
         )
-    device = None if settings.device == "auto" else settings.device
+    device = None if settings.device == "auto" else settings.device  # None: the MLLM picks (cuda if present)
     dtype = None if settings.dtype == "auto" else settings.dtype
+    mllm_only = bool(options.pop("mllm_only", False))
     ag = AnimeGamerSettings(
         mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent, device=device, dtype=dtype,
-        history_window=settings.history_window, mllm_only=bool(options.pop("mllm_only", False)),
+        history_window=settings.history_window, mllm_only=mllm_only,
+        rep_dim=1920 if mllm_only else _decoder_width(paths.decoder),
     )
 
     def decoder():
+        import torch
+
         from inference.decoder import load_decoder
 
-        return load_decoder(str(paths.decoder), device=device or "cuda", steps=settings.decoder_steps)
+        on = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
+        dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
+        return load_decoder(str(paths.decoder), device=on, dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps)
 
     return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder, **options)
+
+
+def _decoder_width(decoder_dir) -> int:
+    """The representation width the converted decoder takes (1920 for the released model);
+    the MLLM's projections must produce the same."""
+    import json
+
+    config = decoder_dir / "transformer" / "config.json"
+    if not config.is_file():
+        raise BackendUnavailable(
+            f"no converted decoder in {decoder_dir}: run `animegamer models download FILM` "
+            "(or `animegamer convert-decoder`)"
+        )
+    return int(json.loads(config.read_text())["text_embed_dim"])

@@ -24,8 +24,8 @@ def _env(**extra):
     return env
 
 
-def test_embedded_database_is_started_and_migrated(tmp_path):
-    data = tmp_path / "data"
+def test_embedded_database_is_started_and_migrated(embedded_data_dir):
+    data = embedded_data_dir
     env = _env(ANIMEGAMER_DATA_DIR=str(data))
     out = _cli("db", "upgrade", env=env)
     assert out.returncode == 0, out.stderr

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# The bot (and the one-shot migrations): the project without the `models` extra, so no torch.
+# Build from the repository root:  docker build -f docker/bot.Dockerfile -t animegamer-bot .
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY animegamer/ animegamer/
+COPY game/ game/
+COPY db/ db/
+COPY migrations/ migrations/
+COPY inference/ inference/
+COPY bot/ bot/
+COPY play/ play/
+# Non-editable install: the venv alone is copied to the final image.
+RUN pip install --no-cache-dir .
+
+FROM ${PYTHON_IMAGE}
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \
+    ANIMEGAMER_DATA_DIR=/data
+COPY --from=build /opt/venv /opt/venv
+# An unprivileged user; /data is where a named volume picks up its ownership.
+RUN groupadd --gid 10001 animegamer \
+    && useradd --create-home --no-log-init --uid 10001 --gid 10001 animegamer \
+    && mkdir -p /data && chown animegamer:animegamer /data
+USER 10001:10001
+# Settings come from the environment; an empty working directory means no stray .env or TOML.
+WORKDIR /home/animegamer
+ENTRYPOINT ["animegamer"]
+CMD ["bot"]

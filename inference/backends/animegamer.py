@@ -1,0 +1,150 @@
+"""The AnimeGamer backend: MLLM (next state) + clip decoder (video) behind the worker's Backend.
+
+The MLLM comes from `inference.mllm`; the decoder is any object with the `ClipDecoder` protocol,
+passed in or built by a factory at load time (its implementation is a separate component). A
+backend without a decoder refuses to load unless `mllm_only` is set (benchmarks): then turns
+carry the prediction and representation but no clip.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from game.motion import motion_scope
+from game.states import Prediction
+from inference.backend import BackendError, ClipDecoder, ProgressCallback, TurnRequest, TurnResult
+from inference.mp4 import encode_mp4
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FPS = 8
+
+
+@dataclass(frozen=True)
+class AnimeGamerSettings:
+    mistral_dir: str | Path  # Mistral-7B-Instruct-v0.1 (transformers format)
+    tokenizer_dir: str | Path  # the released animegamer_tokenizer directory
+    agent_path: str | Path  # the film's MLLM checkpoint: pytorch_model.bin or .safetensors
+    device: str | None = None  # default: cuda if available, else cpu
+    dtype: str | None = None  # default: bf16 on GPU, float32 on CPU
+    history_window: int = 0  # earlier turns in the prompt; 0 = the released demo, 1-5 = training
+    readout: str = "released"  # or "query" (see inference.mllm.predict)
+    state_pass: str = "training"  # or "released_causal"
+    use_cache: bool = True
+    attn_implementation: str = "sdpa"
+    mllm_only: bool = False  # no decoder: turns get no clip (benchmarks)
+    rep_dim: int = 1920  # representation width (the decoder's conditioning width)
+
+
+class AnimeGamerBackend:
+    name = "animegamer"
+    is_preview = False
+
+    def __init__(
+        self,
+        settings: AnimeGamerSettings,
+        decoder: ClipDecoder | None = None,
+        decoder_factory: Callable[[], ClipDecoder] | None = None,
+    ):
+        self.settings = settings
+        self.decoder = decoder
+        self._decoder_factory = decoder_factory
+        self._mllm = None  # (predictor, prompt builder) once loaded
+        self._lock = threading.Lock()  # one forward at a time on the shared model
+
+    # -- Backend ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        if self._mllm is not None:
+            return
+        s = self.settings
+        if self.decoder is None and self._decoder_factory is None and not s.mllm_only:
+            raise BackendError(
+                "the animegamer backend needs a clip decoder: pass `decoder=` or `decoder_factory=` "
+                "(or set mllm_only=True to run the MLLM alone, for benchmarks)"
+            )
+        from inference.mllm.instruction import InstructionEncoder
+        from inference.mllm.loading import CheckpointError, load_mllm
+        from inference.mllm.predict import MLLMPredictor, PredictOptions
+        from inference.mllm.prompt import PromptBuilder
+        from inference.mllm.tokens import TokenizerMismatch
+
+        t0 = time.perf_counter()
+        try:
+            loaded = load_mllm(
+                s.mistral_dir, s.tokenizer_dir, s.agent_path, device=s.device, dtype=s.dtype,
+                attn_implementation=s.attn_implementation, rep_dim=s.rep_dim,
+            )
+        except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
+            raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
+        options = PredictOptions(readout=s.readout, state_pass=s.state_pass, use_cache=s.use_cache)
+        predictor = MLLMPredictor(loaded.model, loaded.special, options)
+        builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special, s.history_window)
+        log.info("MLLM loaded in %.1f s (%s)", time.perf_counter() - t0, loaded.report.summary())
+        if self.decoder is None and self._decoder_factory is not None:
+            self.decoder = self._decoder_factory()
+        if self.decoder is not None and not isinstance(self.decoder, ClipDecoder):
+            raise BackendError(f"{type(self.decoder).__name__} does not implement ClipDecoder")
+        self._mllm = (predictor, builder)
+
+    def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
+        predictor, _ = self._require_loaded()
+        t0 = time.perf_counter()
+        progress(0.0, "mllm")
+        results, stage = self._predict([request])
+        prediction, rep = results[0]
+        timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
+        scope = motion_scope(prediction.motion_level)  # motion level (index 0), not social
+        if self.decoder is None:  # mllm_only
+            progress(1.0, "done")
+            return TurnResult(prediction, scope, None, rep, timings=timings)
+        progress(0.1, "decode")
+        t1 = time.perf_counter()
+
+        def decoder_progress(fraction: float, label: str) -> None:
+            progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
+
+        frames = self.decoder.decode(rep, scope, request.seed, decoder_progress)
+        timings["decode"] = time.perf_counter() - t1
+        progress(0.9, "encode")
+        t2 = time.perf_counter()
+        mp4 = encode_mp4(frames, fps=int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS))
+        timings["encode"] = time.perf_counter() - t2
+        progress(1.0, "done")
+        return TurnResult(prediction, scope, mp4, rep, timings=timings)
+
+    # -- batched MLLM, for a worker serving many channels ------------------------------------
+
+    def predict(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray]]:
+        """The MLLM part of several sessions' turns in one batched forward pass."""
+        return self._predict(requests)[0] if requests else []
+
+    def _predict(self, requests: Sequence[TurnRequest]):
+        predictor, builder = self._require_loaded()
+        prompts = [builder.build(r.instruction, self._history(r)) for r in requests]
+        with self._lock:
+            outs = predictor.predict_batch(prompts)
+        results = [(Prediction.from_sequence(o.values), o.representation) for o in outs]
+        return results, outs[0].timings
+
+    def _history(self, request: TurnRequest):
+        from inference.mllm.prompt import HistoryItem
+
+        items = []
+        for h in request.history:
+            if h.representation is None:  # a preview turn has no representation to feed back
+                continue
+            items.append(HistoryItem(h.instruction, h.prediction.as_tuple(), np.asarray(h.representation)))
+        return items
+
+    def _require_loaded(self):
+        if self._mllm is None:
+            raise BackendError("the animegamer backend is not loaded (call load() first)")
+        return self._mllm

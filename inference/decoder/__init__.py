@@ -1,0 +1,24 @@
+"""The AnimeGamer video decoder on diffusers (CogVideoX-2B DiT + 3D VAE).
+
+Heavy imports (torch, diffusers) happen on first use, so `import inference.decoder` stays cheap.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AnimeGamerDecoder", "AnimeGamerTransformer3DModel", "convert_decoder_main", "load_decoder"]
+
+
+def __getattr__(name: str):
+    if name in ("AnimeGamerDecoder", "load_decoder"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    if name == "AnimeGamerTransformer3DModel":
+        from .transformer import AnimeGamerTransformer3DModel
+
+        return AnimeGamerTransformer3DModel
+    if name == "convert_decoder_main":
+        from .convert import convert_decoder_main
+
+        return convert_decoder_main
+    raise AttributeError(name)

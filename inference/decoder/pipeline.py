@@ -1,0 +1,195 @@
+"""AnimeGamerDecoder: representation (226 x 1920) + motion scope + seed -> 17 frames of 480x720.
+
+Own sampling loop rather than diffusers' CogVideoXPipeline, which can pass neither the motion
+scope nor precomputed context tokens. Satisfies inference.backend.ClipDecoder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from diffusers import AutoencoderKLCogVideoX
+
+from ..backend import ProgressCallback
+from ..mp4 import encode_mp4
+from .sampler import Guidance, SeededNoise, sample_released, sample_stock
+from .schedule import DEFAULT_STEPS
+from .transformer import AnimeGamerTransformer3DModel
+from .vae import decode_latents, to_uint8_frames
+
+SAMPLERS = ("released", "stock")
+DENOISE_SHARE = 0.9  # of a clip's progress; the VAE takes the rest
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+class AnimeGamerDecoder:
+    def __init__(
+        self,
+        transformer: AnimeGamerTransformer3DModel,
+        vae: AutoencoderKLCogVideoX,
+        steps: int = DEFAULT_STEPS,
+        sampler: str = "released",
+        guidance: Guidance = Guidance(),
+        num_latent_frames: int = 5,
+        height: int = 480,
+        width: int = 720,
+        fps: int = 8,
+    ):
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        self.transformer = transformer.eval()
+        self.vae = vae.eval()
+        self.steps = int(steps)
+        self.sampler = sampler
+        self.guidance = guidance
+        self.fps = int(fps)
+        self.num_latent_frames = num_latent_frames
+        spatial = 2 ** (len(vae.config.block_out_channels) - 1)
+        if height % (spatial * transformer.config.patch_size) or width % (spatial * transformer.config.patch_size):
+            raise ValueError(f"{height}x{width} is not a multiple of {spatial * transformer.config.patch_size}")
+        self.latent_shape = (num_latent_frames, transformer.config.in_channels, height // spatial, width // spatial)
+        self.context_shape = (transformer.config.max_text_seq_length, transformer.config.text_embed_dim)
+        self.last_timings: dict[str, float] = {}
+
+    @property
+    def device(self) -> torch.device:
+        return self.transformer.device
+
+    def decode(
+        self,
+        representation: np.ndarray,
+        motion_scope: float,
+        seed: int,
+        progress: ProgressCallback | None = None,
+    ) -> np.ndarray:
+        """One clip as uint8 (T, H, W, 3)."""
+        return self.decode_batch([representation], [motion_scope], [seed], progress)[0]
+
+    def decode_mp4(
+        self,
+        representation: np.ndarray,
+        motion_scope: float,
+        seed: int,
+        progress: ProgressCallback | None = None,
+    ) -> bytes:
+        """One clip as MP4 bytes (H.264, yuv420p, +faststart, at self.fps) via the shared encoder."""
+        frames = self.decode(representation, motion_scope, seed, progress)
+        if progress is not None:
+            progress(1.0, "encode")
+        return encode_mp4(frames, fps=self.fps)
+
+    def decode_batch(
+        self,
+        representations: Sequence[np.ndarray] | np.ndarray,
+        motion_scopes: Sequence[float],
+        seeds: Sequence[int],
+        progress: ProgressCallback | None = None,
+    ) -> np.ndarray:
+        """B clips at once as uint8 (B, T, H, W, 3); row i equals decode(rep_i, scope_i, seed_i)."""
+        reps = np.asarray(representations, dtype=np.float32)
+        b = reps.shape[0]
+        if reps.shape[1:] != self.context_shape:
+            raise ValueError(f"representation must be {self.context_shape}, got {reps.shape[1:]}")
+        if not (len(motion_scopes) == len(seeds) == b):
+            raise ValueError("one motion scope and one seed per representation")
+        t0 = time.perf_counter()
+        noise = SeededNoise(seeds, self.latent_shape, self.device)
+        latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress)
+        if latents.is_cuda:  # honest stage timings
+            torch.cuda.synchronize(latents.device)
+        t1 = time.perf_counter()
+        if progress is not None:
+            progress(DENOISE_SHARE, "vae")
+        frames = to_uint8_frames(decode_latents(self.vae, latents))
+        if progress is not None:
+            progress(1.0, "vae")
+        self.last_timings = {"denoise": t1 - t0, "vae": time.perf_counter() - t1}
+        return frames
+
+    @torch.no_grad()
+    def sample_latents(
+        self,
+        representations: torch.Tensor,
+        motion_scopes: Sequence[float],
+        noise,
+        progress: ProgressCallback | None = None,
+    ) -> torch.Tensor:
+        """Latents (B, T, C, h, w) from contexts (B, 226, D); `noise.draw()` supplies all randomness."""
+        b = representations.shape[0]
+        device = self.device
+        # Batch layout of the release's guider: all unconditional rows, then all conditional ones.
+        uncond = self.transformer.uncond_embedding.to(device)
+        context = torch.cat([uncond.expand(b, -1, -1), representations.to(device, uncond.dtype)])
+        scope = torch.tensor(list(motion_scopes) * 2, dtype=torch.float32, device=device)
+
+        def model_fn(x: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+            timestep = torch.full((2 * b,), t, dtype=torch.long, device=device)
+            v = self.transformer.predict_v(torch.cat([x, x]), context, timestep, scope)
+            return v.float().chunk(2)
+
+        def on_step(done: int, total: int) -> None:
+            if progress is not None:
+                progress(DENOISE_SHARE * done / total, f"denoise {done}/{total}")
+
+        run = sample_released if self.sampler == "released" else sample_stock
+        return run(model_fn, noise, self.steps, self.guidance, on_step)
+
+
+def _as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)} or a torch.dtype, got {dtype!r}")
+    return DTYPES[dtype]
+
+
+def load_decoder(
+    model_dir: str,
+    device: torch.device | str = "cuda",
+    dtype: torch.dtype | str = torch.float16,
+    steps: int = DEFAULT_STEPS,
+    sampler: str = "released",
+    vae_dtype: torch.dtype | str | None = None,
+    attention_backend: str | None = None,
+    compile: bool = False,
+    vae_tiling: bool = False,
+) -> AnimeGamerDecoder:
+    """Load a directory written by `animegamer convert-decoder`.
+
+    dtype: the DiT's (the release runs it in fp16; the sampler math stays fp32). vae_dtype defaults
+    to dtype. attention_backend: a diffusers backend name ("native", "flash", "_native_cudnn", ...).
+    compile: torch.compile the DiT (first clip is slow). vae_tiling: less memory, slightly different.
+    """
+    dtype = _as_dtype(dtype)
+    vae_dtype = dtype if vae_dtype is None else _as_dtype(vae_dtype)
+    settings_path = os.path.join(model_dir, "decoder.json")
+    settings = {}
+    if os.path.isfile(settings_path):
+        with open(settings_path) as f:
+            settings = json.load(f)
+    transformer = AnimeGamerTransformer3DModel.from_pretrained(os.path.join(model_dir, "transformer"), torch_dtype=dtype)
+    vae = AutoencoderKLCogVideoX.from_pretrained(os.path.join(model_dir, "vae"), torch_dtype=vae_dtype)
+    transformer.to(device)
+    vae.to(device)
+    if attention_backend:
+        transformer.set_attention_backend(attention_backend)
+    if vae_tiling:
+        vae.enable_tiling()
+    if compile:
+        transformer.compile(fullgraph=False)
+    return AnimeGamerDecoder(
+        transformer,
+        vae,
+        steps=steps,
+        sampler=sampler,
+        num_latent_frames=settings.get("num_latent_frames", 5),
+        height=settings.get("height", 480),
+        width=settings.get("width", 720),
+        fps=settings.get("fps", 8),
+    )

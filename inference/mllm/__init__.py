@@ -1,0 +1,1 @@
+"""The AnimeGamer MLLM (Mistral-7B + LoRA + projections) on transformers and peft."""

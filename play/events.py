@@ -1,0 +1,89 @@
+"""Live updates for the play page: the database's NOTIFYs, fanned out to every open tab.
+
+One LISTEN connection (db.listen) serves all tabs. Only events of the play page's channel go
+out. When the connection is re-opened after a drop, each tab is told to re-read everything
+(`resync`), since NOTIFYs sent meanwhile are lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from db import notify
+from db.listen import Listener
+
+log = logging.getLogger(__name__)
+
+# Channel names as the page knows them ("turn_finished" ...).
+SHORT = {ch: ch.removeprefix("animegamer_") for ch in notify.CHANNELS}
+RESYNC = {"type": "resync"}
+
+
+class Subscriber:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[dict | None] = asyncio.Queue(maxsize=500)
+
+    def put(self, event: dict | None) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:  # a stalled tab: drop its backlog and make it re-read
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(RESYNC)
+
+
+class EventHub:
+    """Reads db.listen's Listener (which reconnects by itself) and fans out to subscribers."""
+
+    def __init__(self, url: str, channel_id: int) -> None:
+        self.url = url
+        self.channel_id = channel_id
+        self.subscribers: set[Subscriber] = set()
+        self._listener: Listener | None = None
+        self._task: asyncio.Task | None = None
+        self._connections = 0
+
+    def subscribe(self) -> Subscriber:
+        sub = Subscriber()
+        self.subscribers.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self.subscribers.discard(sub)
+
+    def publish(self, event: dict | None) -> None:
+        for sub in list(self.subscribers):
+            sub.put(event)
+
+    async def _on_connect(self) -> None:
+        self._connections += 1
+        if self._connections > 1:  # NOTIFYs sent while disconnected are lost: tabs re-read
+            self.publish(RESYNC)
+
+    async def start(self) -> None:
+        # Listening before the page is served, so no early event is lost.
+        self._listener = Listener(self.url, notify.CHANNELS, on_connect=self._on_connect)
+        await self._listener.__aenter__()
+        self._task = asyncio.create_task(self._run(), name="play-events")
+
+    async def stop(self) -> None:
+        if self._listener is not None:
+            await self._listener.aclose()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.publish(None)  # ends every open event stream
+
+    async def _run(self) -> None:
+        async for n in self._listener:
+            if n.payload.get("channel_id") != self.channel_id:
+                continue
+            self.publish({"type": SHORT.get(n.channel, n.channel), **n.payload})
+
+
+def sse_frame(event: dict) -> bytes:
+    return f"data: {json.dumps(event, separators=(',', ':'))}\n\n".encode()

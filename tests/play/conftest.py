@@ -1,0 +1,46 @@
+"""Fixtures for the play page: the real aiohttp app on a free port, over the test Postgres."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+import aiohttp
+import pytest_asyncio
+from aiohttp import web
+
+from animegamer.runtime import Database
+from db.engine import make_sessionmaker
+from play.events import EventHub
+from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def running_app(settings, engine, database_url, **services):
+    """Serve the play app; yields (base URL, services)."""
+    db = Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine))
+    hub = EventHub(database_url, PLAY_CHANNEL_ID)
+    await hub.start()
+    svc = PlayServices(settings=settings, db=db, hub=hub, **{"use_queue": False, **services})
+    await ensure_film(svc)
+    runner = web.AppRunner(build_app(svc), shutdown_timeout=2)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}", svc
+    finally:
+        await runner.cleanup()
+        await hub.stop()
+
+
+@pytest_asyncio.fixture
+async def http():
+    async with aiohttp.ClientSession() as s:
+        yield s

@@ -1,0 +1,72 @@
+"""The play command's worker supervision: which worker it starts, restarts and stops."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from play.runner import PlayOptions, WorkerProcess
+
+OPTIONS = PlayOptions(host="127.0.0.1", port=0, worker_grace=1)
+
+
+def test_preview_worker_serves_every_film_and_a_model_worker_one():
+    preview = WorkerProcess("postgresql://x/y", "preview", OPTIONS, film="qiqi").command()
+    assert "--film" not in preview and preview[preview.index("--backend") + 1] == "preview"
+    model = WorkerProcess("postgresql://x/y", "animegamer", OPTIONS, film="ponyo").command()
+    assert model[model.index("--film") + 1] == "ponyo" and "--no-migrate" in model
+
+
+class Sleeper(WorkerProcess):
+    """A stand-in process that records the film it was started for, then waits for SIGTERM."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", "import sys, time; print(sys.argv[1], flush=True); time.sleep(60)", str(self.film)]
+
+
+async def test_model_worker_restarts_for_another_film_and_stops():
+    w = Sleeper("postgresql://x/y", "animegamer", OPTIONS, film="qiqi")
+    await w.start()
+    while w.proc is None:
+        await asyncio.sleep(0.01)
+    first = w.proc
+    await w.set_film("qiqi")  # same film: nothing happens
+    assert w.proc is first and first.returncode is None
+    await w.set_film("ponyo")
+    assert first.returncode is not None
+    while w.proc is first:
+        await asyncio.sleep(0.01)
+    assert w.film == "ponyo" and w.proc.returncode is None
+    await w.stop()
+    assert w.proc.returncode is not None
+
+
+async def test_a_worker_that_cannot_start_is_not_restarted():
+    class Broken(WorkerProcess):
+        def command(self):
+            return [sys.executable, "-c", "raise SystemExit(2)"]
+
+    w = Broken("postgresql://x/y", "preview", OPTIONS)
+    await w.start()
+    await asyncio.wait_for(w._task, 10)  # the supervisor gives up instead of looping
+    assert w.proc.returncode == 2
+    await w.stop()
+
+
+async def test_a_second_ctrl_c_does_not_wait_for_the_worker():
+    class Stubborn(WorkerProcess):  # ignores SIGTERM, as a worker finishing a long turn does
+        def command(self):
+            return [sys.executable, "-c",
+                    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"]
+
+    w = Stubborn("postgresql://x/y", "preview", PlayOptions(host="127.0.0.1", port=0, worker_grace=30))
+    await w.start()
+    while w.proc is None:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)  # let it install its handler
+    stopping = asyncio.create_task(w.stop())
+    await asyncio.sleep(0.3)
+    assert not stopping.done()  # waiting for the turn
+    w.hurry.set()
+    await asyncio.wait_for(stopping, 5)
+    assert w.proc.returncode == -9

@@ -1,0 +1,110 @@
+"""The real AnimeGamer pipeline end to end, on tiny random weights written in the released
+layouts: `make_backend("animegamer")` finds the files through inference.model_paths, the worker
+loads the MLLM (transformers + peft) and the decoder (diffusers), and turns come out of the queue
+with a representation, predicted states and a decodable MP4. The second turn's context carries
+the first turn's representation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+import pytest
+import pytest_asyncio
+import torch
+from sqlalchemy import select
+from sqlalchemy.orm import undefer
+
+from db.models import Turn
+from game.catalogue import FILMS
+from inference import representation
+from inference.backends import BackendUnavailable, make_backend
+from inference.decoder.tiny import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from inference.model_paths import film_paths
+from inference.worker import Worker
+from tests.queue.helpers import new_session, submit, turn_rows, wait_until
+
+REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
+
+
+@pytest.fixture(scope="module")
+def models_root(tmp_path_factory):
+    from diffusers import AutoencoderKLCogVideoX
+
+    from inference.decoder.transformer import AnimeGamerTransformer3DModel
+    from inference.mllm import tiny
+
+    root = tmp_path_factory.mktemp("models")
+    paths = film_paths(root, FILMS["qiqi"])
+    tiny.build_tokenizer(paths.tokenizer)
+    tiny.build_mistral(paths.mistral)
+    paths.agent_dir.mkdir(parents=True)
+    tiny.write_checkpoint(tiny.released_state_dict(paths.mistral, rep_dim=REP_DIM), paths.agent_dir / "pytorch_model.bin")
+    torch.manual_seed(0)
+    AnimeGamerTransformer3DModel(**TINY_TRANSFORMER_CONFIG).save_pretrained(paths.decoder / "transformer")
+    AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).save_pretrained(paths.decoder / "vae")
+    (paths.decoder / "decoder.json").write_text(json.dumps({"num_latent_frames": 5, "fps": 8, **TINY_SIZE}))
+    return root
+
+
+@pytest.fixture
+def msettings(qsettings, models_root):
+    return qsettings.model_copy(update={"backend": "animegamer", "models_dir": models_root, "device": "cpu",
+                                        "dtype": "float32", "decoder_steps": 2, "history_window": 2})
+
+
+def test_missing_checkpoint_names_the_download_command(qsettings, tmp_path):
+    s = qsettings.model_copy(update={"models_dir": tmp_path})
+    with pytest.raises(BackendUnavailable, match="animegamer models download qiqi"):
+        make_backend(s, "animegamer", films=["qiqi"])
+
+
+@pytest_asyncio.fixture
+async def model_worker(msettings, sessions):
+    w = Worker(msettings, backend="animegamer", films=["qiqi"], install_signal_handlers=False, migrate=False,
+               metrics_port=0, progress_interval=0.1)
+    task = asyncio.create_task(w.run())
+    ready = asyncio.create_task(w.ready.wait())
+    await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED, timeout=120)
+    ready.cancel()
+    if task.done():
+        task.result()  # raises the start error
+    yield w
+    w.stop()
+    await asyncio.wait_for(task, 60)
+
+
+async def test_turns_through_the_real_pipeline(sessions, model_worker):
+    gs = await new_session(sessions, 300)
+    first = await submit(sessions, gs, "fly on broomstick")
+    second = await submit(sessions, gs, "sit on railing")
+
+    async def done():
+        rows = await turn_rows(sessions, gs.id)
+        return all(t.status in ("done", "failed") for t in rows) and rows
+
+    rows = await wait_until(done, timeout=240)
+    assert [t.status for t in rows] == ["done", "done"], [t.error for t in rows]
+    async with sessions() as s:
+        t1, t2 = (await s.scalars(
+            select(Turn).where(Turn.id.in_([first.id, second.id])).order_by(Turn.seq)
+            .options(undefer(Turn.mp4), undefer(Turn.representation))
+        )).all()
+    for t in (t1, t2):
+        assert t.backend == "animegamer" and not t.is_preview
+        rep = representation.decode(t.representation)
+        assert rep.shape == (226, REP_DIM)
+        assert all(-5 <= v <= 5 for v in (t.motion_level, t.delta_social, t.delta_entertainment, t.delta_stamina))
+        assert {"mllm", "decode", "encode"} <= set(t.timings)
+        probe = subprocess.run(
+            ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+             "stream=codec_name,width,height,nb_read_frames", "-of", "json", "-"],
+            input=t.mp4, capture_output=True, check=True,
+        )
+        stream = json.loads(probe.stdout)["streams"][0]
+        assert (stream["codec_name"], stream["width"], stream["height"], int(stream["nb_read_frames"])) == (
+            "h264", TINY_SIZE["width"], TINY_SIZE["height"], 17)
+    # The states moved by the predicted units (5 points each), from 50.
+    assert t1.states_after["qiqi"]["social"] == 50 + 5 * t1.delta_social
+    assert t2.states_before["qiqi"] == t1.states_after["qiqi"]
