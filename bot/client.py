@@ -16,6 +16,7 @@ from animegamer.settings import Settings
 from bot import replies
 from bot.maintenance import Maintenance
 from bot.notifier import Notifier
+from bot.permissions import bot_intents
 from bot.status import StatusBoard
 from bot.views import CancelButton, RegenerateButton
 from db.models import GameSession, Turn
@@ -71,11 +72,9 @@ class AnimeGamerBot(commands.Bot):
         sync_commands: bool = False,
         **options,
     ) -> None:
-        intents = discord.Intents.none()
-        intents.guilds = True  # channels and roles; members arrive with each interaction
         super().__init__(
-            command_prefix=commands.when_mentioned,
-            intents=intents,
+            command_prefix=commands.when_mentioned,  # unused: slash commands only
+            intents=bot_intents(),
             allowed_mentions=discord.AllowedMentions.none(),  # player text never pings anyone
             tree_cls=GameTree,
             help_command=None,

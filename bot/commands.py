@@ -8,7 +8,8 @@ import sys
 
 def register(sub) -> None:
     p = sub.add_parser("bot", help="run the Discord bot")
-    p.add_argument("--sync-commands", action="store_true", help="register the slash commands with Discord at start")
+    p.add_argument("--no-sync-commands", action="store_true",
+                   help="do not register the slash commands with Discord at start (they are registered by default)")
     p.add_argument("--no-migrate", action="store_true", help="do not apply database migrations at start")
     p.set_defaults(func=run_bot_command)
 
@@ -20,7 +21,7 @@ def run_bot_command(args) -> int:
     if settings.discord_token is None or not settings.discord_token.get_secret_value():
         print("animegamer bot: set ANIMEGAMER_DISCORD_TOKEN to the bot's token.", file=sys.stderr)
         return 2
-    return asyncio.run(_run(settings, sync=args.sync_commands, migrate=not args.no_migrate))
+    return asyncio.run(_run(settings, sync=not args.no_sync_commands, migrate=not args.no_migrate))
 
 
 async def _run(settings, *, sync: bool, migrate: bool) -> int:
