@@ -24,6 +24,8 @@ from game.instruction import build_instruction
 
 log = logging.getLogger(__name__)
 
+EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video)
+
 
 def cast_of(cfg: ChannelConfig, film: Film) -> list[Character]:
     """The playable characters of `film` here: the configured cast when `film` is the configured
@@ -252,7 +254,8 @@ class Play(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id)
-            turns = [t for t in await turn_service.history(s, gs.id, count=10_000, blobs=True) if t.status == "done" and t.mp4]
+            # The latest EXPORT_MAX shots at most: their clips are held in memory while stitching.
+            turns = [t for t in await turn_service.history(s, gs.id, count=EXPORT_MAX, blobs=True) if t.status == "done" and t.mp4]
         if not turns:
             raise NothingToExport()
         video = await stitch([t.mp4 for t in turns], interaction.filesize_limit)
