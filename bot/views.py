@@ -27,6 +27,16 @@ async def _may_act_on(interaction: discord.Interaction, author_id: int) -> bool:
     return interaction.user.id == author_id or await checks.is_moderator(interaction)
 
 
+async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action: str) -> None:
+    """A moderator acting on someone else's turn is a moderation action: audit it."""
+    if interaction.user.id != turn.author_id:
+        await audit.record(
+            s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
+            actor_name=interaction.user.display_name, action=action, target=f"turn #{turn.seq}",
+            details={"turn_id": turn.id, "via": "button"},
+        )
+
+
 class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
     """On a turn's status message while it is queued: its author or a moderator cancels it."""
 
@@ -49,12 +59,7 @@ class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:canc
                 if not await _may_act_on(interaction, turn.author_id):
                     raise NotTurnAuthor(turn.author_name, "cancel")
                 await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
-                if interaction.user.id != turn.author_id:
-                    await audit.record(
-                        s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
-                        actor_name=interaction.user.display_name, action="cancel_turn", target=f"turn #{turn.seq}",
-                        details={"turn_id": turn.id, "via": "button"},
-                    )
+                await _audit_if_moderator(s, interaction, turn, "cancel_turn")
             await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
             await interaction.followup.send(f"Turn #{turn.seq} is cancelled.", ephemeral=True)
         except Exception as e:
@@ -93,12 +98,7 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:
                 old_message = turn.posted_message_id
                 turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
                 position = await bot.queue.position(s, turn)
-                if interaction.user.id != turn.author_id:
-                    await audit.record(
-                        s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
-                        actor_name=interaction.user.display_name, action="regenerate_turn", target=f"turn #{turn.seq}",
-                        details={"turn_id": turn.id},
-                    )
+                await _audit_if_moderator(s, interaction, turn, "regenerate_turn")
             # The old clip stays in the channel, without its button: only the newest take can be redone.
             if old_message:
                 await bot.board.strip_buttons(gs.channel_id, old_message)
