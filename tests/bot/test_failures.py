@@ -11,7 +11,7 @@ from db.models import GameSession, Turn
 from inference.backend import BackendError
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot
-from tests.bot.helpers import field, posted_turns, result, say, status_message, turns_of
+from tests.bot.helpers import field, posted_turns, result, say, status_message
 from tests.pg import fresh_database
 
 NOT_REACHABLE = "is not reachable right now. Nothing was changed; please try again shortly."

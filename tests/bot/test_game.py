@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import tempfile
 
 from db import sessions as game_sessions
-from db.models import GameSession
 from game.states import STATE_NAMES, describe
 from tests.bot.helpers import answer, command, field, posted_turns, result, say, status_message
 
