@@ -78,4 +78,5 @@ async def report(interaction: discord.Interaction, exc: BaseException) -> None:
         log.error("unexpected error in %s", interaction.command or interaction.data, exc_info=exc)
         await send_ephemeral(interaction, InternalError().message)
     else:
-        await send_ephemeral(interaction, err.message)
+        # Refusals quote what people typed (names, reasons): shown as typed, not as Markdown.
+        await send_ephemeral(interaction, discord.utils.escape_markdown(err.message))

@@ -47,7 +47,7 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
     assert "The game is paused" in await say(w, w.dave, "mod pause", {"reason": "dinner **now**"})
     said = await server.wait_for_message(w.games, lambda m: "paused the game" in m.content)
     assert said.content == "dave paused the game (dinner \\*\\*now\\*\\*)."
-    assert "This game is paused (dinner **now**). A moderator can resume it" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
+    assert "This game is paused (dinner \\*\\*now\\*\\*). A moderator can resume it" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
 
     await say(w, w.erin, "admin role", {"kind": "moderator", "role": w.mod_role})
     assert "resumed" in await say(w, mo, "mod resume")
