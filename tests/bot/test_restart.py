@@ -54,6 +54,10 @@ async def test_restart_between_finish_and_post(world, start_bot, start_worker, s
     await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
     first_send, again = result_posts(server, turn.id)
     assert again.json["nonce"] == first_send.json["nonce"] and again.json["enforce_nonce"] is True
+    # Discord returned the first message: still one post in the channel, and it is the one recorded.
+    assert len(results(w)) == 1
+    (turn,) = await posted_turns(sessions, 1)
+    assert turn.posted_message_id == first.id
 
 
 async def _all_done(sessions) -> bool:

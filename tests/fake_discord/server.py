@@ -145,6 +145,9 @@ class FakeDiscord:
         self.guilds: Dict[int, FakeGuild] = {}
         self._channels: Dict[int, FakeChannel] = {}
         self.messages: Dict[int, FakeMessage] = {}
+        # (author id, nonce) -> message, for `enforce_nonce` (Discord answers a repeated nonce
+        # from the same author with the message it created the first time).
+        self._nonces: Dict[tuple, FakeMessage] = {}
         self.attachments: Dict[int, FakeAttachment] = {}
         self.global_commands: List[Dict[str, Any]] = []
         self.guild_commands: Dict[int, List[Dict[str, Any]]] = {}
@@ -1496,7 +1499,14 @@ class FakeDiscord:
         body = rec.json or {}
         if int(body.get("flags") or 0) & FLAG_EPHEMERAL:
             raise invalid_form("flags", "MESSAGE_FLAGS_INVALID", "Ephemeral messages need an interaction")
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            earlier = self._nonces.get((self.bot_user.id, str(nonce)))
+            if earlier is not None and not earlier.deleted:
+                return 200, earlier.payload()
         msg = self._new_message(channel, body, rec.files, source="channel")
+        if nonce is not None and body.get("enforce_nonce"):
+            self._nonces[(self.bot_user.id, str(nonce))] = msg
         return 200, msg.payload()
 
     async def _get_message(self, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:

@@ -590,3 +590,17 @@ async def test_bad_token_fails_login(fake_discord: FakeDiscord):
             await client.login("wrong-token")
     await client.close()
     assert json.dumps(fake_discord.requests[-1].response) == json.dumps({"message": "401: Unauthorized", "code": 0})
+
+
+async def test_enforce_nonce_returns_the_first_message(fake_discord):
+    """Like Discord: a repeated nonce with enforce_nonce answers with the message already created."""
+    guild = fake_discord.create_guild("Nonce")
+    channel = guild.create_text_channel("games")
+    client = discord.Client(intents=discord.Intents.default(), guild_ready_timeout=0.05)
+    async with running_client(fake_discord, client):
+        ch = client.get_channel(channel.id)
+        first = await ch.send("hello", nonce="abc123")
+        again = await ch.send("hello again", nonce="abc123")
+        other = await ch.send("other", nonce="xyz789")
+    assert again.id == first.id and other.id != first.id
+    assert [m.content for m in fake_discord.channel_messages(channel)] == ["hello", "other"]
