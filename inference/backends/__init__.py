@@ -71,6 +71,7 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent, device=device, dtype=dtype,
         history_window=settings.history_window, mllm_only=mllm_only,
         rep_dim=1920 if mllm_only else _decoder_width(paths.decoder),
+        motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
     )
 
     def decoder():

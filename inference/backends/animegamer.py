@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from game.motion import motion_scope
+from game.motion import DEFAULT_OTHERWISE, motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, ClipDecoder, ProgressCallback, TurnRequest, TurnResult
 from inference.mp4 import encode_mp4
@@ -41,6 +41,8 @@ class AnimeGamerSettings:
     attn_implementation: str = "sdpa"
     mllm_only: bool = False  # no decoder: turns get no clip (benchmarks)
     rep_dim: int = 1920  # representation width (the decoder's conditioning width)
+    motion_scope_map: Mapping[int, float] | None = None  # None: the released batch script's table
+    motion_scope_otherwise: float = DEFAULT_OTHERWISE
 
 
 class AnimeGamerBackend:
@@ -101,7 +103,8 @@ class AnimeGamerBackend:
         results, stage = self._predict([request])
         prediction, rep = results[0]
         timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
-        scope = motion_scope(prediction.motion_level)  # motion level (index 0), not social
+        # From the motion level (index 0), not social as the released demo app did.
+        scope = motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
         if self.decoder is None:  # mllm_only
             progress(1.0, "done")
             return TurnResult(prediction, scope, None, rep, timings=timings)
