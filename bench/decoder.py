@@ -15,13 +15,10 @@ Prints figures only; nothing is asserted.
 
 from __future__ import annotations
 
+import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
 import argparse
-import os
 import statistics
-import sys
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -11,16 +11,14 @@ Options: --windows 0,1,3 (history turns in the prompt), --batch 4, --repeat 7 (b
 
 from __future__ import annotations
 
+import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.mllm import tiny  # noqa: E402
 from inference.mllm.instruction import InstructionEncoder  # noqa: E402

@@ -18,18 +18,13 @@ Uses a throw-away database on ANIMEGAMER_TEST_PG (default postgresql://postgres@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as a script, this file's folder comes first on sys.path, where `queue.py` would shadow
-# the standard library's queue module: drop it, and put the project root there instead.
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+from _paths import ROOT  # first: keeps bench/queue.py from shadowing the stdlib
 
 import argparse
 import asyncio
 import os
 import signal
+import sys
 import statistics
 import subprocess
 import time
