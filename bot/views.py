@@ -8,8 +8,8 @@ import re
 
 import discord
 
-from bot import checks, replies
-from db import audit, sessions as game_sessions, turns as turn_service
+from bot import audit as bot_audit, checks, replies
+from db import sessions as game_sessions, turns as turn_service
 from db.models import GameSession
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, TurnNotFound
 
@@ -23,18 +23,20 @@ def view_of(*items: discord.ui.Item) -> discord.ui.View:
     return view
 
 
-async def _may_act_on(interaction: discord.Interaction, author_id: int) -> bool:
-    return interaction.user.id == author_id or await checks.is_moderator(interaction)
+async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, verb: str):
+    """The button's turn, if the clicker is its author or a moderator."""
+    turn = await turn_service.get_turn(s, turn_id)
+    if turn is None:
+        raise TurnNotFound(turn_id)
+    if not (interaction.user.id == turn.author_id or await checks.is_moderator(interaction)):
+        raise NotTurnAuthor(turn.author_name, verb)
+    return turn
 
 
 async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action: str) -> None:
     """A moderator acting on someone else's turn is a moderation action: audit it."""
     if interaction.user.id != turn.author_id:
-        await audit.record(
-            s, guild_id=interaction.guild_id, channel_id=interaction.channel_id, actor_id=interaction.user.id,
-            actor_name=interaction.user.display_name, action=action, target=f"turn #{turn.seq}",
-            details={"turn_id": turn.id, "via": "button"},
-        )
+        await bot_audit.record(s, interaction, action, f"turn #{turn.seq}", turn_id=turn.id, via="button")
 
 
 class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
@@ -53,11 +55,7 @@ class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:canc
         try:
             await interaction.response.defer(ephemeral=True, thinking=True)
             async with bot.db.sessions.begin() as s:
-                turn = await turn_service.get_turn(s, self.turn_id)
-                if turn is None:
-                    raise TurnNotFound(self.turn_id)
-                if not await _may_act_on(interaction, turn.author_id):
-                    raise NotTurnAuthor(turn.author_name, "cancel")
+                turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
                 await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
                 await _audit_if_moderator(s, interaction, turn, "cancel_turn")
             await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
@@ -83,11 +81,7 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:
         try:
             await interaction.response.defer(ephemeral=True, thinking=True)
             async with bot.db.sessions.begin() as s:
-                turn = await turn_service.get_turn(s, self.turn_id)
-                if turn is None:
-                    raise TurnNotFound(self.turn_id)
-                if not await _may_act_on(interaction, turn.author_id):
-                    raise NotTurnAuthor(turn.author_name, "regenerate")
+                turn = await _turn_to_act_on(s, interaction, self.turn_id, "regenerate")
                 gs = await s.get(GameSession, turn.session_id)
                 live = await game_sessions.live_session(s, gs.channel_id)
                 if live is None or live.id != gs.id:

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import checks
+from bot import audit as bot_audit, checks
 from bot.embeds import INFO, esc
 from db import audit, guilds
 from game.catalogue import FILMS, suggest
@@ -26,18 +26,6 @@ class Admin(commands.Cog):
     def __init__(self, bot) -> None:
         self.bot = bot
 
-    async def _audit(self, s, interaction: discord.Interaction, action: str, target: str | None, **details) -> None:
-        await audit.record(
-            s,
-            guild_id=interaction.guild_id,
-            channel_id=interaction.channel_id,
-            actor_id=interaction.user.id,
-            actor_name=interaction.user.display_name,
-            action=action,
-            target=target,
-            details=details,
-        )
-
     async def _done(self, interaction: discord.Interaction, text: str) -> None:
         await interaction.followup.send(text, ephemeral=True)
 
@@ -49,7 +37,7 @@ class Admin(commands.Cog):
         channel_id = interaction.channel_id if scope == "channel" else None
         async with self.bot.db.sessions.begin() as s:
             chosen = await guilds.set_film(s, interaction.guild_id, film, channel_id=channel_id)
-            await self._audit(s, interaction, "set_film", chosen.id, scope=scope)
+            await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
         where = "this channel" if channel_id else "this server"
         await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
 
@@ -68,7 +56,7 @@ class Admin(commands.Cog):
                 s, self.bot.settings, interaction.guild_id, interaction.channel_id, character, enabled
             )
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
-            await self._audit(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
+            await bot_audit.record(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
         names = ", ".join(c.name for c in cfg.cast()) or "nobody"
         await self._done(interaction, f"Playable here now: {names}.")
 
@@ -101,7 +89,7 @@ class Admin(commands.Cog):
                 s, interaction.guild_id, cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length
             )
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
-            await self._audit(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
+            await bot_audit.record(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
         lim = cfg.limits
         await self._done(
             interaction,
@@ -121,7 +109,7 @@ class Admin(commands.Cog):
             ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
             (ids.add if enabled else ids.discard)(role.id)
             await guilds.set_roles(s, interaction.guild_id, **{f"{kind}_role_ids": sorted(ids)})
-            await self._audit(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
+            await bot_audit.record(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
         verb = "now has" if enabled else "no longer has"
         await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
 

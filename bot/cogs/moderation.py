@@ -7,9 +7,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import checks
+from bot import audit as bot_audit, checks
 from bot.embeds import esc
-from db import audit, sessions as game_sessions, turns as turn_service
+from db import sessions as game_sessions, turns as turn_service
 from game.catalogue import FILMS
 from game.errors import PlayerNotInGame
 
@@ -24,18 +24,6 @@ class Moderation(commands.Cog):
 
     def __init__(self, bot) -> None:
         self.bot = bot
-
-    async def _audit(self, s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
-        await audit.record(
-            s,
-            guild_id=interaction.guild_id,
-            channel_id=interaction.channel_id,
-            actor_id=interaction.user.id,
-            actor_name=interaction.user.display_name,
-            action=action,
-            target=target,
-            details=details,
-        )
 
     async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
         await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(public)
@@ -52,7 +40,7 @@ class Moderation(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
             await game_sessions.set_paused(s, gs, True, reason)
-            await self._audit(s, interaction, "pause", f"session {gs.id}", reason=reason)
+            await bot_audit.record(s, interaction, "pause", f"session {gs.id}", reason=reason)
         why = f" ({esc(reason)})" if reason else ""
         await self._announce(interaction, f"{self._by(interaction)} paused the game{why}.", "The game is paused.")
 
@@ -63,7 +51,7 @@ class Moderation(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
             await game_sessions.set_paused(s, gs, False)
-            await self._audit(s, interaction, "resume", f"session {gs.id}")
+            await bot_audit.record(s, interaction, "resume", f"session {gs.id}")
         await self._announce(interaction, f"{self._by(interaction)} resumed the game. Play on with /act.", "The game is resumed.")
 
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
@@ -75,7 +63,7 @@ class Moderation(commands.Cog):
             waiting = [t for t in await turn_service.pending_turns(s, gs.id) if t.status == "queued"]
             fresh = await game_sessions.reset(s, gs, interaction.user.id)
             await self.bot.queue.cancel_stale_jobs(s, gs.id)
-            await self._audit(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
+            await bot_audit.record(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
         for t in waiting:
             await self.bot.board.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id)
         await self._announce(
@@ -96,7 +84,7 @@ class Moderation(commands.Cog):
             row = await turn_service.turn_by_seq(s, gs.id, turn)
             text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
             await self.bot.queue.cancel_queued_turn(s, row, text)
-            await self._audit(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
+            await bot_audit.record(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
         await self.bot.board.finish(row, "cancelled", note=esc(text).capitalize() + ".", channel_id=gs.channel_id)
         await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
 
@@ -110,7 +98,7 @@ class Moderation(commands.Cog):
             if await game_sessions.player_of(s, gs.id, player.id) is None:
                 raise PlayerNotInGame(esc(player.display_name))
             p = await game_sessions.leave(s, gs, player.id)
-            await self._audit(s, interaction, "kick", str(player.id), player=player.display_name, character=p.character_id)
+            await bot_audit.record(s, interaction, "kick", str(player.id), player=player.display_name, character=p.character_id)
         ch = FILMS[gs.film_id].character(p.character_id)
         name = ch.name if ch else p.character_id
         await self._announce(
