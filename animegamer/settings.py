@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     history_window: int = Field(2, ge=0, le=5)  # earlier turns shown to the MLLM; 0 = released demo
     decoder_steps: int = Field(50, ge=1, le=200)
+    mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
     motion_scope: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_MOTION_SCOPE))
     motion_scope_otherwise: float = DEFAULT_OTHERWISE
     mp4_max_bytes: int = Field(10 * 1024 * 1024, ge=100_000)

@@ -72,6 +72,7 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         history_window=settings.history_window, mllm_only=mllm_only,
         rep_dim=1920 if mllm_only else _decoder_width(paths.decoder),
         motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
+        max_batch=settings.mllm_max_batch,
     )
 
     def decoder():

@@ -20,6 +20,7 @@ import numpy as np
 from game.motion import DEFAULT_OTHERWISE, motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, ClipDecoder, ProgressCallback, TurnRequest, TurnResult
+from inference.mllm.batcher import MicroBatcher
 from inference.mp4 import encode_mp4
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ class AnimeGamerSettings:
     rep_dim: int = 1920  # representation width (the decoder's conditioning width)
     motion_scope_map: Mapping[int, float] | None = None  # None: the released batch script's table
     motion_scope_otherwise: float = DEFAULT_OTHERWISE
+    max_batch: int = 4  # concurrent turns (of different sessions) sharing one MLLM pass; 1 = off
+    batch_window: float = 0.02  # seconds the first turn waits for others to join its batch
 
 
 class AnimeGamerBackend:
@@ -60,6 +63,7 @@ class AnimeGamerBackend:
         self._decoder_factory = decoder_factory
         self._mllm = None  # (predictor, prompt builder) once loaded
         self._lock = threading.Lock()  # one forward at a time on the shared model
+        self._batcher: MicroBatcher | None = None  # set at load when max_batch > 1
 
     # -- Backend ----------------------------------------------------------------------------
 
@@ -95,13 +99,14 @@ class AnimeGamerBackend:
         if self.decoder is not None and not isinstance(self.decoder, ClipDecoder):
             raise BackendError(f"{type(self.decoder).__name__} does not implement ClipDecoder")
         self._mllm = (predictor, builder)
+        if s.max_batch > 1:
+            self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         predictor, _ = self._require_loaded()
         t0 = time.perf_counter()
         progress(0.0, "mllm")
-        results, stage = self._predict([request])
-        prediction, rep = results[0]
+        prediction, rep, stage = self._batcher.submit(request) if self._batcher else self._predict_with_timings([request])[0]
         timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
         # From the motion level (index 0), not social as the released demo app did.
         scope = motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
@@ -127,15 +132,14 @@ class AnimeGamerBackend:
 
     def predict(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray]]:
         """The MLLM part of several sessions' turns in one batched forward pass."""
-        return self._predict(requests)[0] if requests else []
+        return [(p, rep) for p, rep, _ in self._predict_with_timings(requests)] if requests else []
 
-    def _predict(self, requests: Sequence[TurnRequest]):
+    def _predict_with_timings(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray, dict]]:
         predictor, builder = self._require_loaded()
         prompts = [builder.build(r.instruction, self._history(r)) for r in requests]
         with self._lock:
             outs = predictor.predict_batch(prompts)
-        results = [(Prediction.from_sequence(o.values), o.representation) for o in outs]
-        return results, outs[0].timings
+        return [(Prediction.from_sequence(o.values), o.representation, o.timings) for o in outs]
 
     def _history(self, request: TurnRequest):
         from inference.mllm.prompt import HistoryItem

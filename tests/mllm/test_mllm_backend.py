@@ -99,3 +99,44 @@ def test_history_window_and_batch(files):
         one = backend.generate(r, lambda f, s: None)
         assert pred == one.prediction
         np.testing.assert_allclose(rep, one.representation, atol=2e-5)
+
+
+def test_concurrent_turns_share_one_mllm_pass(files):
+    """A worker running several sessions' turns at once (--concurrency) batches their MLLM part;
+    each turn still gets exactly its own result."""
+    import threading
+
+    backend = AnimeGamerBackend(settings(files, history_window=2, mllm_only=True, max_batch=3, batch_window=2.0))
+    backend.load()
+    hist = as_history(history(3, seed=6))
+    reqs = [request(0), request(1, hist[:1]), request(3, hist)]
+    expected = backend.predict(reqs)  # one pass, no batcher
+    results: dict[int, object] = {}
+    start = threading.Barrier(len(reqs))
+
+    def run(r):
+        start.wait()
+        results[r.turn_id] = backend.generate(r, lambda f, s: None)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in reqs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert backend._batcher.batch_sizes == [3]
+    for r, (pred, rep) in zip(reqs, expected):
+        assert results[r.turn_id].prediction == pred
+        np.testing.assert_allclose(results[r.turn_id].representation, rep, atol=2e-5)
+
+
+def test_batch_errors_reach_every_waiting_turn():
+    from inference.mllm.batcher import MicroBatcher
+
+    def boom(batch):
+        raise RuntimeError("out of memory")
+
+    b = MicroBatcher(boom, max_batch=2, window=0.01)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        b.submit("x")
+    ok = MicroBatcher(lambda batch: [x * 2 for x in batch], max_batch=4, window=0.0)
+    assert ok.submit(21) == 42
