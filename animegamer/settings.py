@@ -25,6 +25,9 @@ from game.motion import DEFAULT_MOTION_SCOPE, DEFAULT_OTHERWISE
 
 
 def _default_data_dir() -> Path:
+    if not os.environ.get("XDG_DATA_HOME") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        # As root the embedded Postgres runs as a system user and would have to open /root to it.
+        return Path("/var/lib/animegamer")
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "animegamer"
 
