@@ -78,7 +78,8 @@ class Notifier:
         while not self._closed:
             try:
                 async with Listener(
-                    self.bot.db.url, [notify.TURN_FINISHED, notify.TURN_PROGRESS], on_connect=self._on_connect
+                    self.bot.db.url, [notify.TURN_FINISHED, notify.TURN_PROGRESS, notify.TURN_QUEUED],
+                    on_connect=self._on_connect,
                 ) as listener:
                     delay = 1.0
                     async for n in listener:
@@ -87,6 +88,9 @@ class Notifier:
                         elif n.channel == notify.TURN_PROGRESS:
                             p = n.payload
                             self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
+                        # A turn queued, started (its first progress), finished or cancelled can
+                        # move the queue; the refresh is coalesced and edits only what changed.
+                        self.bot.board.positions_changed()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the database is down: keep trying; the sweep covers the gap

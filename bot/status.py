@@ -41,6 +41,9 @@ class StatusBoard:
         self._flushers: dict[int, asyncio.Task] = {}
         self._locks: dict[int, asyncio.Lock] = {}  # one edit at a time per channel, so a late
         self._closed: dict[int, None] = {}  # progress edit never lands after the closing one
+        self._shown_position: dict[int, int | None] = {}  # turn id -> position its message shows
+        self._refresher: asyncio.Task | None = None
+        self._refresh_again = False
 
     def _lock(self, channel_id: int) -> asyncio.Lock:
         return self._locks.setdefault(channel_id, asyncio.Lock())
@@ -70,6 +73,7 @@ class StatusBoard:
             gs = await s.get(GameSession, turn.session_id)
         note = "Generating this turn again with a new seed." if regenerated else None
         embed = status_embed(turn, state="queued", position=position, note=note)
+        self._shown_position[turn.id] = position
         try:
             msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view_of(CancelButton(turn.id)))
         except discord.HTTPException as e:  # the turn is queued all the same; it just has no status message
@@ -107,6 +111,42 @@ class StatusBoard:
                     embed = status_embed(turn, state="generating", position=0, progress=fraction, stage=stage)
                     await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
 
+    def positions_changed(self) -> None:
+        """A turn started, finished or was cancelled: queued turns may have moved up. Coalesced:
+        one refresh at a time, at most one per `min_interval`."""
+        if self._refresher is None or self._refresher.done():
+            self._refresher = asyncio.create_task(self._refresh_positions(), name="queue-positions")
+        else:
+            self._refresh_again = True
+
+    async def _refresh_positions(self) -> None:
+        while True:
+            self._refresh_again = False
+            await asyncio.sleep(self.min_interval)
+            guild_ids = [g.id for g in self.bot.guilds]
+            if not guild_ids:
+                return
+            async with self.bot.db.sessions() as s:
+                waiting = [
+                    (turn, channel_id, await self.bot.queue.position(s, turn))
+                    for turn, channel_id in await turn_service.queued_with_status_message(s, guild_ids)
+                ]
+            for turn, channel_id, position in waiting:
+                if not position or self._shown_position.get(turn.id) == position:
+                    continue  # started meanwhile (0), no job (None), or unchanged
+                async with self._lock(channel_id):
+                    if turn.id in self._closed:
+                        continue
+                    wait = self._last_edit.get(channel_id, 0.0) + self.min_interval - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                    self._last_edit[channel_id] = time.monotonic()
+                    embed = status_embed(turn, state="queued", position=position)
+                    if await self._edit(channel_id, turn.status_message_id, embed=embed, view=view_of(CancelButton(turn.id))):
+                        self._shown_position[turn.id] = position
+            if not self._refresh_again:
+                return
+
     async def finish(self, turn: Turn, state: str, *, note: str | None = None, channel_id: int | None = None,
                      jump_url: str | None = None) -> None:
         """Close a turn's status message (no more buttons); progress still pending for it is dropped."""
@@ -114,6 +154,7 @@ class StatusBoard:
             async with self.bot.db.sessions() as s:
                 channel_id = (await s.get(GameSession, turn.session_id)).channel_id
         self._pending.get(channel_id, {}).pop(turn.id, None)
+        self._shown_position.pop(turn.id, None)
         self._mark_closed(turn.id)
         if not turn.status_message_id:
             return
@@ -132,3 +173,5 @@ class StatusBoard:
         for task in self._flushers.values():
             task.cancel()
         self._flushers.clear()
+        if self._refresher is not None:
+            self._refresher.cancel()

@@ -372,6 +372,17 @@ async def release_claim(s: AsyncSession, turn_id: int) -> None:
     await s.execute(update(Turn).where(Turn.id == turn_id, Turn.posted_at.is_(None)).values(post_claimed_at=None, post_claimed_by=None))
 
 
+async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> list[tuple[Turn, int]]:
+    """Queued turns of these guilds that have a status message, with their channel ids."""
+    q = (
+        select(Turn, GameSession.channel_id)
+        .join(GameSession, GameSession.id == Turn.session_id)
+        .where(Turn.status == "queued", Turn.status_message_id.is_not(None), GameSession.guild_id.in_(guild_ids))
+        .order_by(Turn.id)
+    )
+    return [(t, ch) for t, ch in (await s.execute(q)).all()]
+
+
 async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> None:
     await s.execute(update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from db import sessions as game_sessions
-from tests.bot.helpers import field, result, results, say, turns_of
+from tests.bot.helpers import field, result, results, say, status_message, turns_of
 
 
 async def test_two_channels_play_at_once(world, start_bot, start_worker, sessions):
@@ -57,3 +57,36 @@ async def test_two_channels_play_at_once(world, start_bot, start_worker, session
         st = await game_sessions.states(s, gs.id)
     assert list(st) == ["ponyo"]
     assert field(b[1].embeds[0], "Ponyo").split("\n")[0].endswith(f"{st['ponyo'].stamina} ({s2[1].delta_stamina * 5:+d})")
+
+
+async def test_queued_status_messages_follow_the_queue(world, start_bot, start_worker, sessions):
+    """A turn waiting behind others shows its place, and the message moves up as the queue does."""
+    w = world
+    await start_bot()
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+    await say(w, w.bob, "game start", channel=w.games2)
+    await say(w, w.bob, "game join", {"character": "jiji"}, channel=w.games2)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await say(w, w.alice, "act", {"motion": "run", "background": "street"})
+    await say(w, w.bob, "act", {"motion": "eat", "background": "bakery"}, channel=w.games2)
+    waiting = status_message(w, 1, w.games2)
+    assert field(waiting.embeds[0], "Queue position") == "3"  # behind both of alice's turns
+
+    await start_worker(films=["qiqi"], backend_options={"delay": 1.0})
+    await w.server.wait_until(lambda: "1" in _positions_shown(waiting), timeout=30)
+    await result(w, 1, w.games2, timeout=40)
+    shown = _positions_shown(waiting)
+    assert shown[:2] == ["2", "1"] and shown == sorted(shown, reverse=True)  # only ever moves up
+
+
+def _positions_shown(msg) -> list[str]:
+    """The queue positions a status message was edited to show, in order."""
+    return [
+        f["value"]
+        for edit in msg.edits
+        for embed in edit["body"].get("embeds") or []
+        for f in embed.get("fields", [])
+        if f["name"] == "Queue position"
+    ]
