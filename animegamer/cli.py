@@ -11,11 +11,12 @@ import asyncio
 import logging
 import sys
 
-from animegamer.settings import SettingsError, load_settings
+from game.catalogue import load_checked_settings as load_settings
+from settings import SettingsError
 
 
 def _db(args) -> int:
-    from animegamer.runtime import open_database
+    from db.runtime import open_database
     from db import migrate
 
     settings = load_settings()

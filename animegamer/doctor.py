@@ -52,7 +52,8 @@ def redact(url: str) -> str:
 
 
 def check_settings():
-    from animegamer.settings import SettingsError, load_settings
+    from game.catalogue import load_checked_settings as load_settings
+    from settings import SettingsError
 
     try:
         s = load_settings()

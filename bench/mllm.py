@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from inference.mllm import tiny  # noqa: E402
+from tests.tiny import mllm as tiny  # noqa: E402
 from inference.mllm.instruction import InstructionEncoder  # noqa: E402
 from inference.mllm.loading import default_device_dtype, load_mllm  # noqa: E402
 from inference.mllm.model import AnimeGamerMLLM  # noqa: E402

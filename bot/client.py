@@ -11,8 +11,8 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from animegamer.runtime import Database
-from animegamer.settings import Settings
+from db.runtime import Database
+from settings import Settings
 from bot import replies
 from bot.maintenance import Maintenance
 from bot.notifier import Notifier

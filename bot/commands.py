@@ -15,7 +15,7 @@ def register(sub) -> None:
 
 
 def run_bot_command(args) -> int:
-    from animegamer.settings import load_settings
+    from game.catalogue import load_checked_settings as load_settings
 
     settings = load_settings()
     if settings.discord_token is None or not settings.discord_token.get_secret_value():
@@ -27,7 +27,7 @@ def run_bot_command(args) -> int:
 async def _run(settings, *, sync: bool, migrate: bool) -> int:
     import discord
 
-    from animegamer.runtime import open_database
+    from db.runtime import open_database
     from bot.client import AnimeGamerBot
 
     async with open_database(settings, migrate=migrate) as db:

@@ -13,7 +13,7 @@ def _invite_url(args) -> int:
         if args.client_id:
             client_id = args.client_id
         else:
-            from animegamer.settings import load_settings
+            from settings import load_settings
 
             token = load_settings().discord_token
             if token is None or not token.get_secret_value().strip():

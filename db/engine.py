@@ -6,7 +6,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from animegamer.settings import Settings
+from settings import Settings
 
 _SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg")
 

@@ -8,7 +8,7 @@ from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from animegamer.settings import Settings
+from settings import Settings
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
 from game.errors import GameError, NoFilm, UnknownCharacter, UnknownFilm

@@ -15,6 +15,8 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased, undefer
 
+from contracts import representation
+from contracts.turn import HistoryTurn, TurnRequest, TurnResult
 from db import notify
 from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn
@@ -32,8 +34,6 @@ from game.errors import (
     TurnNotFound,
 )
 from game.instruction import Instruction
-from inference import representation
-from inference.backend import HistoryTurn, TurnRequest, TurnResult
 
 # enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
 Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]

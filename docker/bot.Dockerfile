@@ -9,6 +9,8 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY settings/ settings/
+COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/
 COPY db/ db/

@@ -31,6 +31,8 @@ RUN python3 -m venv /opt/venv \
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY settings/ settings/
+COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/
 COPY db/ db/

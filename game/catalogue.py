@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from settings import Settings, SettingsError, load_settings
+
 
 @dataclass(frozen=True)
 class Character:
@@ -105,3 +107,15 @@ def suggest(options: tuple[str, ...], typed: str, limit: int = 25) -> list[str]:
     pre = [o for o in options if o.casefold().startswith(t)]
     rest = [o for o in options if t in o.casefold() and o not in pre]
     return (pre + rest)[:limit]
+
+
+def load_checked_settings(**overrides) -> Settings:
+    """The settings, with the default film checked against this catalogue (the settings module
+    sits below the game's rules, so it cannot know the films itself)."""
+    settings = load_settings(**overrides)
+    if settings.default_film not in FILMS:
+        known = ", ".join(sorted(FILMS))
+        raise SettingsError(
+            f"invalid settings:\n  ANIMEGAMER_DEFAULT_FILM: unknown film {settings.default_film!r}; known: {known}"
+        )
+    return settings

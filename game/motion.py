@@ -13,7 +13,8 @@ DEFAULT_OTHERWISE = 40.0
 def motion_scope(
     level: int,
     mapping: Mapping[int, float] | None = None,
-    otherwise: float = DEFAULT_OTHERWISE,
+    otherwise: float | None = None,
 ) -> float:
+    """None for either part means the released batch script's value."""
     table = DEFAULT_MOTION_SCOPE if mapping is None else mapping
-    return float(table.get(int(level), otherwise))
+    return float(table.get(int(level), DEFAULT_OTHERWISE if otherwise is None else otherwise))

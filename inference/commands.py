@@ -29,7 +29,7 @@ def register(sub) -> None:
 def run_worker_command(args) -> int:
     from sqlalchemy.exc import DBAPIError
 
-    from animegamer.settings import load_settings
+    from game.catalogue import load_checked_settings as load_settings
     from inference.backends import BackendUnavailable
     from inference.worker import Worker, WorkerStartError
 

@@ -387,7 +387,7 @@ def download(models_root: Path, film: Film, skip_convert: bool = False, endpoint
 def _models_root(args) -> Path:
     if args.models_dir:
         return Path(args.models_dir)
-    from animegamer.settings import load_settings
+    from settings import load_settings
 
     return load_settings().model_root
 

@@ -31,12 +31,13 @@ from collections.abc import Sequence
 from procrastinate import worker as procrastinate_worker
 from sqlalchemy import text
 
-from animegamer.runtime import open_database
-from animegamer.settings import Settings
+from db.runtime import open_database
+from settings import Settings
 from db import turns as turn_service
 from game.catalogue import FILMS
 from inference import mp4, queue
-from inference.backend import Backend, BackendError, TurnRequest
+from contracts.turn import TurnRequest
+from inference.backend import Backend, BackendError
 from inference.backends import make_backend
 from inference.metrics import WorkerMetrics, start_server
 

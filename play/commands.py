@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def run_play_command(args) -> int:
-    from animegamer.settings import load_settings
+    from game.catalogue import load_checked_settings as load_settings
     from play.runner import PlayOptions, run
 
     settings = load_settings()

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from animegamer.runtime import open_database
-from animegamer.settings import Settings
+from db.runtime import open_database
+from settings import Settings
 from db.engine import libpq_url
 from play.events import EventHub
 from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film

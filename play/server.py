@@ -22,8 +22,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from animegamer.runtime import Database
-from animegamer.settings import Settings
+from db.runtime import Database
+from settings import Settings
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
 from game.catalogue import FILMS, suggest

@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import text
 
-from animegamer.settings import Settings
+from settings import Settings
 from db.engine import make_engine, make_sessionmaker
 from tests.pg import fresh_database
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from animegamer.settings import SettingsError, load_settings
+from game.catalogue import load_checked_settings as load_settings
+from settings import SettingsError
 
 
 @pytest.fixture(autouse=True)

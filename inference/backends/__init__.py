@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from animegamer.settings import Settings
+from settings import Settings
 from game.catalogue import FILMS
 from inference.backend import Backend
 

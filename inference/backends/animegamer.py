@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from game.motion import DEFAULT_OTHERWISE, motion_scope
+from game.motion import motion_scope
 from game.states import Prediction
-from inference.backend import BackendError, ClipDecoder, ProgressCallback, TurnRequest, TurnResult
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult
+from inference.backend import BackendError, ClipDecoder
 from inference.mllm.batcher import MicroBatcher
 from inference.mp4 import encode_mp4
 
@@ -43,7 +44,7 @@ class AnimeGamerSettings:
     mllm_only: bool = False  # no decoder: turns get no clip (benchmarks)
     rep_dim: int = 1920  # representation width (the decoder's conditioning width)
     motion_scope_map: Mapping[int, float] | None = None  # None: the released batch script's table
-    motion_scope_otherwise: float = DEFAULT_OTHERWISE
+    motion_scope_otherwise: float | None = None  # None: the released batch script's value
     max_batch: int = 4  # concurrent turns (of different sessions) sharing one MLLM pass; 1 = off
     batch_window: float = 0.02  # seconds the first turn waits for others to join its batch
 

@@ -23,8 +23,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from game import preview_rules
 from game import states as rules
-from game.motion import DEFAULT_OTHERWISE, motion_scope
-from inference.backend import ProgressCallback, TurnRequest, TurnResult
+from game.motion import motion_scope
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from inference.mp4 import DEFAULT_MAX_BYTES, encode_mp4
 
 LABEL = "PREVIEW"
@@ -60,7 +60,7 @@ class PreviewBackend:
         delay: float = 0.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
         scope_mapping: Mapping[int, float] | None = None,
-        scope_otherwise: float = DEFAULT_OTHERWISE,
+        scope_otherwise: float | None = None,
     ):
         self.render = render
         self.frames, self.width, self.height, self.fps = frames, width, height, fps

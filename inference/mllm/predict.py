@@ -1,6 +1,6 @@
 """Prediction of a turn: the 226 x 1920 representation and the four state values.
 
-Defaults and what they reproduce (DESIGN.md, "known defects"):
+Defaults and what they reproduce (docs/models.md lists how they differ from the released demo):
 
 - `readout="released"` (default): the representation is the output projection of the hidden
   states at the last 226 positions of the prompt, which ends in `</frame></img><ML>`, so it is the

@@ -12,7 +12,8 @@ Layout (ids, not text):
 History slots hold `<frame_00000>..<frame_00225>` ids, but their embeddings are replaced by that
 turn's representation through the input projection. Each history turn carries its own four
 values, and `</ST>` once: the released demo wrote the current turn's values and `</ST>` twice
-(DESIGN.md, known defects), which is not the training format.
+(docs/models.md, "Defaults, and how they differ from the released demo"), which is not the
+training format.
 
 `history_window = 0` reproduces the released demo, whose `max_window = 1` breaks out of the
 history loop at once; larger windows use the training format (training used 1-5 turns).

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import discord
 import pytest_asyncio
 
-from animegamer.runtime import open_database
+from db.runtime import open_database
 from bot.client import AnimeGamerBot
 from tests.fake_discord import FakeDiscord, FakeChannel, FakeGuild, FakeMember, FakeRole, patch_discord, start_client, stop_client
 from tests.queue.conftest import qsettings, start_worker  # noqa: F401  (fixtures shared with the queue tests)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from animegamer.runtime import open_database
+from db.runtime import open_database
 from db.engine import make_engine
 from db.migrate import upgrade
 from db.models import GameSession, Turn

@@ -27,8 +27,8 @@ from game.errors import (
 )
 from game.instruction import build_instruction
 from game.states import CharacterState, Prediction
-from inference import representation
-from inference.backend import TurnResult
+from contracts import representation
+from contracts.turn import TurnResult
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)

@@ -5,7 +5,7 @@ import torch
 
 from decoder_sat_reference import make_sat_checkpoint
 from inference.decoder.convert import convert_transformer_state_dict
-from inference.decoder.tiny import TINY_TRANSFORMER_CONFIG
+from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
 
 torch.set_num_threads(1)  # tiny tensors; the machine is shared

@@ -22,7 +22,7 @@ from inference.decoder.convert import (
     convert_vae_state_dict,
 )
 from inference.decoder.pipeline import load_decoder
-from inference.decoder.tiny import TINY_SIZE, TINY_VAE_CONFIG
+from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 from inference.decoder.vae import latent_chunks
 
 

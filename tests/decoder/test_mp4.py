@@ -12,7 +12,7 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder
-from inference.decoder.tiny import TINY_SIZE, TINY_VAE_CONFIG
+from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 from inference.mp4 import ffmpeg_binary
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from animegamer.cli import build_parser
-from animegamer.settings import Settings, load_settings
+from settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

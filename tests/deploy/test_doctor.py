@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from animegamer.doctor import FAIL, INFO, OK, SKIP, check_discord_token, check_models
-from animegamer.settings import Settings
+from settings import Settings
 from db.engine import make_engine
 from db.migrate import upgrade
 from game.catalogue import get_film

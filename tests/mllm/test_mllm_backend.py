@@ -7,7 +7,8 @@ import pytest
 
 from game.motion import motion_scope
 from game.states import Prediction
-from inference.backend import Backend, BackendError, HistoryTurn, TurnRequest
+from contracts.turn import HistoryTurn, TurnRequest
+from inference.backend import Backend, BackendError
 from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
 from mllm_helpers import history, instruction
 

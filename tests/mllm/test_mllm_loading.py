@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.mllm import tiny
+from tests.tiny import mllm as tiny
 from inference.mllm.loading import CheckpointError, load_mllm
 from inference.mllm.tokens import TokenizerMismatch
 
-# DESIGN.md's list of key shapes in the released agent checkpoint, literally.
+# The key shapes of the released agent checkpoint, literally.
 RELEASED_KEYS = [
     "llm.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight",
     "llm.base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight",

@@ -21,7 +21,7 @@ HOSTILE = [
 
 
 def test_ids_are_the_released_table():
-    # DESIGN.md / animegamer_tokenizer/added_tokens.json
+    # the released animegamer_tokenizer/added_tokens.json
     expect = {"<frame_00000>": 32000, "<frame_00255>": 32255, "<img>": 32256, "</img>": 32257,
               "<vid>": 32258, "</vid>": 32259, "<frame>": 32260, "</frame>": 32261,
               "<Strength_-5>": 32262, "<Strength_0>": 32267, "<Strength_5>": 32272, "<visual>": 32273,
@@ -41,7 +41,7 @@ def test_tiny_tokenizer_verifies(tokenizer):
 def test_mismatched_tokenizer_is_refused(files, tmp_path):
     from transformers import LlamaTokenizer
 
-    from inference.mllm.tiny import tiny_vocab
+    from tests.tiny.mllm import tiny_vocab
 
     vocab, merges = tiny_vocab()
     tok = LlamaTokenizer(vocab=vocab, merges=merges)
@@ -88,7 +88,7 @@ def test_released_tokenizer_is_built_from_mistrals(tmp_path, tokenizer):
     GitHub only): same base vocabulary, the 284 tokens at their ids, same encoding of text."""
     from transformers import LlamaTokenizer
 
-    from inference.mllm.tiny import tiny_vocab
+    from tests.tiny.mllm import tiny_vocab
     from inference.mllm.tokens import build_released_tokenizer
 
     vocab, merges = tiny_vocab()

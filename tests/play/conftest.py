@@ -9,7 +9,7 @@ import aiohttp
 import pytest_asyncio
 from aiohttp import web
 
-from animegamer.runtime import Database
+from db.runtime import Database
 from db.engine import make_sessionmaker
 from play.events import EventHub
 from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from animegamer.settings import Settings
+from settings import Settings
 from inference.worker import Worker
 
 

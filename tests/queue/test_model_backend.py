@@ -18,9 +18,9 @@ from sqlalchemy.orm import undefer
 
 from db.models import Turn
 from game.catalogue import FILMS
-from inference import representation
+from contracts import representation
 from inference.backends import BackendUnavailable, make_backend
-from inference.decoder.tiny import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 from inference.model_paths import film_paths
 from inference.worker import Worker
 from tests.queue.helpers import new_session, submit, turn_rows, wait_until
@@ -33,7 +33,7 @@ def models_root(tmp_path_factory):
     from diffusers import AutoencoderKLCogVideoX
 
     from inference.decoder.transformer import AnimeGamerTransformer3DModel
-    from inference.mllm import tiny
+    from tests.tiny import mllm as tiny
 
     root = tmp_path_factory.mktemp("models")
     paths = film_paths(root, FILMS["qiqi"])

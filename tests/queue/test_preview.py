@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from animegamer.settings import Settings
+from settings import Settings
 from game import preview_rules
 from game.states import CharacterState
-from inference.backend import TurnRequest
+from contracts.turn import TurnRequest
 from inference.backends import BackendUnavailable, make_backend
 from inference.backends.preview import PreviewBackend
 
@@ -115,7 +115,7 @@ def test_preview_worker_does_not_import_torch():
 
     code = (
         "import sys, inference.worker, inference.queue, inference.backends.preview, db.listen\n"
-        "from animegamer.settings import Settings\n"
+        "from settings import Settings\n"
         "from inference.backends import make_backend\n"
         "make_backend(Settings(_env_file=None), 'preview')\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from animegamer.settings import Settings
+from settings import Settings
 from db.engine import make_engine, make_sessionmaker, resolve_database_url
 
 

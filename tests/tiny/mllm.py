@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .tokens import BASE_VOCAB, VOCAB_SIZE, add_animegamer_tokens
+from inference.mllm.tokens import BASE_VOCAB, VOCAB_SIZE, add_animegamer_tokens
 
 WORDS = (
     "Character Motion Background Qiqi Jiji Ponyo Sosuke quickly slowly happily fly run walk jump eat "

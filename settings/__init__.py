@@ -1,5 +1,8 @@
 """Settings: environment variables (prefix `ANIMEGAMER_`), an optional `.env`, an optional TOML file.
 
+This module sits at the bottom of the project: it imports nothing of it, so every layer can read
+settings. The default film is checked against the film catalogue by the commands that use it.
+
 Precedence, highest first: constructor arguments, environment, `.env`, the TOML file named by
 `ANIMEGAMER_CONFIG` (or `animegamer.toml` in the working directory when present), defaults.
 `DATABASE_URL` is also read without the prefix, as most hosting platforms set it that way.
@@ -19,9 +22,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
-
-from game.catalogue import FILMS
-from game.motion import DEFAULT_MOTION_SCOPE, DEFAULT_OTHERWISE
 
 
 def _default_data_dir() -> Path:
@@ -66,8 +66,9 @@ class Settings(BaseSettings):
     history_window: int = Field(2, ge=0, le=5)  # earlier turns shown to the MLLM; 0 = released demo
     decoder_steps: int = Field(50, ge=1, le=200)
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
-    motion_scope: dict[int, float] = Field(default_factory=lambda: dict(DEFAULT_MOTION_SCOPE))
-    motion_scope_otherwise: float = DEFAULT_OTHERWISE
+    # motion level -> motion scope; None: the released batch script's table (game.motion)
+    motion_scope: dict[int, float] | None = None
+    motion_scope_otherwise: float | None = None
     mp4_max_bytes: int = Field(10 * 1024 * 1024, ge=100_000)
     queue_poll_interval: float = Field(0.3, gt=0, le=10)  # seconds; see docs/ARCHITECTURE.md
     stalled_after: float = Field(60.0, gt=0)  # seconds without a worker heartbeat
@@ -102,13 +103,6 @@ class Settings(BaseSettings):
                 raise SettingsError(f"config file {path} (ANIMEGAMER_CONFIG) does not exist")
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
-
-    @field_validator("default_film")
-    @classmethod
-    def _known_film(cls, v: str) -> str:
-        if v not in FILMS:
-            raise ValueError(f"unknown film {v!r}; known: {', '.join(sorted(FILMS))}")
-        return v
 
     @field_validator("database_url")
     @classmethod

@@ -8,9 +8,9 @@ import torch
 
 from diffusers import AutoencoderKLCogVideoX
 
-from .pipeline import AnimeGamerDecoder
-from .transformer import AnimeGamerTransformer3DModel
-from .vae import SCALE_FACTOR
+from inference.decoder.pipeline import AnimeGamerDecoder
+from inference.decoder.transformer import AnimeGamerTransformer3DModel
+from inference.decoder.vae import SCALE_FACTOR
 
 TINY_TRANSFORMER_CONFIG: dict[str, Any] = {
     "num_attention_heads": 2,
