@@ -615,3 +615,11 @@ async def test_edits_per_channel_and_window(fake_discord: FakeDiscord, world: Wo
     await (await fake_discord.click(posted, world.alice, "game:join")).wait_response()
     assert fake_discord.max_edits_in_window(world.games, 5.0) == 5
     assert fake_discord.max_edits_in_window(world.games, 5.0, via=None) == 6
+
+
+async def test_routes_the_fake_lacks_are_404_and_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    with pytest.raises(discord.NotFound):
+        await bot.get_channel(world.general.id).typing()  # the bot never shows "typing..."
+    (rec,) = fake_discord.unhandled
+    assert (rec.method, rec.path, rec.route, rec.status) == ("POST", f"/channels/{world.general.id}/typing", None, 404)
+    fake_discord.unhandled.clear()  # the fixture asserts none are left
