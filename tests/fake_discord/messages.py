@@ -52,6 +52,7 @@ class MessagesMixin:
         embeds: Optional[List[Dict[str, Any]]] = None,
         components: Optional[List[Dict[str, Any]]] = None,
         dispatch: bool = False,
+        source: str = "seeded",
     ) -> FakeMessage:
         """Seed a message without going through the client, e.g. one the bot posted before a restart.
 
@@ -65,7 +66,7 @@ class MessagesMixin:
             content=content,
             embeds=embeds or [],
             components=components or [],
-            source="seeded",
+            source=source,
         )
         self._store_message(msg, channel, dispatch=dispatch)
         return msg
@@ -74,15 +75,7 @@ class MessagesMixin:
         self: "FakeDiscord", channel: FakeChannel, member: FakeMember, content: str
     ) -> FakeMessage:
         """A human posts in a channel: stored, and MESSAGE_CREATE is dispatched (content intent honoured)."""
-        msg = FakeMessage(
-            id=self.snowflake(),
-            channel_id=channel.id,
-            guild_id=channel.guild_id,
-            author=member.user,
-            content=content,
-            source="user",
-        )
-        self._store_message(msg, channel, dispatch=True)
+        msg = self.post_message(channel, author=member, content=content, dispatch=True, source="user")
         await asyncio.sleep(0)
         return msg
 
