@@ -34,12 +34,12 @@ suites can ``from tests.fake_discord.conftest import fake_discord``.
 Test-facing API (FakeDiscord)
 -----------------------------
 World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
-``create_user(name)``; on the guild: ``create_text_channel``,
-``create_category``, ``create_role(name, permissions=)``, ``create_member(name, roles=)``,
-``add_member(user)``, ``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the
-bot), ``upload_limit`` (mutable, checked per request); channel
-``set_overwrite(role_or_member, allow=, deny=)``; member ``add_role`` / ``remove_role``. Changes made
-while a client is connected reach it as gateway events (GUILD_CREATE, CHANNEL_CREATE, GUILD_MEMBER_*).
+``create_user(name)``; on the guild: ``create_text_channel``, ``create_category``,
+``create_role(name, permissions=)``, ``create_member(name, roles=)``, ``add_member(user)``,
+``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the bot), ``upload_limit``
+(mutable, checked per request); channel ``set_overwrite(role_or_member, allow=, deny=)``; member
+``add_role`` / ``remove_role``. Changes made while a client is connected reach it as gateway events
+(GUILD_CREATE, CHANNEL_*, GUILD_ROLE_*, GUILD_MEMBER_*).
 Permissions follow Discord's algorithm (owner and administrator get everything; overwrites apply).
 
 Drive the bot: ``await slash(guild, channel, member, "group sub", options)``,
@@ -67,9 +67,8 @@ Faults and gateway: ``fail_next(method, path_regex | route=template, status=, co
 retry_after=)`` answers the next ``times`` matching requests with an error and returns the ``Fault``
 (``hits``: the requests it answered, ``remaining``); ``status=429`` answers like Discord's rate limit
 (``retry_after`` in the body, ``Via`` header), so discord.py sleeps and retries as in production.
-``drop_gateway()`` (client
-RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7), ``invalidate_sessions()``
-(op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
+``drop_gateway()`` (client RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7),
+``invalidate_sessions()`` (op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
 ``gateway.log`` (("connect", query), ("identify", sid), ("resume", sid, seq), ("resumed", sid),
 ("invalid_session", sid), ("close", code, "client"|"server")), ``gateway.sessions`` (each with the
 ``identify`` payload and every dispatched frame, ``s`` numbered 1, 2, 3, ...).

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from .guilds import FakeMember
-from .models import FakeAttachment, FakeChannel, FakeMessage, FakeUser, RecordedRequest
+from .models import FLAG_EPHEMERAL, FakeAttachment, FakeChannel, FakeMessage, FakeUser, RecordedRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import FakeDiscord
@@ -58,7 +58,7 @@ class InteractionCallback:
 
     @property
     def ephemeral(self) -> bool:
-        return bool(self.flags & (1 << 6))
+        return bool(self.flags & FLAG_EPHEMERAL)
 
     @property
     def choices(self) -> List[Dict[str, Any]]:
