@@ -113,6 +113,12 @@ messages), ``attachments.py``, ``application.py`` (login, commands, slash option
 ``interaction_routes.py`` (pushing interactions and their answer routes), ``rest.py`` (routing,
 request recording, faults); plus ``gateway.py`` (the websocket), ``interactions.py`` (handles),
 ``models.py`` (payload objects), ``errors.py`` and ``client.py`` (pointing discord.py at the fake).
+A new route is one method in its resource's mixin; it is found by its decorator::
+
+    @route("POST", "/channels/{channel_id}/typing")
+    async def _typing(self, rec: RecordedRequest, channel_id: str) -> Reply:
+        self._require(self._channel_or_404(channel_id), SEND_MESSAGES)  # Discord's 10003 / 50001 / 50013
+        return 204, None
 """
 
 from .client import patch_discord, running_client, start_client, stop_client
