@@ -9,7 +9,9 @@ from sqlalchemy import func, text, update
 from db.models import Turn
 from game.states import STATE_START
 from tests.bot.conftest import stop_bot
-from tests.bot.helpers import audit_actions, field, is_result, posted_turns, result, results, say, status_message, turns_of
+from tests.bot.helpers import (
+    audit_actions, field, is_result, posted_turns, result, results, say, setup_game, status_message, turns_of,
+)
 from tests.queue.helpers import wait_until
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
@@ -17,12 +19,6 @@ RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
 
 def result_posts(server, turn_id: int):
     return [r for r in server.requests_to(*RESULT_POSTS) if f"ag:regen:{turn_id}" in str(r.json.get("components"))]
-
-
-async def setup_game(w) -> None:
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, w.alice, "game join", {"character": "qiqi"})
 
 
 async def test_restart_between_finish_and_post(world, start_bot, start_worker, sessions):
