@@ -104,6 +104,8 @@ async def set_film(s: AsyncSession, guild_id: int, film_id: str, channel_id: int
     The playable cast is reset to the new film's whole cast."""
     film = film_or_error(film_id)
     require_id(guild_id, "server id")
+    if channel_id is not None:
+        require_id(channel_id, "channel id")
     if channel_id is None:
         await _upsert(s, GuildSettings, {"guild_id": guild_id}, {"film_id": film.id, "playable": None})
     else:
