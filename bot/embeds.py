@@ -14,6 +14,7 @@ from discord.utils import escape_markdown, escape_mentions
 
 from db.models import GameSession, Player, Turn
 from game.catalogue import Film
+from game.sanitize import clean_text
 from game.states import STATE_NAMES, CharacterState, bar, describe
 
 DONE, FAILED, PREVIEW, WAITING, INFO = 0x2ECC71, 0xE74C3C, 0xE67E22, 0x95A5A6, 0x3498DB
@@ -26,8 +27,9 @@ _ANGLE_MARKUP = re.compile(r"<(?=[@#:/]|a:|t:|id:)")
 
 
 def esc(text: str | None) -> str:
-    """Player text for display: no Markdown, no mention or other `<…>` markup."""
-    return _ANGLE_MARKUP.sub("<\u200b", escape_mentions(escape_markdown(text or "")))
+    """Player text for display: no control or invisible characters, no Markdown, no mention or
+    other `<…>` markup (what is stored is already clean; a name straight from Discord is not)."""
+    return _ANGLE_MARKUP.sub("<\u200b", escape_mentions(escape_markdown(clean_text(text, 4000))))
 
 
 def character_name(film: Film, character_id: str) -> str:
