@@ -164,7 +164,7 @@ async def send(http: aiohttp.ClientSession, base: str, case: Case) -> tuple[int,
             return r.status, None, text
 
 
-async def raw(base: str, request: bytes, *, then_wait: float = 0, timeout: float = 10) -> tuple[int, dict | None, float]:
+async def raw(base: str, request: bytes, *, timeout: float = 10) -> tuple[int, dict | None, float]:
     """Send bytes as they are; returns (status, JSON body or None, seconds until the answer)."""
     host, port = base.removeprefix("http://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
@@ -172,7 +172,10 @@ async def raw(base: str, request: bytes, *, then_wait: float = 0, timeout: float
     try:
         writer.write(request)
         await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+        except (TimeoutError, asyncio.IncompleteReadError):
+            return 0, None, timeout  # held open, or closed without an answer
         took = asyncio.get_running_loop().time() - t0
         status = int(head.split(b" ", 2)[1])
         length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
