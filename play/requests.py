@@ -165,8 +165,10 @@ async def read_body(request: web.Request) -> bytes:
 
 async def parse_body(request: web.Request, model: type[Body]) -> Body:
     raw = await read_body(request)
+    if not raw and model is Empty:
+        raw = b"{}"  # an action without data may also send no body at all (still as JSON)
     try:
-        return model.model_validate_json(raw or b"{}" if model is Empty else raw)
+        return model.model_validate_json(raw)
     except ValidationError as e:
         raise _refusal(e, "") from None
 
