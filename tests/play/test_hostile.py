@@ -291,3 +291,31 @@ async def test_a_bug_is_a_logged_500_in_the_same_shape(caplog):
     assert r.status == 500 and data["error"] == "internal" and "secret" not in data["message"]
     [record] = [r for r in caplog.records if r.levelname == "ERROR"]
     assert "GET /api/broken failed" in record.getMessage() and record.exc_info[0] is KeyError
+
+
+@pytest.mark.parametrize("bound,local,host,ok", [
+    ("127.0.0.1", "127.0.0.1", "127.0.0.1:8080", True),
+    ("127.0.0.1", "127.0.0.1", "localhost:8080", True),
+    ("127.0.0.1", "127.0.0.1", "LOCALHOST.:8080", True),
+    ("127.0.0.1", "127.0.0.1", "127.0.0.1:8081", False),
+    ("127.0.0.1", "127.0.0.1", "127.0.0.1", False),  # port 80 is not ours
+    ("127.0.0.1", "127.0.0.1", "evil.example.com:8080", False),
+    ("::1", "::1", "[::1]:8080", True),
+    ("gamebox.lan", "192.168.1.5", "gamebox.lan:8080", True),  # the --host name
+    ("gamebox.lan", "192.168.1.5", "192.168.1.5:8080", True),  # the address it came in on
+    ("0.0.0.0", "192.168.1.5", "10.0.0.7:8080", True),  # every interface: any address...
+    ("0.0.0.0", "192.168.1.5", "rebound.example.com:8080", False),  # ...but no other name
+])
+def test_host_names_this_server(bound, local, host, ok):
+    from unittest import mock
+
+    from aiohttp.test_utils import make_mocked_request
+
+    from play.guard import allowed_host
+    from play.services import SERVICES, PlayServices
+
+    transport = mock.Mock()
+    transport.get_extra_info.side_effect = lambda key, default=None: (local, 8080) if key == "sockname" else default
+    app = {SERVICES: PlayServices(settings=None, db=None, hub=None, host=bound)}
+    request = make_mocked_request("GET", "/api/state", headers={"Host": host}, transport=transport, app=app)
+    assert (allowed_host(request) is not None) == ok
