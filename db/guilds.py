@@ -1,4 +1,10 @@
-"""Guild and channel configuration: film, playable cast, roles, limits."""
+"""Guild and channel configuration: film, playable cast, roles, limits.
+
+Limits: the operator's settings are the loosest a guild may play with. A guild admin can only
+tighten them (a longer cooldown, a smaller backlog, shorter instructions); a looser value is
+stored as asked but clamped wherever limits are read, so it never applies, and the admin is told
+the value that does.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from settings import Settings
+from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
 from game.errors import GameError, NoFilm, UnknownCharacter, UnknownFilm
@@ -19,6 +26,21 @@ class Limits:
     max_instruction_len: int
     cooldown_seconds: float
     backlog_cap: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """The operator's limits: the loosest any guild plays with."""
+        return cls(settings.max_instruction_len, settings.cooldown_seconds, settings.backlog_cap)
+
+    def tightened(
+        self, *, max_instruction_len: int | None = None, cooldown_seconds: float | None = None, backlog_cap: int | None = None
+    ) -> Limits:
+        """These limits with a guild's choices applied where they are stricter (None: no choice)."""
+        return Limits(
+            max_instruction_len=min(self.max_instruction_len, max_instruction_len or self.max_instruction_len),
+            cooldown_seconds=max(self.cooldown_seconds, cooldown_seconds if cooldown_seconds is not None else 0),
+            backlog_cap=min(self.backlog_cap, backlog_cap or self.backlog_cap),
+        )
 
 
 @dataclass(frozen=True)
@@ -36,6 +58,14 @@ class ChannelConfig:
             return []
         return [c for c in self.film.characters if self.playable is None or c.id in self.playable]
 
+    def cast_for(self, film: Film) -> list:
+        """The playable characters of a game of `film` here: the configured cast when `film` is
+        the configured film, else (a game an admin started on another film) its whole cast.
+        The one rule both faces (Discord and the play page) use."""
+        if self.film is not None and self.film.id == film.id:
+            return self.cast()
+        return list(film.characters)
+
 
 def film_or_error(film_id: str) -> Film:
     if film_id not in FILMS:
@@ -44,8 +74,9 @@ def film_or_error(film_id: str) -> Film:
 
 
 async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, channel_id: int) -> ChannelConfig:
-    g = await s.get(GuildSettings, guild_id)
-    c = await s.get(ChannelSettings, channel_id)
+    # An id no row can have has nothing configured (and must not reach the query).
+    g = await s.get(GuildSettings, guild_id) if fits_bigint(guild_id) else None
+    c = await s.get(ChannelSettings, channel_id) if fits_bigint(channel_id) else None
     # A channel with its own film has its own cast; otherwise the guild's film and cast apply.
     source = c if c is not None and c.film_id else g
     film_id = source.film_id if source is not None else None
@@ -55,10 +86,8 @@ async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, cha
         playable=None if playable is None else frozenset(playable),
         admin_role_ids=frozenset(g.admin_role_ids if g else ()),
         moderator_role_ids=frozenset(g.moderator_role_ids if g else ()),
-        limits=Limits(
-            max_instruction_len=(g and g.max_instruction_len) or settings.max_instruction_len,
-            cooldown_seconds=settings.cooldown_seconds if not g or g.cooldown_seconds is None else g.cooldown_seconds,
-            backlog_cap=(g and g.backlog_cap) or settings.backlog_cap,
+        limits=Limits.of(settings) if g is None else Limits.of(settings).tightened(
+            max_instruction_len=g.max_instruction_len, cooldown_seconds=g.cooldown_seconds, backlog_cap=g.backlog_cap
         ),
     )
 
@@ -74,6 +103,9 @@ async def set_film(s: AsyncSession, guild_id: int, film_id: str, channel_id: int
 
     The playable cast is reset to the new film's whole cast."""
     film = film_or_error(film_id)
+    require_id(guild_id, "server id")
+    if channel_id is not None:
+        require_id(channel_id, "channel id")
     if channel_id is None:
         await _upsert(s, GuildSettings, {"guild_id": guild_id}, {"film_id": film.id, "playable": None})
     else:
@@ -85,6 +117,7 @@ async def set_character_enabled(
     s: AsyncSession, settings: Settings, guild_id: int, channel_id: int, character: str, enabled: bool
 ) -> frozenset[str]:
     """Enable or disable one character where the film is configured (channel or guild)."""
+    require_id(guild_id, "server id"), require_id(channel_id, "channel id")
     cfg = await channel_config(s, settings, guild_id, channel_id)
     if cfg.film is None:
         raise NoFilm()
@@ -105,6 +138,9 @@ async def set_character_enabled(
 async def set_roles(
     s: AsyncSession, guild_id: int, *, admin_role_ids: list[int] | None = None, moderator_role_ids: list[int] | None = None
 ) -> None:
+    require_id(guild_id, "server id")
+    for r in (*(admin_role_ids or ()), *(moderator_role_ids or ())):
+        require_id(r, "role id")
     values = {}
     if admin_role_ids is not None:
         values["admin_role_ids"] = admin_role_ids
@@ -114,26 +150,50 @@ async def set_roles(
         await _upsert(s, GuildSettings, {"guild_id": guild_id}, values)
 
 
+@dataclass(frozen=True)
+class LimitsChange:
+    """What /admin limits did: the limits that now apply, and the requests that were looser than
+    the operator's (name -> (asked, applied))."""
+
+    effective: Limits
+    clamped: dict[str, tuple[float, float]]
+
+
+LIMIT_RANGES = {  # what a guild may store (the operator's settings clamp it further)
+    "max_instruction_len": (40, 2000),
+    "cooldown_seconds": (0, 3600),
+    "backlog_cap": (1, 100),
+}
+
+
 async def set_limits(
     s: AsyncSession,
+    settings: Settings,
     guild_id: int,
     *,
     max_instruction_len: int | None = None,
     cooldown_seconds: float | None = None,
     backlog_cap: int | None = None,
-) -> None:
-    """Set the guild's limits (the values given; others unchanged)."""
-    checks = {
-        "max_instruction_len": (max_instruction_len, 40, 2000),
-        "cooldown_seconds": (cooldown_seconds, 0, 3600),
-        "backlog_cap": (backlog_cap, 1, 100),
-    }
+) -> LimitsChange:
+    """Set the guild's limits (the values given; others unchanged). Values looser than the
+    operator's are stored but never apply (see channel_config); the result says which."""
+    require_id(guild_id, "server id")
+    asked = {"max_instruction_len": max_instruction_len, "cooldown_seconds": cooldown_seconds, "backlog_cap": backlog_cap}
     values = {}
-    for name, (v, lo, hi) in checks.items():
+    for name, v in asked.items():
         if v is None:
             continue
-        if not lo <= v <= hi:
+        lo, hi = LIMIT_RANGES[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
             raise GameError(f"{name} must be between {lo} and {hi}.")
         values[name] = v
     if values:
         await _upsert(s, GuildSettings, {"guild_id": guild_id}, values)
+    g = await s.get(GuildSettings, guild_id, populate_existing=True)
+    effective = Limits.of(settings).tightened(
+        max_instruction_len=g.max_instruction_len if g else None,
+        cooldown_seconds=g.cooldown_seconds if g else None,
+        backlog_cap=g.backlog_cap if g else None,
+    )
+    clamped = {n: (v, getattr(effective, n)) for n, v in values.items() if getattr(effective, n) != v}
+    return LimitsChange(effective, clamped)

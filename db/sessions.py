@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
+from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
 from game.catalogue import Film
 from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
@@ -18,6 +19,8 @@ from game.states import CharacterState
 
 async def live_session(s: AsyncSession, channel_id: int, *, lock: bool = False) -> GameSession | None:
     """The channel's active or paused session."""
+    if not fits_bigint(channel_id):
+        return None
     q = select(GameSession).where(GameSession.channel_id == channel_id, GameSession.status != "archived")
     if lock:
         q = q.with_for_update()
@@ -34,6 +37,9 @@ async def require_session(s: AsyncSession, channel_id: int, *, lock: bool = Fals
 
 
 async def start_session(s: AsyncSession, guild_id: int, channel_id: int, film: Film, created_by: int | None) -> GameSession:
+    require_id(guild_id, "server id"), require_id(channel_id, "channel id")
+    if created_by is not None:
+        require_id(created_by, "user id")
     if await live_session(s, channel_id) is not None:
         raise SessionExists()
     gs = GameSession(guild_id=guild_id, channel_id=channel_id, film_id=film.id, created_by=created_by)
@@ -53,6 +59,8 @@ async def players(s: AsyncSession, session_id: int) -> list[Player]:
 
 
 async def player_of(s: AsyncSession, session_id: int, user_id: int) -> Player | None:
+    if not fits_bigint(user_id):
+        return None
     q = select(Player).where(Player.session_id == session_id, Player.user_id == user_id, Player.left_at.is_(None))
     return (await s.scalars(q)).first()
 
@@ -61,6 +69,8 @@ async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_
     """Take control of a character (one player per character, one character per player)."""
     ch = film.character(character_id)
     assert ch is not None, "the caller checks the character against the cast"
+    require_id(user_id, "player id")
+    user_name = name_text(user_name)
     mine = await player_of(s, gs.id, user_id)
     if mine is not None:
         raise AlreadyJoined(film.character(mine.character_id).name if film.character(mine.character_id) else mine.character_id)
@@ -68,7 +78,7 @@ async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_
     taken = (await s.scalars(q)).first()
     if taken is not None:
         raise CharacterTaken(ch.name, taken.user_name)
-    p = Player(session_id=gs.id, user_id=user_id, user_name=user_name[:100], character_id=ch.id)
+    p = Player(session_id=gs.id, user_id=user_id, user_name=user_name, character_id=ch.id)
     s.add(p)
     try:
         async with s.begin_nested():
@@ -113,7 +123,7 @@ async def touch(s: AsyncSession, session_id: int) -> None:
 
 async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None) -> GameSession:
     gs.status = "paused" if paused else "active"
-    gs.paused_reason = reason if paused else None
+    gs.paused_reason = free_text(reason, REASON_LEN) if paused else None
     if not paused:
         gs.last_activity_at = func.now()
     await s.flush()

@@ -18,6 +18,7 @@ from sqlalchemy.orm import aliased, undefer
 from contracts import representation
 from contracts.turn import HistoryTurn, TurnRequest, TurnResult
 from db import notify
+from db.bounds import ERROR_LEN, REASON_LEN, STAGE_LEN, fits_bigint, fits_int, free_text, name_text, require_id
 from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn
 from db.sessions import ensure_states, player_of, states, touch
@@ -56,6 +57,8 @@ async def submit_turn(
 ) -> Turn:
     """Queue one turn. Refuses (GameError) when paused, not joined, the backlog is full, or the
     author is cooling down. The session row is locked so sequence numbers never collide."""
+    require_id(author_id, "player id")
+    author_name = name_text(author_name)
     await s.refresh(gs, with_for_update=True)
     if gs.status == "paused":
         raise SessionPaused(gs.paused_reason)
@@ -86,7 +89,7 @@ async def submit_turn(
         session_id=gs.id,
         seq=gs.next_seq,
         author_id=author_id,
-        author_name=author_name[:100],
+        author_name=author_name,
         characters=list(instruction.character_ids),
         motion=instruction.motion,
         adverb=instruction.adverb,
@@ -107,6 +110,8 @@ async def submit_turn(
 
 
 async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: bool = False) -> Turn | None:
+    if not fits_bigint(turn_id):
+        return None
     q = select(Turn).where(Turn.id == turn_id)
     if blobs:
         q = q.options(undefer(Turn.mp4), undefer(Turn.representation))
@@ -116,6 +121,8 @@ async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: 
 
 
 async def turn_by_seq(s: AsyncSession, session_id: int, seq: int) -> Turn:
+    if not fits_int(seq):
+        raise TurnNotFound(seq)
     t = (await s.scalars(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq))).first()
     if t is None:
         raise TurnNotFound(seq)
@@ -194,11 +201,12 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
 
 async def record_progress(s: AsyncSession, turn_id: int, fraction: float, stage: str) -> None:
     fraction = max(0.0, min(1.0, fraction))
+    stage = free_text(stage, STAGE_LEN) or ""
     row = (
         await s.execute(
             update(Turn)
             .where(Turn.id == turn_id, Turn.status == "running")
-            .values(progress=fraction, progress_stage=stage[:64])
+            .values(progress=fraction, progress_stage=stage)
             .returning(Turn.session_id)
         )
     ).first()
@@ -253,7 +261,7 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
         return False
     gs = await s.get(GameSession, turn.session_id)
     turn.status = "failed"
-    turn.error = error[:2000]
+    turn.error = free_text(error, ERROR_LEN) or "failed"
     turn.finished_at = func.now()
     await s.flush()
     await notify.notify(s, notify.TURN_FINISHED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id, status="failed")
@@ -276,7 +284,7 @@ async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled") ->
     if turn.status != "queued":
         raise TurnNotCancellable(turn.status)
     turn.status = "cancelled"
-    turn.error = reason
+    turn.error = free_text(reason, REASON_LEN) or "cancelled"
     turn.finished_at = func.now()
     await s.flush()
     gs = await s.get(GameSession, turn.session_id)

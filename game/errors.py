@@ -228,3 +228,13 @@ class InternalError(GameError):
 
     def __init__(self) -> None:
         super().__init__("Something went wrong on our side. Please try again; if it keeps failing, tell a server admin.")
+
+
+class OutOfRange(GameError):
+    """A number that no row can hold (an id beyond 64 bits, a turn number beyond 32): refused
+    before it reaches the database, which would fail on it."""
+
+    code = "out_of_range"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"That {what} is not valid.")

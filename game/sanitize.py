@@ -16,6 +16,12 @@ Every field a player types (motion, adverb, background, time of day, free text) 
 
 SQL and Markdown are left as typed: queries are parameterised and the bot escapes Markdown and
 disables mentions where it displays player text.
+
+Free text that never reaches the model (display names, a pause reason, a cancel reason, audit
+entries) goes through `clean_text`: the same steps 1 and 2, then a cap by cutting (such text is
+not the typist's to shorten: a Discord display name is what Discord says). The database
+services apply it to every such value they store, whichever face calls them, so a NUL or a lone
+surrogate never reaches Postgres.
 """
 
 from __future__ import annotations
@@ -61,12 +67,27 @@ def _strip_invisible(text: str) -> tuple[str, int]:
     return "".join(kept), dropped
 
 
+def clean_text(text: str | None, max_len: int) -> str:
+    """Free text as stored: NFKC, invisible and control characters (NUL, lone surrogates, bidi
+    controls, zero-width characters) removed, whitespace runs made one space, cut to `max_len`."""
+    if not text:
+        return ""
+    s = unicodedata.normalize("NFKC", _drop_surrogates(text))
+    s, _ = _strip_invisible(s)
+    return _SPACE_RE.sub(" ", s).strip()[:max_len].rstrip()
+
+
+def _drop_surrogates(text: str) -> str:
+    # NFKC cannot take lone surrogates (they cannot be encoded); they carry nothing anyway.
+    return text.encode("utf-8", "ignore").decode("utf-8") if any("\ud800" <= ch <= "\udfff" for ch in text) else text
+
+
 def sanitize_field(text: str | None, field_name: str, max_len: int, required: bool = True) -> Sanitized:
     """Clean one field. Raises InputRefused with a reason a player can act on."""
     if text is None:
         text = ""
     notes: list[str] = []
-    s = unicodedata.normalize("NFKC", text)
+    s = unicodedata.normalize("NFKC", _drop_surrogates(text))
     s, dropped = _strip_invisible(s)
     if dropped:
         notes.append(f"removed {dropped} invisible or control character(s)")

@@ -58,6 +58,6 @@ async def start_server(
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port
+    bound = runner.addresses[0][1] if runner.addresses else port  # public API (tests/play/test_adapters.py)
     log.info("metrics on http://%s:%d/metrics", host, bound)
     return runner, bound

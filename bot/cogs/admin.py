@@ -69,11 +69,11 @@ class Admin(commands.Cog):
         names = {c.name: c.id for c in cfg.film.characters}
         return [app_commands.Choice(name=n, value=names[n]) for n in suggest(tuple(names), current)]
 
-    @admin.command(name="limits", description="Tighten this server's limits (leave an option out to keep it)")
+    @admin.command(name="limits", description="Tighten this server's limits; they never go below this bot's own (leave an option out to keep it)")
     @app_commands.describe(
-        cooldown="Seconds a player waits between turns",
-        backlog="Turns that may wait per game",
-        max_length="Characters per instruction",
+        cooldown="Seconds a player waits between turns (at least the bot's own)",
+        backlog="Turns that may wait per game (at most the bot's own)",
+        max_length="Characters per instruction (at most the bot's own)",
     )
     @checks.admin()
     async def limits(
@@ -85,17 +85,21 @@ class Admin(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            await guilds.set_limits(
-                s, interaction.guild_id, cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length
+            change = await guilds.set_limits(
+                s, self.bot.settings, interaction.guild_id,
+                cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length,
             )
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
             await bot_audit.record(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
-        lim = cfg.limits
-        await self._done(
-            interaction,
+        lim = change.effective
+        text = (
             f"Limits: cooldown {lim.cooldown_seconds:g} s, backlog {lim.backlog_cap} turns, "
-            f"instructions up to {lim.max_instruction_len} characters.",
+            f"instructions up to {lim.max_instruction_len} characters."
         )
+        labels = {"cooldown_seconds": "a cooldown of {:g} s", "backlog_cap": "a backlog of {:g}", "max_instruction_len": "{:g} characters"}
+        looser = [labels[n].format(asked) for n, (asked, _) in change.clamped.items()]
+        if looser:
+            text += f"\nThis bot's operator allows no looser limits, so {' and '.join(looser)} does not apply; the values above do."
+        await self._done(interaction, text)
 
     @admin.command(name="role", description="Give or take the bot's admin or moderator rights from a role")
     @app_commands.describe(kind="Which rights", role="The role", enabled="Give (default) or take away")

@@ -41,7 +41,7 @@ class Moderation(commands.Cog):
             gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
             await game_sessions.set_paused(s, gs, True, reason)
             await bot_audit.record(s, interaction, "pause", f"session {gs.id}", reason=reason)
-        why = f" ({esc(reason)})" if reason else ""
+        why = f" ({esc(gs.paused_reason)})" if gs.paused_reason else ""  # the reason as stored (cleaned)
         await self._announce(interaction, f"{self._by(interaction)} paused the game{why}.", "The game is paused.")
 
     @mod.command(name="resume", description="Resume a paused game")
@@ -85,7 +85,7 @@ class Moderation(commands.Cog):
             text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
             await self.bot.queue.cancel_queued_turn(s, row, text)
             await bot_audit.record(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
-        await self.bot.board.finish(row, "cancelled", note=esc(text).capitalize() + ".", channel_id=gs.channel_id)
+        await self.bot.board.finish(row, "cancelled", note=esc(row.error).capitalize() + ".", channel_id=gs.channel_id)
         await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
 
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")

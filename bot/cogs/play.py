@@ -27,14 +27,6 @@ log = logging.getLogger(__name__)
 EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video)
 
 
-def cast_of(cfg: ChannelConfig, film: Film) -> list[Character]:
-    """The playable characters of `film` here: the configured cast when `film` is the configured
-    film, else (a game started on another film by an admin) the film's whole cast."""
-    if cfg.film is not None and cfg.film.id == film.id:
-        return cfg.cast()
-    return list(film.characters)
-
-
 def split_names(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
@@ -55,7 +47,7 @@ class Play(commands.Cog):
             cfg = await self._config(s, interaction)
             gs = await game_sessions.live_session(s, interaction.channel_id)
         film = FILMS.get(gs.film_id) if gs is not None else cfg.film
-        return film, (cast_of(cfg, film) if film else [])
+        return film, (cfg.cast_for(film) if film else [])
 
     async def _say(self, interaction: discord.Interaction, text: str) -> None:
         """A line for the whole channel (mentions are off client-wide)."""
@@ -91,7 +83,7 @@ class Play(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id)
             film = FILMS[gs.film_id]
-            cast = cast_of(await self._config(s, interaction), film)
+            cast = (await self._config(s, interaction)).cast_for(film)
             ch = film.character(character)
             if ch is None or ch not in cast:
                 raise UnknownCharacter(character, [c.name for c in cast])
@@ -160,7 +152,7 @@ class Play(commands.Cog):
                 adverb or "",
                 time_of_day or "",
                 max_len=cfg.limits.max_instruction_len,
-                playable={c.id for c in cast_of(cfg, film)},
+                playable={c.id for c in cfg.cast_for(film)},
             )
             turn = await turn_service.submit_turn(
                 s,

@@ -32,6 +32,7 @@ function playerId() {
   return id;
 }
 const ME = playerId();
+const ME_ID = Number(ME); // ids are JSON numbers in request bodies (below 2^53: exact)
 
 const page = {
   state: null,
@@ -404,18 +405,18 @@ function wire() {
     const name = $("join-name").value;
     sessionStorage.setItem("animegamer.name", name);
     attempt(async () => {
-      await api("/api/join", { player_id: ME, name, character: $("join-character").value });
+      await api("/api/join", { player_id: ME_ID, name, character: $("join-character").value });
       await refreshState();
     });
   });
   $("leave-button").addEventListener("click", () => attempt(async () => {
-    await api("/api/leave", { player_id: ME });
+    await api("/api/leave", { player_id: ME_ID });
     await refreshState();
   }));
   $("act-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const body = {
-      player_id: ME,
+      player_id: ME_ID,
       motion: $("act-motion").value,
       adverb: $("act-adverb").value,
       background: $("act-background").value,

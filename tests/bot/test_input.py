@@ -3,7 +3,7 @@ shown escaped, without pinging anyone."""
 
 from __future__ import annotations
 
-from discord.utils import escape_markdown
+from bot.embeds import esc
 
 from tests.bot.helpers import posted_turns, result, say, setup_game, turns_of
 
@@ -42,7 +42,7 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
     (turn,) = await posted_turns(sessions, 1)
     assert turn.instruction == "Character: Jiji; Motion: fly on broomstick; Background: night **bold** _sky_ @everyone @123."
     embed = posted.embeds[0]
-    assert embed["description"] == escape_markdown(turn.instruction)
+    assert embed["description"] == esc(turn.instruction) and "@\u200beveryone" in embed["description"]
     assert "\\*\\*bold\\*\\* \\_sky\\_" in embed["description"]
     assert embed["fields"][0] == {"name": "Author", "value": "\\*\\*mal\\_lory\\*\\*", "inline": True}
     send = [r for r in server.requests_to("POST", "/channels/{channel_id}/messages") if r.files][0]

@@ -304,10 +304,10 @@ async def test_guild_and_channel_config(sessions, settings):
         await guilds.set_film(s, GUILD, "qiqi")
         await guilds.set_film(s, GUILD, "ponyo", channel_id=CHANNEL + 1)
         await guilds.set_roles(s, GUILD, admin_role_ids=[7], moderator_role_ids=[8, 9])
-        await guilds.set_limits(s, GUILD, backlog_cap=2, cooldown_seconds=0)
+        await guilds.set_limits(s, settings, GUILD, backlog_cap=2, cooldown_seconds=0)
         disabled = await guilds.set_character_enabled(s, settings, GUILD, CHANNEL, "Tombo", False)
         with pytest.raises(GameError, match="between 1 and 100"):
-            await guilds.set_limits(s, GUILD, backlog_cap=0)
+            await guilds.set_limits(s, settings, GUILD, backlog_cap=0)
     async with sessions.begin() as s:
         cfg = await guilds.channel_config(s, settings, GUILD, CHANNEL)
         other = await guilds.channel_config(s, settings, GUILD, CHANNEL + 1)
@@ -315,6 +315,26 @@ async def test_guild_and_channel_config(sessions, settings):
     assert cfg.admin_role_ids == {7} and cfg.moderator_role_ids == {8, 9}
     assert cfg.limits == Limits(settings.max_instruction_len, 0, 2)
     assert other.film.id == "ponyo" and other.playable is None
+
+
+async def test_guild_limits_only_tighten_the_operators(sessions, settings):
+    """The operator's settings are the loosest limits: a guild's looser choice is stored as asked
+    but never applies, and set_limits says which value does."""
+    op = settings.model_copy(update={"cooldown_seconds": 15.0, "backlog_cap": 5, "max_instruction_len": 300})
+    async with sessions.begin() as s:
+        change = await guilds.set_limits(s, op, GUILD, cooldown_seconds=0, backlog_cap=100, max_instruction_len=2000)
+        assert change.effective == Limits(300, 15.0, 5)
+        assert change.clamped == {"cooldown_seconds": (0, 15.0), "backlog_cap": (100, 5), "max_instruction_len": (2000, 300)}
+        assert (await guilds.channel_config(s, op, GUILD, CHANNEL)).limits == Limits(300, 15.0, 5)
+        # Stricter values apply as asked, one at a time; the others stay as they were.
+        change = await guilds.set_limits(s, op, GUILD, cooldown_seconds=60)
+        assert change.effective == Limits(300, 60, 5) and change.clamped == {}
+        change = await guilds.set_limits(s, op, GUILD, backlog_cap=2, max_instruction_len=100)
+        assert change.effective == Limits(100, 60, 2) and change.clamped == {}
+        assert (await guilds.channel_config(s, op, GUILD, CHANNEL)).limits == Limits(100, 60, 2)
+        # The operator tightening later wins over a guild's older, looser choice.
+        stricter = op.model_copy(update={"cooldown_seconds": 120.0, "backlog_cap": 1, "max_instruction_len": 80})
+        assert (await guilds.channel_config(s, stricter, GUILD, CHANNEL)).limits == Limits(80, 120.0, 1)
 
 
 async def test_audit_log(sessions):

@@ -11,7 +11,8 @@ from aiohttp import web
 from db.runtime import Database
 from db.engine import make_sessionmaker
 from play.events import EventHub
-from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film
+from play.app import build_app
+from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from tests.ports import free_port
 
 
@@ -36,5 +37,13 @@ async def running_app(settings, engine, database_url, **services):
 
 @pytest_asyncio.fixture
 async def http():
-    async with aiohttp.ClientSession() as s:
+    """A client that says where it comes from, as the page's own fetches do (every POST needs a
+    same-origin Origin; see play.guard): each request gets `Origin: <the URL's origin>`."""
+
+    async def same_origin(session, ctx, params):
+        params.headers.setdefault("Origin", str(params.url.origin()))
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(same_origin)
+    async with aiohttp.ClientSession(trace_configs=[trace]) as s:
         yield s

@@ -216,7 +216,7 @@ async def test_page_and_assets_are_served(app, http):
         async with http.get(f"{base}/static/{asset}") as r:
             assert r.status == 200
     # The script never writes markup from data.
-    from play.server import STATIC
+    from play.routes import STATIC
 
     js = (STATIC / "app.js").read_text()
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "outerHTML" not in js

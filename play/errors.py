@@ -1,0 +1,86 @@
+"""Every answer that is not a success, in one JSON shape: `{"error": code, "message": text,
+"field"?: name}`, whichever part refused (a request model, the origin guard, aiohttp's router,
+a game rule). A 500 is only a bug, and it is logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from sqlalchemy import exc as sa_exc
+
+from game.errors import GameError, InternalError, ServiceDown
+from game.sanitize import InputRefused
+
+log = logging.getLogger(__name__)
+
+# aiohttp's own refusals (router, body size, methods) by status: the code the page shows.
+HTTP_CODES = {
+    400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 408: "timeout",
+    413: "too_large", 415: "unsupported_media_type", 416: "range_not_satisfiable",
+}
+HTTP_MESSAGES = {
+    404: "There is nothing here.",
+    405: "This address does not take that method.",
+    413: "The request is too large.",
+}
+
+
+class ApiError(Exception):
+    """A refusal of the request itself (not a game rule): status, code, message, field."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.field, self.headers = status, code, message, field, headers
+
+
+def bad_request(message: str, field: str | None = None) -> ApiError:
+    return ApiError(400, "bad_request", message, field)
+
+
+def not_found(message: str = "There is nothing here.") -> ApiError:
+    return ApiError(404, "not_found", message)
+
+
+def json_error(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> web.Response:
+    body = {"error": code, "message": message}
+    if field:
+        body["field"] = field
+    return web.json_response(body, status=status, headers=headers)
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """The one place that decides "the database is unreachable" (answered 503, nothing changed)."""
+    return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, ConnectionError)) or (
+        isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    )
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler):
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return json_error(e.status, e.code, e.message, e.field, e.headers)
+    except GameError as e:
+        return json_error(409, e.code, e.message)
+    except InputRefused as e:
+        return json_error(400, "input_refused", str(e), e.field_name)
+    except web.HTTPException as e:
+        if e.status < 400:  # redirects and the like pass through
+            raise
+        headers = {k: v for k, v in e.headers.items() if k in ("Allow", "Content-Range")}
+        message = HTTP_MESSAGES.get(e.status) or e.reason
+        return json_error(e.status, HTTP_CODES.get(e.status, "refused"), message, headers=headers)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        if database_unavailable(e):
+            log.warning("%s %s: database unavailable: %s", request.method, request.path, e)
+            down = ServiceDown()
+            return json_error(503, down.code, down.message)
+        log.exception("%s %s failed", request.method, request.path)
+        bug = InternalError()
+        return json_error(500, bug.code, bug.message)

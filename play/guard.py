@@ -1,0 +1,102 @@
+"""The page answers only to itself.
+
+Binding to 127.0.0.1 keeps other machines out, but not the local user's own browser: any web page
+they visit can send requests to http://127.0.0.1:8080 (cross-site request forgery), and a page
+whose DNS name is re-pointed at 127.0.0.1 reads the answers as its own (DNS rebinding). So:
+
+- `Host` must name this server: the bound address, the `--host` name, or a loopback name
+  (localhost, 127.0.0.1, [::1]), with the port the connection came in on. A rebound name fails.
+- A request that carries `Origin` (browsers send it on every cross-origin request and every
+  POST) must come from that same origin.
+- A state-changing request (anything but GET/HEAD) must carry that same-origin `Origin`: a
+  browser always sends it, so a request without one is not the page's. Scripts and tools send
+  `Origin: http://<host>:<port>` themselves.
+
+Everything else gets 403 in the page's JSON error shape. The page sets no CORS headers, so a
+cross-origin script can neither read answers nor send a JSON body (which needs a preflight).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from aiohttp import web
+from yarl import URL
+
+from play.errors import ApiError
+from play.services import services
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def _forbidden(message: str) -> ApiError:
+    return ApiError(403, "forbidden", message)
+
+
+def _host_port(authority: str) -> tuple[str, int | None] | None:
+    """`name:port` or `[v6]:port` -> (lower-case name without brackets, port); None if malformed."""
+    try:
+        url = URL(f"http://{authority}")
+    except ValueError:
+        return None
+    if url.host is None or url.user is not None or url.path not in ("", "/") or url.query_string:
+        return None
+    return url.host.lower().strip("[]").rstrip("."), url.explicit_port or 80
+
+
+def _is_wildcard(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_unspecified
+    except ValueError:
+        return False
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+def allowed_host(request: web.Request) -> str | None:
+    """The request's `Host` if it names this server (as `name:port`), else None."""
+    parsed = _host_port(request.headers.get("Host", ""))
+    sock = request.transport.get_extra_info("sockname") if request.transport else None
+    if parsed is None or not sock:
+        return None
+    name, port = parsed
+    local_ip, local_port = sock[0], sock[1]
+    if port != local_port:
+        return None
+    bound = services(request).host.lower().strip("[]")
+    names = LOOPBACK_NAMES | {local_ip.lower(), bound}
+    # Served on every interface (the user asked for it): any address of this machine, written as
+    # an address, is this server. A DNS name is not: that is what rebinding uses.
+    if name in names or (_is_wildcard(bound) and _is_ip(name)):
+        return request.headers["Host"]
+    return None
+
+
+def same_origin(origin: str, host: str) -> bool:
+    try:
+        o = URL(origin)
+    except ValueError:
+        return False
+    if o.scheme != "http" or o.host is None or o.path not in ("", "/"):
+        return False
+    return _host_port(host) == _host_port(o.raw_authority)
+
+
+@web.middleware
+async def same_origin_middleware(request: web.Request, handler):
+    host = allowed_host(request)
+    if host is None:
+        raise _forbidden("This page answers only to its own address (the Host header names another site).")
+    origin = request.headers.get("Origin")
+    if origin is not None and not same_origin(origin, host):
+        raise _forbidden("Requests from other sites are refused.")
+    if origin is None and request.method not in SAFE_METHODS:
+        raise _forbidden("A request that changes the game must come from the play page (an Origin header naming it).")
+    return await handler(request)

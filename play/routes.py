@@ -1,0 +1,327 @@
+"""The play page's routes: a JSON API over the same game services the Discord bot uses, live
+updates as server-sent events, the clips, and the static page.
+
+Each handler declares its inputs with `@accepts` (play.requests) and gets them parsed; refusals
+are the game's own GameError / InputRefused messages, so they read as in Discord. Adding a route
+is a handler here, decorated with its path and its request model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiohttp import web
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import guilds, sessions, turns
+from db.models import GameSession, Turn
+from game.catalogue import FILMS, suggest
+from game.errors import NoFilm, NotJoined, UnknownCharacter
+from game.instruction import build_instruction
+from game.sanitize import InputRefused, clean_text
+from inference import queue as jobs
+from play import media, shapes
+from play.errors import not_found
+from play.events import sse_frame
+from play.requests import (
+    NAME_MAX, ActBody, CastBody, Empty, FilmBody, JoinBody, LeaveBody, PauseBody, StateQuery, SuggestQuery,
+    TurnPath, TurnsQuery, accepts,
+)
+from play.services import PLAY_ADMIN_ID, PLAY_CHANNEL_ID, PLAY_GUILD_ID, PlayServices, channel_config, services
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+routes = web.RouteTableDef()
+
+
+async def _position(svc: PlayServices, s: AsyncSession, t: Turn) -> int | None:
+    if t.status != "queued" or not svc.use_queue:
+        return None
+    return await jobs.queue_position(s, t)
+
+
+async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: GameSession | None) -> list[dict]:
+    names = shapes.names_of(gs.film_id if gs else None)
+    return [shapes.turn_json(t, names, await _position(svc, s, t)) for t in rows]
+
+
+async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSession]:
+    t = await turns.get_turn(s, turn_id)
+    if t is None:
+        raise not_found("There is no such turn.")
+    gs = await s.get(GameSession, t.session_id)
+    if gs is None or gs.channel_id != PLAY_CHANNEL_ID:  # a Discord guild's turn: not ours to show
+        raise not_found("There is no such turn.")
+    return t, gs
+
+
+def player_name(raw: str) -> str:
+    """The page's rule for a name: something visible is left, and at most NAME_MAX characters
+    (the services clean it the same way when storing it)."""
+    name = clean_text(raw, NAME_MAX + 1)
+    if not name:
+        raise InputRefused("name", "is empty; please type something")
+    if len(name) > NAME_MAX:
+        raise InputRefused("name", f"is too long (at most {NAME_MAX} characters)")
+    return name
+
+
+# --- reading
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+@routes.get("/api/state")
+@accepts(query=StateQuery)
+async def get_state(request: web.Request, query: StateQuery) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s:
+        cfg = await channel_config(s, svc)
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        players, states, pending = [], {}, []
+        if gs is not None:
+            players = await sessions.players(s, gs.id)
+            states = await sessions.states(s, gs.id)
+            pending = await turns.pending_turns(s, gs.id)
+        return web.json_response(shapes.state_json(cfg, gs, players, states, pending, query.player, svc.backend))
+
+
+@routes.get("/api/turns")
+@accepts(query=TurnsQuery)
+async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
+    """The live session's turns, newest page first: `before` (a seq) pages back in history;
+    `pending=1` gives the queued and running ones (to refresh their places)."""
+    svc = services(request)
+    async with svc.db.sessions() as s:
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        if gs is None:
+            return web.json_response({"session_id": None, "turns": [], "more": False})
+        if query.only_pending:
+            rows, more = await turns.pending_turns(s, gs.id), False
+        else:
+            q = select(Turn).where(Turn.session_id == gs.id)
+            if query.before is not None:
+                q = q.where(Turn.seq < query.before)
+            rows = list((await s.scalars(q.order_by(Turn.seq.desc()).limit(query.limit + 1))).all())
+            more = len(rows) > query.limit
+            rows = list(reversed(rows[:query.limit]))
+        return web.json_response({"session_id": gs.id, "turns": await _turns_json(svc, s, rows, gs), "more": more})
+
+
+@routes.get("/api/turns/{turn_id}")
+@accepts(path=TurnPath)
+async def get_turn(request: web.Request, path: TurnPath) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s:
+        t, gs = await _turn_in_play(s, path.turn_id)
+        return web.json_response((await _turns_json(svc, s, [t], gs))[0])
+
+
+@routes.get("/api/turns/{turn_id}/video.mp4")
+@accepts(path=TurnPath)
+async def get_video(request: web.Request, path: TurnPath) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s:
+        t, _ = await _turn_in_play(s, path.turn_id)
+        full = await turns.get_turn(s, t.id, blobs=True)
+        data = full.mp4 if full is not None else None
+    if not data:
+        raise not_found("This turn has no clip (not finished, or pruned).")
+    return media.mp4_response(request, data)
+
+
+@routes.get("/api/suggest")
+@accepts(query=SuggestQuery)
+async def get_suggestions(request: web.Request, query: SuggestQuery) -> web.Response:
+    """Autocomplete, exactly as /act offers it."""
+    svc = services(request)
+    fields = {"motion": "motions", "adverb": "adverbs", "background": "backgrounds", "time_of_day": "times"}
+    async with svc.db.sessions() as s:
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        film = FILMS.get(gs.film_id) if gs else (await channel_config(s, svc)).film
+    options = getattr(film, fields[query.field]) if film else ()
+    return web.json_response(suggest(options, query.q))
+
+
+@routes.get("/api/events")
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: every NOTIFY of this channel, as JSON."""
+    svc = services(request)
+    resp = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+    })
+    await resp.prepare(request)
+    sub = svc.hub.subscribe()
+    try:
+        await resp.write(b"retry: 1000\n\n" + sse_frame({"type": "hello"}))
+        while True:
+            try:
+                event = await asyncio.wait_for(sub.queue.get(), timeout=15)
+            except asyncio.TimeoutError:
+                await resp.write(b": keep-alive\n\n")
+                continue
+            if event is None:  # the server is stopping
+                break
+            await resp.write(sse_frame(event))
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        svc.hub.unsubscribe(sub)
+    return resp
+
+
+# --- acting
+
+
+@routes.post("/api/film")
+@accepts(body=FilmBody)
+async def post_film(request: web.Request, body: FilmBody) -> web.Response:
+    """Admin: choose the film. A game in progress with another film is reset into the new one;
+    its players leave, since the cast changes."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        film = await guilds.set_film(s, PLAY_GUILD_ID, body.film)
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID, lock=True)
+        if gs is not None and gs.film_id != film.id:
+            fresh = await sessions.reset(s, gs, by=PLAY_ADMIN_ID)
+            for p in await sessions.players(s, fresh.id):
+                await sessions.leave(s, fresh, p.user_id)
+            fresh.film_id = film.id
+            await s.flush()
+            if svc.use_queue:
+                await jobs.cancel_stale_jobs(s, gs.id)
+    if svc.on_film is not None:
+        await svc.on_film(film.id)
+    return web.json_response({"ok": True, "film": film.id})
+
+
+@routes.post("/api/cast")
+@accepts(body=CastBody)
+async def post_cast(request: web.Request, body: CastBody) -> web.Response:
+    """Admin: enable or disable a playable character."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        playable = await guilds.set_character_enabled(
+            s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID, body.character, body.enabled
+        )
+    return web.json_response({"ok": True, "playable": sorted(playable)})
+
+
+@routes.post("/api/start")
+@accepts(body=Empty)
+async def post_start(request: web.Request, body: Empty) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await channel_config(s, svc)
+        if cfg.film is None:
+            raise NoFilm()
+        gs = await sessions.start_session(s, PLAY_GUILD_ID, PLAY_CHANNEL_ID, cfg.film, created_by=PLAY_ADMIN_ID)
+    return web.json_response({"ok": True, "session_id": gs.id})
+
+
+@routes.post("/api/join")
+@accepts(body=JoinBody)
+async def post_join(request: web.Request, body: JoinBody) -> web.Response:
+    svc = services(request)
+    name = player_name(body.name)
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await channel_config(s, svc)
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
+        film = FILMS[gs.film_id]
+        cast = cfg.cast_for(film)
+        ch = film.character(body.character)
+        if ch is None or ch not in cast:
+            raise UnknownCharacter(body.character, [c.name for c in cast])
+        p = await sessions.join(s, gs, film, body.player_id, name, ch.id)
+    return web.json_response({"ok": True, "character": p.character_id, "name": p.user_name})
+
+
+@routes.post("/api/leave")
+@accepts(body=LeaveBody)
+async def post_leave(request: web.Request, body: LeaveBody) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
+        await sessions.leave(s, gs, body.player_id)
+    return web.json_response({"ok": True})
+
+
+@routes.post("/api/act")
+@accepts(body=ActBody)
+async def post_act(request: web.Request, body: ActBody) -> web.Response:
+    """/act: the acting player's character is in the shot, plus the others chosen."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await channel_config(s, svc)
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
+        me = await sessions.player_of(s, gs.id, body.player_id)
+        if me is None:
+            raise NotJoined()
+        film = FILMS[gs.film_id]
+        ins = build_instruction(
+            film,
+            [me.character_id, *body.characters],
+            motion=body.motion,
+            background=body.background,
+            adverb=body.adverb,
+            time_of_day=body.time_of_day,
+            max_len=cfg.limits.max_instruction_len,
+            playable={c.id for c in cfg.cast_for(film)},
+        )
+        t = await turns.submit_turn(
+            s, gs, author_id=body.player_id, author_name=me.user_name, instruction=ins, limits=cfg.limits,
+            enqueue=svc.enqueue,
+        )
+        result = {"ok": True, "turn_id": t.id, "seq": t.seq, "instruction": ins.text, "notes": list(ins.notes)}
+    return web.json_response(result)
+
+
+@routes.post("/api/pause")
+@accepts(body=PauseBody)
+async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
+        await sessions.set_paused(s, gs, body.paused, "paused by a moderator" if body.paused else None)
+    return web.json_response({"ok": True, "paused": body.paused})
+
+
+@routes.post("/api/reset")
+@accepts(body=Empty)
+async def post_reset(request: web.Request, body: Empty) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
+        fresh = await sessions.reset(s, gs, by=PLAY_ADMIN_ID)
+        if svc.use_queue:  # the old session's turns were cancelled: drop their waiting jobs
+            await jobs.cancel_stale_jobs(s, gs.id)
+    return web.json_response({"ok": True, "session_id": fresh.id})
+
+
+@routes.post("/api/regenerate")
+@accepts(body=Empty)
+async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
+    """Moderator: generate the latest turn again with a new seed (its state changes are undone)."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
+        t = await turns.regenerate_latest(s, gs, svc.enqueue)
+    return web.json_response({"ok": True, "turn_id": t.id, "seq": t.seq})
+
+
+@routes.post("/api/turns/{turn_id}/cancel")
+@accepts(path=TurnPath, body=Empty)
+async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        t, _ = await _turn_in_play(s, path.turn_id)
+        if svc.use_queue:
+            await jobs.cancel_queued_turn(s, t, "cancelled by a moderator")
+        else:
+            await turns.cancel_turn(s, t, "cancelled by a moderator")
+    return web.json_response({"ok": True})

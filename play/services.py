@@ -1,0 +1,66 @@
+"""What the play page's handlers share: the services it runs on, and the one local channel.
+
+The page is one game channel (PLAY_CHANNEL_ID) of one local guild. Each browser tab is a player,
+known by a random id it keeps in sessionStorage; whoever opens the page on this machine may also
+act as the guild's admin and moderator (choose the film and cast, pause, reset, cancel turns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import guilds, sessions
+from db.runtime import Database
+from db.turns import Enqueue
+from inference import queue as jobs
+from play.events import EventHub
+from settings import Settings
+
+# Discord snowflakes are far above these, so the page never meets a real guild's rows.
+PLAY_GUILD_ID = 1
+PLAY_CHANNEL_ID = 1
+PLAY_ADMIN_ID = 0  # who "created" a session from the page
+
+
+@dataclass
+class PlayServices:
+    settings: Settings
+    db: Database
+    hub: EventHub
+    use_queue: bool = True  # False: turns are stored but no job is deferred (tests of the API alone)
+    backend: str = "preview"
+    # Told the film after an admin changes it (a model worker serves one film's queue).
+    on_film: Callable[[str], Awaitable[None]] | None = None
+    # The name the page was served under (--host), accepted in Host headers besides loopback.
+    host: str = "127.0.0.1"
+
+    @property
+    def enqueue(self) -> Enqueue | None:
+        return jobs.make_enqueue() if self.use_queue else None
+
+
+SERVICES = web.AppKey("services", PlayServices)
+
+
+def services(request: web.Request) -> PlayServices:
+    return request.app[SERVICES]
+
+
+async def channel_config(s: AsyncSession, svc: PlayServices) -> guilds.ChannelConfig:
+    return await guilds.channel_config(s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID)
+
+
+async def ensure_film(svc: PlayServices) -> str:
+    """The page's guild gets the default film the first time, so there is always a cast.
+    Returns the film being played (the live session's, else the configured one)."""
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await channel_config(s, svc)
+        film_id = cfg.film.id if cfg.film else None
+        if film_id is None:
+            film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        return gs.film_id if gs is not None else film_id

@@ -1,0 +1,104 @@
+"""The JSON the page reads: turns, films, the whole state. Pure functions of rows."""
+
+from __future__ import annotations
+
+from db import guilds
+from db.models import GameSession, Player, Turn
+from game.catalogue import FILMS, Film
+from game.states import STATE_NAMES, CharacterState
+
+
+def names_of(film_id: str | None) -> dict[str, str]:
+    film = FILMS.get(film_id) if film_id else None
+    return {c.id: c.name for c in film.characters} if film else {}
+
+
+def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> dict:
+    pred = None
+    if t.status == "done" and t.motion_level is not None:
+        pred = {"motion_level": t.motion_level, "social": t.delta_social,
+                "entertainment": t.delta_entertainment, "stamina": t.delta_stamina}
+    has_video = t.status == "done" and t.mp4_size is not None and t.blobs_pruned_at is None
+    return {
+        "id": t.id,
+        "session_id": t.session_id,
+        "seq": t.seq,
+        "author_id": str(t.author_id),
+        "author_name": t.author_name,
+        "characters": [{"id": c, "name": names.get(c, c)} for c in t.characters],
+        "instruction": t.instruction,
+        "status": t.status,
+        "progress": t.progress,
+        "stage": t.progress_stage,
+        "position": position,
+        "error": t.error,
+        "backend": t.backend,
+        "is_preview": t.is_preview,
+        "prediction": pred,
+        "motion_scope": t.motion_scope,
+        "states_before": t.states_before,
+        "states_after": t.states_after,
+        # The seed changes when a turn is regenerated, so the URL does too (no stale cache).
+        "video": f"/api/turns/{t.id}/video.mp4?v={t.seed}" if has_video else None,
+        "video_pruned": t.status == "done" and t.blobs_pruned_at is not None,
+        "timings": t.timings,
+        "created_at": t.created_at.isoformat() if t.created_at else None,
+        "finished_at": t.finished_at.isoformat() if t.finished_at else None,
+    }
+
+
+def film_json(film: Film) -> dict:
+    return {
+        "id": film.id,
+        "title": film.title,
+        "characters": [{"id": c.id, "name": c.name} for c in film.characters],
+    }
+
+
+def state_json(
+    cfg: guilds.ChannelConfig,
+    gs: GameSession | None,
+    players: list[Player],
+    states: dict[str, CharacterState],
+    pending: list[Turn],
+    me_id: int | None,
+    backend: str,
+) -> dict:
+    """Everything the page shows besides the log: film, cast, session, players, bars."""
+    film = FILMS.get(gs.film_id) if gs else cfg.film
+    names = names_of(film.id if film else None)
+    mine = next((p for p in players if me_id is not None and p.user_id == me_id), None)
+    return {
+        "films": [film_json(f) for f in FILMS.values()],
+        "config": {
+            "film": cfg.film.id if cfg.film else None,
+            "playable": [c.id for c in cfg.cast()],
+        },
+        "film": film_json(film) if film else None,
+        "options": {
+            "motions": list(film.motions), "adverbs": list(film.adverbs),
+            "backgrounds": list(film.backgrounds), "times": list(film.times),
+        } if film else None,
+        "session": None if gs is None else {
+            "id": gs.id, "status": gs.status, "paused_reason": gs.paused_reason, "film": gs.film_id,
+            "next_seq": gs.next_seq,
+        },
+        "players": [
+            {"user_id": str(p.user_id), "name": p.user_name, "character": p.character_id,
+             "character_name": names.get(p.character_id, p.character_id)}
+            for p in players
+        ],
+        "me": None if mine is None else {"name": mine.user_name, "character": mine.character_id},
+        "states": {
+            cid: {"name": names.get(cid, cid), **st.as_dict()}
+            for cid, st in states.items() if cid in names
+        },
+        "state_names": list(STATE_NAMES),
+        "pending": [t.id for t in pending],
+        "limits": {
+            "max_instruction_len": cfg.limits.max_instruction_len,
+            "cooldown_seconds": cfg.limits.cooldown_seconds,
+            "backlog_cap": cfg.limits.backlog_cap,
+        },
+        "backend": backend,
+    }
