@@ -574,6 +574,9 @@ def build_app(svc: PlayServices) -> web.Application:
     app.router.add_post("/api/reset", post_reset)
     app.router.add_post("/api/turns/{turn_id}/cancel", post_cancel)
     app.router.add_post("/api/regenerate", post_regenerate)
+    from play.vote_routes import add_vote_routes  # vote mode: its endpoints and deadline check
+
+    add_vote_routes(app)
 
     async def on_shutdown(app: web.Application) -> None:
         app[SERVICES].hub.publish(None)  # open event streams end, so the server stops promptly

@@ -1,0 +1,186 @@
+"""The play page's vote mode: the same rounds as Discord's /vote (db/votes.py), as JSON.
+
+`add_vote_routes(app)` adds the endpoints and a background task that closes the page's due
+rounds (its deadline check, as the bot's scheduler does for Discord's guilds). Every tab may
+propose and vote (one vote per tab, changeable); whoever opens the page is also its admin, so
+it may turn the mode on and off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timezone
+
+from aiohttp import web
+
+from db import sessions, votes
+from game.catalogue import FILMS
+from game.instruction import build_instruction
+
+log = logging.getLogger(__name__)
+
+CHECK_SECONDS = 1.0
+
+
+def _server():
+    from play import server  # imported late: server.build_app calls add_vote_routes
+
+    return server
+
+
+def round_json(v: votes.RoundView, now: datetime) -> dict:
+    rnd = v.round
+    return {
+        "id": rnd.id,
+        "status": rnd.status,
+        "deadline": rnd.deadline.isoformat(),
+        "seconds_left": votes.seconds_left(rnd, now) if rnd.status == "open" else 0,
+        "outcome": rnd.outcome,
+        "turn_id": rnd.turn_id,
+        "options": [
+            {
+                "number": o.number,
+                "author_name": o.proposal.author_name,
+                "instruction": o.proposal.instruction,
+                "votes": o.votes,
+                "winner": v.winner is not None and v.winner.number == o.number,
+            }
+            for o in v.options
+        ],
+        "voters": v.voters,
+        "players": v.players,
+        "players_voted": v.players_voted,
+        "my_vote": v.my_vote,
+    }
+
+
+async def get_vote(request: web.Request) -> web.Response:
+    """The mode, and the open round (else the latest one, to show how it ended)."""
+    srv = _server()
+    svc = request.app[srv.SERVICES]
+    me = request.query.get("player")
+    me_id = srv._player_id(me) if me else None
+    async with svc.db.sessions() as s:
+        cfg = await votes.vote_config(s, srv.PLAY_CHANNEL_ID)
+        gs = await sessions.live_session(s, srv.PLAY_CHANNEL_ID)
+        rnd = await votes.latest_round(s, gs.id) if gs is not None else None
+        body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds, "round": None}
+        if rnd is not None:
+            now = datetime.now(timezone.utc)
+            body["round"] = round_json(await votes.view(s, rnd.id, voter_id=me_id), now)
+    return web.json_response(body)
+
+
+async def post_mode(request: web.Request) -> web.Response:
+    srv = _server()
+    svc = request.app[srv.SERVICES]
+    data = await srv._body(request)
+    seconds = data.get("seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+        raise srv.BadRequest("seconds must be a whole number.", "seconds")
+    async with svc.db.sessions() as s, s.begin():
+        cfg, _ = await votes.set_mode(s, srv.PLAY_GUILD_ID, srv.PLAY_CHANNEL_ID, bool(data.get("enabled")), seconds)
+    return web.json_response({"ok": True, "enabled": cfg.enabled, "round_seconds": cfg.round_seconds})
+
+
+async def post_open(request: web.Request) -> web.Response:
+    srv = _server()
+    svc = request.app[srv.SERVICES]
+    data = await srv._body(request)
+    pid = srv._player_id(data.get("player_id"))
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, srv.PLAY_CHANNEL_ID, active=True)
+        rnd, created = await votes.open_round(s, gs, by=pid)
+    return web.json_response({"ok": True, "round_id": rnd.id, "created": created})
+
+
+async def post_propose(request: web.Request) -> web.Response:
+    """A proposal: the /act fields; `characters` may be left out by a joined player (their own)."""
+    srv = _server()
+    svc = request.app[srv.SERVICES]
+    data = await srv._body(request)
+    pid = srv._player_id(data.get("player_id"))
+    chars = data.get("characters") or []
+    if not isinstance(chars, list) or not all(isinstance(c, str) for c in chars):
+        raise srv.BadRequest("characters must be a list of names.", "characters")
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await srv._config(s, svc)
+        gs = await sessions.require_session(s, srv.PLAY_CHANNEL_ID, active=True)
+        film = FILMS[gs.film_id]
+        me = await sessions.player_of(s, gs.id, pid)
+        name = me.user_name if me is not None else srv.clean_name(srv._str(data, "name"))
+        if me is not None and me.character_id not in chars:
+            chars = [me.character_id, *chars]
+        ins = build_instruction(
+            film, chars,
+            motion=srv._str(data, "motion"), background=srv._str(data, "background"),
+            adverb=srv._str(data, "adverb"), time_of_day=srv._str(data, "time_of_day"),
+            max_len=cfg.limits.max_instruction_len, playable={c.id for c in srv._cast(cfg, film)},
+        )
+        rnd, number, created = await votes.propose(s, gs, author_id=pid, author_name=name, instruction=ins)
+    return web.json_response({"ok": True, "round_id": rnd.id, "option": number, "instruction": ins.text, "notes": list(ins.notes)})
+
+
+async def post_ballot(request: web.Request) -> web.Response:
+    """One vote per tab and round, for an option number; voting again moves it."""
+    srv = _server()
+    svc = request.app[srv.SERVICES]
+    data = await srv._body(request)
+    pid = srv._player_id(data.get("player_id"))
+    option = data.get("option")
+    if isinstance(option, bool) or not isinstance(option, int):
+        raise srv.BadRequest("option must be an option's number.", "option")
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, srv.PLAY_CHANNEL_ID)
+        rnd, number = await votes.vote_by_number(s, gs, option, pid)
+    await close_due(request.app)  # the last joined player's vote closes the round at once
+    return web.json_response({"ok": True, "round_id": rnd.id, "option": number})
+
+
+async def close_due(app: web.Application) -> int:
+    """Close the page's due rounds; returns how many closed."""
+    srv = _server()
+    svc = app[srv.SERVICES]
+    closed = 0
+    async with app[_LOCK]:
+        async with svc.db.sessions() as s:
+            due = await votes.due_rounds(s, [srv.PLAY_GUILD_ID])
+        for round_id in due:
+            async with svc.db.sessions() as s, s.begin():
+                if await votes.close_round(s, round_id, svc.settings, svc.enqueue) is not None:
+                    await votes.mark_shown(s, round_id)  # the page reads the outcome from the row
+                    closed += 1
+    return closed
+
+
+_LOCK = web.AppKey("vote_close_lock", asyncio.Lock)
+
+
+async def _closer(app: web.Application):
+    """Background task for the app's lifetime: the deadline check."""
+
+    async def loop() -> None:
+        while True:
+            try:
+                await close_due(app)
+            except Exception as e:  # the database went away: try again at the next check
+                log.warning("closing the page's vote rounds failed: %s", e)
+            await asyncio.sleep(CHECK_SECONDS)
+
+    task = asyncio.create_task(loop())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def add_vote_routes(app: web.Application) -> None:
+    app.router.add_get("/api/vote", get_vote)
+    app.router.add_post("/api/vote/mode", post_mode)
+    app.router.add_post("/api/vote/open", post_open)
+    app.router.add_post("/api/vote/propose", post_propose)
+    app.router.add_post("/api/vote/ballot", post_ballot)
+    app[_LOCK] = asyncio.Lock()
+    app.cleanup_ctx.append(_closer)
