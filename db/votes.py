@@ -21,18 +21,17 @@ Rules, in one place:
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
 from db.guilds import channel_config
 from db.models import GameSession, Player, VoteBallot, VoteChannel, VoteProposal, VoteRound
-from db.sessions import players as live_players
+from db.sessions import players as live_players, touch
 from db.turns import Enqueue, submit_turn
 from game.errors import (
     AlreadyProposed,
@@ -76,7 +75,6 @@ class RoundView:
     players_voted: int
     winner: Option | None = None
     my_vote: int | None = None  # the asking member's option number
-    extra: dict = field(default_factory=dict)
 
 
 # --- the mode
@@ -131,23 +129,25 @@ async def open_round(s: AsyncSession, gs: GameSession, by: int | None) -> tuple[
     if rnd is not None:
         return rnd, False
     now = await s.scalar(select(func.now()))
-    rnd = VoteRound(
-        session_id=gs.id,
-        guild_id=gs.guild_id,
-        channel_id=gs.channel_id,
-        opened_by=by,
-        opened_at=now,
-        deadline=now + timedelta(seconds=cfg.round_seconds),
+    stmt = (
+        insert(VoteRound)
+        .values(
+            session_id=gs.id,
+            guild_id=gs.guild_id,
+            channel_id=gs.channel_id,
+            opened_by=by,
+            opened_at=now,
+            deadline=now + timedelta(seconds=cfg.round_seconds),
+        )
+        # A concurrent proposal may open it first: then this one joins that round.
+        .on_conflict_do_nothing(index_elements=["session_id"], index_where=text("status = 'open'"))
+        .returning(VoteRound.id)
     )
-    s.add(rnd)
-    try:
-        async with s.begin_nested():
-            await s.flush()
-    except IntegrityError:  # a concurrent proposal opened it first
-        s.expunge(rnd)
-        rnd = await open_round_of(s, gs.id, lock=True)
-        if rnd is None:  # pragma: no cover - it closed in between
-            raise NoOpenRound() from None
+    new_id = await s.scalar(stmt)
+    rnd = await open_round_of(s, gs.id, lock=True)
+    if rnd is None:  # pragma: no cover - it closed between the two statements
+        raise NoOpenRound()
+    if new_id is None:
         return rnd, False
     await _changed(s, rnd)
     return rnd, True
@@ -180,6 +180,7 @@ async def propose(
         )
     )
     await s.flush()
+    await touch(s, gs.id)  # a lively vote is activity: the idle pause leaves the game alone
     await _changed(s, rnd)
     return rnd, len(mine) + 1, created
 
@@ -202,6 +203,7 @@ async def vote(s: AsyncSession, proposal_id: int, voter_id: int) -> tuple[VoteRo
     await s.execute(
         stmt.on_conflict_do_update(index_elements=["round_id", "voter_id"], set_={"proposal_id": p.id, "voted_at": func.now()})
     )
+    await touch(s, gs.id)
     await _changed(s, rnd)
     number = [o.id for o in await _options(s, rnd.id)].index(p.id) + 1
     return rnd, number
