@@ -111,6 +111,12 @@ async def set_mode(
 # --- rounds, proposals, ballots
 
 
+def shot_characters(own: str | None, others: list[str]) -> list[str]:
+    """Who is in a proposed shot, as with /act: the proposer's character (if they joined) and the
+    others named. A member without a character names at least one (build_instruction says so)."""
+    return ([own] if own else []) + [c for c in others if c != own]
+
+
 async def open_round_of(s: AsyncSession, session_id: int, *, lock: bool = False) -> VoteRound | None:
     q = select(VoteRound).where(VoteRound.session_id == session_id, VoteRound.status == "open")
     if lock:

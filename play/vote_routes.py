@@ -97,7 +97,7 @@ async def post_open(request: web.Request) -> web.Response:
 
 
 async def post_propose(request: web.Request) -> web.Response:
-    """A proposal: the /act fields; `characters` may be left out by a joined player (their own)."""
+    """A proposal: the /act fields (a joined player's character is in the shot, plus `characters`)."""
     srv = _server()
     svc = request.app[srv.SERVICES]
     data = await srv._body(request)
@@ -111,10 +111,8 @@ async def post_propose(request: web.Request) -> web.Response:
         film = FILMS[gs.film_id]
         me = await sessions.player_of(s, gs.id, pid)
         name = me.user_name if me is not None else srv.clean_name(srv._str(data, "name"))
-        if me is not None and me.character_id not in chars:
-            chars = [me.character_id, *chars]
         ins = build_instruction(
-            film, chars,
+            film, votes.shot_characters(me.character_id if me else None, chars),
             motion=srv._str(data, "motion"), background=srv._str(data, "background"),
             adverb=srv._str(data, "adverb"), time_of_day=srv._str(data, "time_of_day"),
             max_len=cfg.limits.max_instruction_len, playable={c.id for c in srv._cast(cfg, film)},

@@ -57,8 +57,7 @@ def examples(film: Film, cast: list) -> dict[str, str]:
         "game join": f"/game join character:{first}",
         "act": f"/act motion:{motion} background:{place} adverb:{how} time:{when}"
         + (f" with:{other}" if other != first else ""),
-        "vote propose": f"/vote propose motion:{motion2} background:{place2} characters:{first}"
-        + (f", {other}" if other != first else ""),
+        "vote propose": f"/vote propose motion:{motion2} background:{place2}" + (f" with:{other}" if other != first else ""),
         "history": "/history count:5 (a past game: /history game:1)",
         "export": "/export (a past game: /export game:1)",
         "mod pause": "/mod pause reason:lunch break",

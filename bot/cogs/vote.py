@@ -177,13 +177,13 @@ class Vote(commands.Cog):
     # --- commands
 
     @vote.command(name="propose", description="Propose the next turn's action; the round's vote decides")
-    @app_commands.rename(time_of_day="time")
+    @app_commands.rename(time_of_day="time", others="with")
     @app_commands.describe(
         motion="What happens, e.g. fly on broomstick",
         background="Where, e.g. sky",
         adverb="How, e.g. quickly",
         time_of_day="When, e.g. night",
-        characters="Who is in the shot, separated by commas (default: your character)",
+        others="Characters in the shot besides yours, separated by commas (name one if you play none)",
     )
     async def propose(
         self,
@@ -192,7 +192,7 @@ class Vote(commands.Cog):
         background: app_commands.Range[str, 1, 100],
         adverb: app_commands.Range[str, 0, 100] | None = None,
         time_of_day: app_commands.Range[str, 0, 100] | None = None,
-        characters: app_commands.Range[str, 0, 200] | None = None,
+        others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -200,7 +200,7 @@ class Vote(commands.Cog):
             film = FILMS[gs.film_id]
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
-            names = split_names(characters) or ([me.character_id] if me else [])
+            names = votes.shot_characters(me.character_id if me else None, split_names(others))
             ins = build_instruction(
                 film, names, motion, background, adverb or "", time_of_day or "",
                 max_len=cfg.limits.max_instruction_len, playable={c.id for c in cast_of(cfg, film)},
@@ -230,8 +230,8 @@ class Vote(commands.Cog):
     async def _time(self, interaction, current: str):
         return await self.bot.get_cog("Play")._catalogue_choices(interaction, current, "times")
 
-    @propose.autocomplete("characters")
-    async def _characters(self, interaction, current: str):
+    @propose.autocomplete("others")
+    async def _others(self, interaction, current: str):
         return await self.bot.get_cog("Play")._others_choices(interaction, current)
 
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")

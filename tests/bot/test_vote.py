@@ -9,7 +9,6 @@ from sqlalchemy import func, select, text, update
 from db.models import Turn, VoteBallot, VoteRound
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import say, status_message, turns_of
-from tests.queue.helpers import wait_until
 
 
 def round_messages(w, channel=None):
@@ -67,14 +66,14 @@ async def test_a_round_from_proposals_to_the_winning_turn(world, start_bot, sess
 
     # carol has no character, and names who is in the shot; bob's proposal has his own character.
     assert "Your proposal is option 1: Character: Qiqi, Jiji; Motion: quickly fly on broomstick" in await say(
-        w, w.carol, "vote propose", {"motion": "fly on broomstick", "background": "sky", "adverb": "quickly", "characters": "Qiqi, Jiji"}
+        w, w.carol, "vote propose", {"motion": "fly on broomstick", "background": "sky", "adverb": "quickly", "with": "Qiqi, Jiji"}
     )
     assert "name at least one character" in await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town"})
     assert "Your proposal is option 2: Character: Jiji; Motion: walk" in await say(
         w, w.bob, "vote propose", {"motion": "walk", "background": "town"}
     )
     assert "You already proposed option 2" in await say(w, w.bob, "vote propose", {"motion": "run", "background": "town"})
-    assert "not a character of" in await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "characters": "Totoro"})
+    assert "not a character of" in await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "with": "Totoro"})
     m = await wait_round(w, "Vote · open", 2)
     assert len(round_messages(w)) == 1 and m.custom_ids[0].startswith("ag:vote:")
     assert [f["name"] for f in m.embeds[0]["fields"]] == ["1. carol · 0 vote(s)", "2. bob · 0 vote(s)"]
@@ -114,8 +113,8 @@ async def test_deadline_tie_empty_round_pause_reset_and_mode_off(world, start_bo
     await setup_vote_game(w, seconds=10)
 
     # A real deadline; a 1-1 tie goes to the earliest proposal. alice and bob never vote.
-    await say(w, w.carol, "vote propose", {"motion": "sit on railing", "background": "town", "characters": "Qiqi"})
-    await say(w, w.dave, "vote propose", {"motion": "turn head", "background": "sky", "characters": "Jiji"})
+    await say(w, w.carol, "vote propose", {"motion": "sit on railing", "background": "town", "with": "Qiqi"})
+    await say(w, w.dave, "vote propose", {"motion": "turn head", "background": "sky", "with": "Jiji"})
     await click(w, w.erin, 2)
     await click(w, w.owner, 1)
     m = await wait_round(w, "Vote · closed", 0, timeout=20)
@@ -134,27 +133,27 @@ async def test_deadline_tie_empty_round_pause_reset_and_mode_off(world, start_bo
     assert len(await turns_of(sessions)) == 1
 
     # A pause voids the open round; nothing can be proposed until the game resumes.
-    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "characters": "Qiqi"})
+    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "with": "Qiqi"})
     await say(w, w.dave, "mod pause")
     m = await wait_round(w, "Vote · void", 0)
     assert m.embeds[0]["description"] == "The game was paused; this round is void and no turn was played."
-    assert "This game is paused" in await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "characters": "Qiqi"})
+    assert "This game is paused" in await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "with": "Qiqi"})
     await say(w, w.dave, "mod resume")
 
     # A reset voids it too (the new game starts without a round).
-    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "characters": "Qiqi"})
+    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "with": "Qiqi"})
     await wait_round(w, "Vote · open", 1)
     await say(w, w.dave, "mod reset")
     m = await wait_round(w, "Vote · void", 0)
     assert "reset or ended" in m.embeds[0]["description"]
 
     # Turning the mode off voids the open round at once; /act works again.
-    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "characters": "Qiqi"})
+    await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "with": "Qiqi"})
     await wait_round(w, "Vote · open", 1)
     assert await say(w, w.erin, "vote mode", {"enabled": False}) == "Vote mode is off."
     m = await wait_round(w, "Vote · void", 0)
     assert "Voting was turned off" in m.embeds[0]["description"]
-    assert "does not play by vote" in await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "characters": "Qiqi"})
+    assert "does not play by vote" in await say(w, w.carol, "vote propose", {"motion": "walk", "background": "town", "with": "Qiqi"})
     assert "is queued" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     async with sessions() as s:
         statuses = (await s.scalars(select(VoteRound.status).order_by(VoteRound.id))).all()
@@ -167,8 +166,8 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
     w = world
     bot = await start_bot()
     await setup_vote_game(w)
-    await say(w, w.carol, "vote propose", {"motion": "fly on broomstick", "background": "sky", "characters": "Qiqi"})
-    await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "characters": "Jiji"})
+    await say(w, w.carol, "vote propose", {"motion": "fly on broomstick", "background": "sky", "with": "Qiqi"})
+    await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "with": "Jiji"})
     await click(w, w.alice, 2)
     await wait_round(w, "Vote · open", 2)
 

@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import func, select
 
-from db import sessions as gsess, votes
+from db import votes
 from db.models import GameSession, VoteRound
-from game.catalogue import FILMS
 from game.errors import AlreadyProposed, NotJoined, RoundFull, VoteModeOff, VoteModeOn
 from game.instruction import build_instruction
-from tests.db.test_services import CHANNEL, GUILD, LIMITS, QIQI, _game, _submit
+from tests.db.test_services import CHANNEL, GUILD, QIQI, _game, _submit
 
 
 def test_the_tie_rule():
