@@ -128,8 +128,8 @@ class Vote(commands.Cog):
                         await votes.set_message(s, rnd.id, msg.id)
                 else:
                     await channel.get_partial_message(rnd.message_id).edit(embed=embed, view=view)
-            except discord.NotFound:
-                pass  # the message was deleted: nothing to show it on
+            except (discord.NotFound, discord.Forbidden):
+                pass  # the message was deleted, or the bot may not post here: trying again will not help
             except discord.HTTPException as e:
                 log.warning("vote round %s: could not update its message: %s", rnd.id, e)
                 return

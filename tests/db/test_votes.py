@@ -66,3 +66,26 @@ async def test_concurrent_proposals_open_one_round(sessions, settings):
         await votes.set_mode(s, GUILD, CHANNEL, False)
     with pytest.raises(NotJoined):
         await _submit(sessions, gs, author=1000)
+
+
+async def test_a_full_backlog_keeps_the_round_open_until_a_slot_frees(sessions, settings):
+    from db import guilds, turns
+
+    gs = await _game(sessions)
+    async with sessions.begin() as s:
+        await guilds.set_limits(s, GUILD, backlog_cap=1)
+    waiting = await _submit(sessions, gs)
+    async with sessions.begin() as s:
+        await votes.set_mode(s, GUILD, CHANNEL, True, 60)
+        rnd, _, _ = await votes.propose(s, await s.get(GameSession, gs.id), author_id=7, author_name="m7", instruction=_ins())
+        rnd.deadline = func.now()
+    async with sessions.begin() as s:
+        assert await votes.due_rounds(s, [GUILD]) == [rnd.id]
+        assert await votes.close_round(s, rnd.id, settings, enqueue=None) is None
+    async with sessions() as s:
+        assert (await s.get(VoteRound, rnd.id)).status == "open"
+    async with sessions.begin() as s:
+        await turns.cancel_turn(s, await turns.get_turn(s, waiting.id))
+    async with sessions.begin() as s:
+        closed = await votes.close_round(s, rnd.id, settings, enqueue=None)
+    assert closed.round.status == "closed" and closed.round.outcome == "Option 1 won with 0 vote(s): it is turn #2."
