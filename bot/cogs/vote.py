@@ -105,8 +105,10 @@ class Vote(commands.Cog):
             self.tick, "interval", seconds=every, id="vote_rounds", coalesce=True, max_instances=1, misfire_grace_time=None
         )
 
-    async def cog_unload(self) -> None:
+    async def cog_unload(self) -> None:  # also when the bot closes
         self.bot.remove_dynamic_items(VoteButton)
+        if self.bot.maintenance.scheduler.get_job("vote_rounds") is not None:
+            self.bot.maintenance.scheduler.remove_job("vote_rounds")
 
     # --- the round's message
 
