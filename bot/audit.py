@@ -18,3 +18,54 @@ async def record(s, interaction: discord.Interaction, action: str, target: str |
         target=target,
         details=details,
     )
+
+
+def _name(text) -> str:
+    """Stored free text (a member's or role's name, a reason) shown as typed: no Markdown, and
+    nothing that Discord would turn into a mention."""
+    return discord.utils.escape_mentions(discord.utils.escape_markdown(str(text or "")))
+
+
+def _user(user_id, name) -> str:
+    return f"<@{int(user_id)}> ({_name(name)})" if str(user_id or "").isdigit() else _name(name)
+
+
+def _role(role_id, name) -> str:
+    return f"<@&{int(role_id)}> ({_name(name)})" if str(role_id or "").isdigit() else _name(name)
+
+
+def describe(entry) -> str:
+    """One audit-log entry as /admin show lists it: when, who (a mention, which never pings in an
+    embed, and the name stored at the time), what, where; ids only inside mentions."""
+    from game.catalogue import FILMS
+
+    d = entry.details or {}
+    target = entry.target
+    film = FILMS.get(target) if target else None
+    character = next((c.name for f in FILMS.values() for c in f.characters if c.id == target), target)
+    limits = ", ".join(
+        f"{label} {d[key]:g}{unit}" for key, label, unit in (("cooldown", "cooldown", " s"), ("backlog", "backlog", ""),
+                                                             ("max_length", "length", " characters"))
+        if isinstance(d.get(key), (int, float))
+    )
+    kind = "admin" if "admin" in entry.action else "moderator"
+    what = {
+        "set_film": lambda: f"set the film to {film.title if film else _name(target)}" + (" in this channel" if d.get("scope") == "channel" else ""),
+        "enable_character": lambda: f"made {_name(character)} playable",
+        "disable_character": lambda: f"made {_name(character)} unplayable",
+        "set_limits": lambda: f"set the limits ({limits or 'unchanged'})",
+        "add_admin_role": lambda: f"gave the bot's {kind} rights to {_role(target, d.get('role'))}",
+        "add_moderator_role": lambda: f"gave the bot's {kind} rights to {_role(target, d.get('role'))}",
+        "remove_admin_role": lambda: f"took the bot's {kind} rights from {_role(target, d.get('role'))}",
+        "remove_moderator_role": lambda: f"took the bot's {kind} rights from {_role(target, d.get('role'))}",
+        "pause": lambda: "paused the game" + (f" ({_name(d['reason'])})" if d.get("reason") else ""),
+        "resume": lambda: "resumed the game",
+        "reset": lambda: f"reset the game ({d.get('cancelled', 0)} waiting turn(s) cancelled)",
+        "cancel_turn": lambda: f"cancelled {_name(target)}" + (f" ({_name(d['reason'])})" if d.get("reason") else ""),
+        "regenerate_turn": lambda: f"regenerated {_name(target)}",
+        "kick": lambda: f"removed {_user(target, d.get('player'))} from the game",
+        "vote_mode": lambda: f"turned vote mode {_name(target)}" + (f" ({d['round_seconds']} s rounds)" if target == "on" else ""),
+    }.get(entry.action, lambda: _name(entry.action.replace("_", " ")) + (f" {_name(target)}" if target else ""))()
+    where = f" in <#{entry.channel_id}>" if entry.channel_id else ""
+    when = f"<t:{int(entry.created_at.timestamp())}:R>" if entry.created_at else ""
+    return f"{when} {_user(entry.actor_id, entry.actor_name)} {what}{where}".strip()

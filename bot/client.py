@@ -23,7 +23,7 @@ from db.models import GameSession, Turn
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation")
+EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help")
 
 
 class JobQueue:

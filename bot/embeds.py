@@ -113,8 +113,8 @@ def states_embed(
     return e
 
 
-def history_embed(turns: Iterable[Turn], film: Film) -> discord.Embed:
-    e = discord.Embed(title=f"History · {film.title}", colour=INFO)
+def history_embed(turns: Iterable[Turn], film: Film, *, label: str | None = None) -> discord.Embed:
+    e = discord.Embed(title=f"History · {film.title}" + (f" · {label}" if label else ""), colour=INFO)
     lines = []
     for t in turns:
         lines.append(f"**#{t.seq}** {esc(t.author_name)} · {t.status}\n{esc(t.instruction)}")

@@ -240,3 +240,77 @@ class AuditLog(Base):
     target: Mapped[str | None] = mapped_column(String(200))
     details: Mapped[dict] = mapped_column(JSONB, nullable=False, server_default="{}")
     created_at: Mapped[datetime] = _now()
+
+
+# --- vote mode: members propose actions, vote, and the winning proposal becomes the turn
+
+VOTE_ROUND_STATUSES = ("open", "closed", "void")
+
+
+class VoteChannel(Base):
+    """A channel an admin put in vote mode (no row, or enabled false: players act directly)."""
+
+    __tablename__ = "vote_channels"
+
+    channel_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    round_seconds: Mapped[int] = mapped_column(Integer, nullable=False, server_default="120")
+    updated_at: Mapped[datetime] = _now()
+
+
+class VoteRound(Base):
+    """One round of a session's vote. Its deadline lives here, so a restarted bot closes it on time."""
+
+    __tablename__ = "vote_rounds"
+    __table_args__ = (
+        CheckConstraint(_in("status", VOTE_ROUND_STATUSES), name="status"),
+        Index("uq_vote_rounds_open_session", "session_id", unique=True, postgresql_where=text("status = 'open'")),
+        Index("ix_vote_rounds_open_deadline", "deadline", postgresql_where=text("status = 'open'")),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("game_sessions.id", ondelete="CASCADE"), nullable=False, index=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    channel_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="open")
+    opened_by: Mapped[int | None] = mapped_column(BigInteger)
+    opened_at: Mapped[datetime] = _now()
+    deadline: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    outcome: Mapped[str | None] = mapped_column(Text)  # why it closed, as shown to the channel
+    winner_id: Mapped[int | None] = mapped_column(BigInteger)  # the winning proposal
+    turn_id: Mapped[int | None] = mapped_column(BigInteger)  # the turn it became
+    message_id: Mapped[int | None] = mapped_column(BigInteger)  # the round's message (Discord)
+    result_shown_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class VoteProposal(Base):
+    """A member's proposed action (the /act fields, validated), one per member per round."""
+
+    __tablename__ = "vote_proposals"
+    __table_args__ = (UniqueConstraint("round_id", "author_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("vote_rounds.id", ondelete="CASCADE"), nullable=False, index=True)
+    author_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    author_name: Mapped[str] = mapped_column(String(100), nullable=False)
+    characters: Mapped[list[str]] = mapped_column(ARRAY(String(32)), nullable=False)
+    character_names: Mapped[list[str]] = mapped_column(ARRAY(String(64)), nullable=False)
+    motion: Mapped[str] = mapped_column(String(200), nullable=False)
+    adverb: Mapped[str] = mapped_column(String(100), nullable=False, server_default="")
+    background: Mapped[str] = mapped_column(String(200), nullable=False)
+    time_of_day: Mapped[str] = mapped_column(String(100), nullable=False, server_default="")
+    instruction: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
+class VoteBallot(Base):
+    """One vote per member per round; voting again moves it."""
+
+    __tablename__ = "vote_ballots"
+
+    round_id: Mapped[int] = mapped_column(ForeignKey("vote_rounds.id", ondelete="CASCADE"), primary_key=True)
+    voter_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    proposal_id: Mapped[int] = mapped_column(ForeignKey("vote_proposals.id", ondelete="CASCADE"), nullable=False, index=True)
+    voted_at: Mapped[datetime] = _now()

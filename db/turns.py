@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import func, or_, select, update
@@ -20,7 +21,7 @@ from contracts.turn import HistoryTurn, TurnRequest, TurnResult
 from db import notify
 from db.bounds import ERROR_LEN, REASON_LEN, STAGE_LEN, fits_bigint, fits_int, free_text, name_text, require_id
 from db.guilds import Limits
-from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn
+from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
 from db.sessions import ensure_states, player_of, states, touch
 from game import states as rules
 from game.catalogue import FILMS
@@ -33,11 +34,18 @@ from game.errors import (
     TurnNotCancellable,
     TurnNotFinished,
     TurnNotFound,
+    VoteModeOn,
 )
 from game.instruction import Instruction
 
 # enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
 Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]
+
+
+async def require_direct_play(s: AsyncSession, channel_id: int) -> None:
+    """Refuses a direct turn where an admin chose vote mode (turns come from vote rounds there)."""
+    if await s.scalar(select(VoteChannel.enabled).where(VoteChannel.channel_id == channel_id)):
+        raise VoteModeOn()
 
 
 def new_seed() -> int:
@@ -54,9 +62,13 @@ async def submit_turn(
     limits: Limits,
     enqueue: Enqueue | None,
     now: datetime | None = None,
+    via_vote: bool = False,
 ) -> Turn:
     """Queue one turn. Refuses (GameError) when paused, not joined, the backlog is full, or the
-    author is cooling down. The session row is locked so sequence numbers never collide."""
+    author is cooling down. The session row is locked so sequence numbers never collide.
+
+    `via_vote`: the winning proposal of a vote round (db.votes): its proposer need not have
+    joined, and no cooldown applies (the round's length paces the channel)."""
     require_id(author_id, "player id")
     author_name = name_text(author_name)
     await s.refresh(gs, with_for_update=True)
@@ -64,8 +76,12 @@ async def submit_turn(
         raise SessionPaused(gs.paused_reason)
     if gs.status != "active":
         raise NoSession()
-    if await player_of(s, gs.id, author_id) is None:
-        raise NotJoined()
+    if via_vote:
+        limits = replace(limits, cooldown_seconds=0)
+    else:
+        await require_direct_play(s, gs.channel_id)
+        if await player_of(s, gs.id, author_id) is None:
+            raise NotJoined()
 
     pending = await s.scalar(
         select(func.count()).select_from(Turn).where(Turn.session_id == gs.id, Turn.status.in_(PENDING_TURN_STATUSES))

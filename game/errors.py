@@ -238,3 +238,55 @@ class OutOfRange(GameError):
 
     def __init__(self, what: str) -> None:
         super().__init__(f"That {what} is not valid.")
+
+class UnknownGame(GameError):
+    code = "unknown_game"
+
+    def __init__(self, number: int, count: int) -> None:
+        known = f"games 1 to {count}" if count else "no games yet"
+        super().__init__(f"This channel has no game {number} ({known}). /games lists them.")
+
+
+# --- vote mode
+
+
+class VoteModeOn(GameError):
+    code = "vote_mode"
+
+    def __init__(self) -> None:
+        super().__init__("This channel plays by vote: propose an action with /vote propose and vote on the round's message.")
+
+
+class VoteModeOff(GameError):
+    code = "vote_mode_off"
+
+    def __init__(self) -> None:
+        super().__init__("This channel does not play by vote; act with /act. An admin can turn voting on with /vote mode.")
+
+
+class NoOpenRound(GameError):
+    code = "no_round"
+
+    def __init__(self) -> None:
+        super().__init__("That vote round is over. Propose an action with /vote propose to open the next one.")
+
+
+class AlreadyProposed(GameError):
+    code = "already_proposed"
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"You already proposed option {number} in this round. Vote, or wait for the next round.")
+
+
+class RoundFull(GameError):
+    code = "round_full"
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"This round already has {cap} proposals. Vote for one of them, or wait for the next round.")
+
+
+class UnknownProposal(GameError):
+    code = "unknown_proposal"
+
+    def __init__(self) -> None:
+        super().__init__("That proposal is not part of the open round. Vote on the current round's message.")

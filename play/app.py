@@ -10,6 +10,7 @@ from play.guard import same_origin_middleware
 from play.requests import MAX_BODY
 from play.routes import STATIC, routes
 from play.services import SERVICES, PlayServices
+from play.vote_routes import add_vote_routes
 
 
 def build_app(svc: PlayServices) -> web.Application:
@@ -17,6 +18,7 @@ def build_app(svc: PlayServices) -> web.Application:
     app[SERVICES] = svc
     app.router.add_routes(routes)
     app.router.add_static("/static/", STATIC, append_version=False)
+    add_vote_routes(app)  # vote mode: its endpoints and the page's deadline check
 
     async def on_shutdown(app: web.Application) -> None:
         app[SERVICES].hub.publish(None)  # open event streams end, so the server stops promptly

@@ -12,7 +12,8 @@ from settings import Settings
 from db.engine import make_engine, make_sessionmaker
 from tests.pg import fresh_database
 
-APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings")
+APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings",
+              "vote_ballots", "vote_proposals", "vote_rounds", "vote_channels")
 # procrastinate's tables (revision 0002): emptied with the app's so no job outlives its test.
 QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 

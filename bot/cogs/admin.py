@@ -135,7 +135,13 @@ class Admin(commands.Cog):
         )
         e.add_field(name="Admin roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.admin_role_ids)) or "none", inline=True)
         e.add_field(name="Moderator roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.moderator_role_ids)) or "none", inline=True)
-        log_lines = [f"{esc(a.actor_name)}: {a.action}" + (f" {esc(a.target)}" if a.target else "") for a in recent]
+        # Names and mentions, never bare ids (mentions in an embed render as names and never ping).
+        log_lines = []
+        for a in recent:
+            line = bot_audit.describe(a)
+            if sum(len(x) + 1 for x in log_lines) + len(line) > 1024:  # an embed field's limit
+                break
+            log_lines.append(line)
         e.add_field(name="Recent actions", value="\n".join(log_lines) or "none", inline=False)
         await interaction.followup.send(embed=e, ephemeral=True)
 

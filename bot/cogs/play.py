@@ -1,4 +1,5 @@
-"""Players' commands: /game start|join|leave, /act, /status, /history, /queue, /export.
+"""Players' commands: /game start|join|leave, /act, /status, /history, /queue, /export
+(/history and /export also reach a past game by its number; /games lists them).
 
 Every command defers at once (ephemeral), so refusals and the database's answers can take longer
 than Discord's 3 s; what the whole channel should see is sent to the channel."""
@@ -16,7 +17,7 @@ from bot import checks
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import stitch
 from bot.status import position_text
-from db import guilds, sessions as game_sessions, turns as turn_service
+from db import games as past_games, guilds, sessions as game_sessions, turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, suggest
 from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
@@ -141,6 +142,7 @@ class Play(commands.Cog):
             gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
             film = FILMS[gs.film_id]
             cfg = await self._config(s, interaction)
+            await turn_service.require_direct_play(s, interaction.channel_id)  # vote mode: /vote propose
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             if me is None:
                 raise NotJoined()
@@ -218,15 +220,24 @@ class Play(commands.Cog):
             players = await game_sessions.players(s, gs.id)
         await interaction.followup.send(embed=states_embed(gs, FILMS[gs.film_id], states, players), ephemeral=True)
 
-    @app_commands.command(name="history", description="The latest turns of this channel's game")
+    async def _game(self, s, interaction: discord.Interaction, number: int | None):
+        """The live game, or the channel's game `number` (past ones included: see /games)."""
+        if number is None:
+            return await game_sessions.require_session(s, interaction.channel_id)
+        return await past_games.game_by_number(s, interaction.channel_id, number)
+
+    @app_commands.command(name="history", description="The latest turns of this channel's game, or of a past game")
     @app_commands.guild_only()
-    @app_commands.describe(count="How many turns (default 10)")
-    async def history(self, interaction: discord.Interaction, count: app_commands.Range[int, 1, 25] = 10) -> None:
+    @app_commands.describe(count="How many turns (default 10)", game="A game's number from /games (default: the current game)")
+    async def history(
+        self, interaction: discord.Interaction, count: app_commands.Range[int, 1, 25] = 10, game: app_commands.Range[int, 1] | None = None
+    ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await self._game(s, interaction, game)
             turns = await turn_service.history(s, gs.id, count)
-        await interaction.followup.send(embed=history_embed(turns, FILMS[gs.film_id]), ephemeral=True)
+            label = f"game {game}" if game is not None else None
+        await interaction.followup.send(embed=history_embed(turns, FILMS[gs.film_id], label=label), ephemeral=True)
 
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
     @app_commands.guild_only()
@@ -240,12 +251,13 @@ class Play(commands.Cog):
             ]
         await interaction.followup.send("\n".join(lines) or "No turns are waiting in this channel.", ephemeral=True)
 
-    @app_commands.command(name="export", description="This game's shots stitched into one video")
+    @app_commands.command(name="export", description="This game's shots (or a past game's) stitched into one video")
     @app_commands.guild_only()
-    async def export(self, interaction: discord.Interaction) -> None:
+    @app_commands.describe(game="A game's number from /games (default: the current game)")
+    async def export(self, interaction: discord.Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await self._game(s, interaction, game)
             # The latest EXPORT_MAX shots at most: their clips are held in memory while stitching.
             turns = [t for t in await turn_service.history(s, gs.id, count=EXPORT_MAX, blobs=True) if t.status == "done" and t.mp4]
         if not turns:

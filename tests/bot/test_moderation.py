@@ -103,4 +103,4 @@ async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot,
     assert "paused (idle)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert await bot.maintenance.pause_idle() == []  # already paused
     assert await bot.maintenance.prune() == 0  # nothing old enough
-    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune"}
+    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune", "vote_rounds"}

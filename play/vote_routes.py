@@ -1,0 +1,184 @@
+"""The play page's vote mode: the same rounds as Discord's /vote (db/votes.py), as JSON.
+
+`add_vote_routes(app)` adds the endpoints and a background task that closes the page's due
+rounds (its deadline check, as the bot's scheduler does for Discord's guilds). Every tab may
+propose and vote (one vote per tab, changeable); whoever opens the page is also its admin, so
+it may turn the mode on and off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timezone
+
+from typing import Annotated
+
+from aiohttp import web
+from pydantic import Field
+
+from db import sessions, votes
+from game.catalogue import FILMS
+from game.instruction import build_instruction
+from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
+from play.routes import player_name
+from play.services import PLAY_CHANNEL_ID, PLAY_GUILD_ID, SERVICES, channel_config, services
+
+log = logging.getLogger(__name__)
+
+CHECK_SECONDS = 1.0
+
+
+class ModeBody(Body):
+    enabled: bool
+    seconds: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None  # db.votes checks its own range
+
+
+class OpenBody(Body):
+    player_id: PlayerId
+
+
+class ProposeBody(ActBody):
+    """The /act fields; a player without a character also gives a name."""
+
+    name: Annotated[str, Field(max_length=NAME_MAX * 4)] = ""
+
+
+class BallotBody(Body):
+    player_id: PlayerId
+    option: Annotated[int, Field(ge=1, le=1000)]
+
+
+def round_json(v: votes.RoundView, now: datetime) -> dict:
+    rnd = v.round
+    return {
+        "id": rnd.id,
+        "status": rnd.status,
+        "deadline": rnd.deadline.isoformat(),
+        "seconds_left": votes.seconds_left(rnd, now) if rnd.status == "open" else 0,
+        "outcome": rnd.outcome,
+        "turn_id": rnd.turn_id,
+        "options": [
+            {
+                "number": o.number,
+                "author_name": o.proposal.author_name,
+                "instruction": o.proposal.instruction,
+                "votes": o.votes,
+                "winner": v.winner is not None and v.winner.number == o.number,
+            }
+            for o in v.options
+        ],
+        "voters": v.voters,
+        "players": v.players,
+        "players_voted": v.players_voted,
+        "my_vote": v.my_vote,
+    }
+
+
+@accepts(query=StateQuery)
+async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
+    """The mode, and the open round (else the latest one, to show how it ended)."""
+    svc = services(request)
+    async with svc.db.sessions() as s:
+        cfg = await votes.vote_config(s, PLAY_CHANNEL_ID)
+        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
+        rnd = await votes.latest_round(s, gs.id) if gs is not None else None
+        body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds, "round": None}
+        if rnd is not None:
+            now = datetime.now(timezone.utc)
+            body["round"] = round_json(await votes.view(s, rnd.id, voter_id=query.player), now)
+    return web.json_response(body)
+
+
+@accepts(body=ModeBody)
+async def post_mode(request: web.Request, body: ModeBody) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        cfg, _ = await votes.set_mode(s, PLAY_GUILD_ID, PLAY_CHANNEL_ID, body.enabled, body.seconds)
+    return web.json_response({"ok": True, "enabled": cfg.enabled, "round_seconds": cfg.round_seconds})
+
+
+@accepts(body=OpenBody)
+async def post_open(request: web.Request, body: OpenBody) -> web.Response:
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
+        rnd, created = await votes.open_round(s, gs, by=body.player_id)
+    return web.json_response({"ok": True, "round_id": rnd.id, "created": created})
+
+
+@accepts(body=ProposeBody)
+async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
+    """A proposal: the /act fields (a joined player's character is in the shot, plus `characters`)."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        cfg = await channel_config(s, svc)
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
+        film = FILMS[gs.film_id]
+        me = await sessions.player_of(s, gs.id, body.player_id)
+        name = me.user_name if me is not None else player_name(body.name)
+        ins = build_instruction(
+            film, votes.shot_characters(me.character_id if me else None, body.characters),
+            motion=body.motion, background=body.background, adverb=body.adverb, time_of_day=body.time_of_day,
+            max_len=cfg.limits.max_instruction_len, playable={c.id for c in cfg.cast_for(film)},
+        )
+        rnd, number, created = await votes.propose(s, gs, author_id=body.player_id, author_name=name, instruction=ins)
+    return web.json_response({"ok": True, "round_id": rnd.id, "option": number, "instruction": ins.text, "notes": list(ins.notes)})
+
+
+@accepts(body=BallotBody)
+async def post_ballot(request: web.Request, body: BallotBody) -> web.Response:
+    """One vote per tab and round, for an option number; voting again moves it."""
+    svc = services(request)
+    async with svc.db.sessions() as s, s.begin():
+        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
+        rnd, number = await votes.vote_by_number(s, gs, body.option, body.player_id)
+    await close_due(request.app)  # the last joined player's vote closes the round at once
+    return web.json_response({"ok": True, "round_id": rnd.id, "option": number})
+
+
+async def close_due(app: web.Application) -> int:
+    """Close the page's due rounds; returns how many closed."""
+    svc = app[SERVICES]
+    closed = 0
+    async with app[_LOCK]:
+        async with svc.db.sessions() as s:
+            due = await votes.due_rounds(s, [PLAY_GUILD_ID])
+        for round_id in due:
+            async with svc.db.sessions() as s, s.begin():
+                if await votes.close_round(s, round_id, svc.settings, svc.enqueue) is not None:
+                    await votes.mark_shown(s, round_id)  # the page reads the outcome from the row
+                    closed += 1
+    return closed
+
+
+_LOCK = web.AppKey("vote_close_lock", asyncio.Lock)
+
+
+async def _closer(app: web.Application):
+    """Background task for the app's lifetime: the deadline check."""
+
+    async def loop() -> None:
+        while True:
+            try:
+                await close_due(app)
+            except Exception as e:  # the database went away: try again at the next check
+                log.warning("closing the page's vote rounds failed: %s", e)
+            await asyncio.sleep(CHECK_SECONDS)
+
+    task = asyncio.create_task(loop())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def add_vote_routes(app: web.Application) -> None:
+    app.router.add_get("/api/vote", get_vote)
+    app.router.add_post("/api/vote/mode", post_mode)
+    app.router.add_post("/api/vote/open", post_open)
+    app.router.add_post("/api/vote/propose", post_propose)
+    app.router.add_post("/api/vote/ballot", post_ballot)
+    app[_LOCK] = asyncio.Lock()
+    app.cleanup_ctx.append(_closer)
