@@ -12,7 +12,6 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks
-from bot.cogs.play import cast_of
 from bot.embeds import INFO, esc
 from db import guilds, sessions as game_sessions, votes
 from game.catalogue import FILMS, Film
@@ -112,7 +111,7 @@ class Help(commands.Cog):
         is_admin = await checks.is_admin(interaction)
         is_mod = is_admin or await checks.is_moderator(interaction)
         allowed = {None: True, "moderator": is_mod, "admin": is_admin}
-        ex = examples(film, cast_of(cfg, film))
+        ex = examples(film, cfg.cast_for(film))
 
         sections: dict[str, list[str]] = {}
         for cmd in sorted(leaves(self.bot.tree.get_commands()), key=lambda c: c.qualified_name):

@@ -19,7 +19,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit, checks, replies
-from bot.cogs.play import cast_of, split_names
+from bot.cogs.play import split_names
 from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
 from db import guilds, sessions as game_sessions, turns as turn_service, votes
@@ -205,7 +205,7 @@ class Vote(commands.Cog):
             names = votes.shot_characters(me.character_id if me else None, split_names(others))
             ins = build_instruction(
                 film, names, motion, background, adverb or "", time_of_day or "",
-                max_len=cfg.limits.max_instruction_len, playable={c.id for c in cast_of(cfg, film)},
+                max_len=cfg.limits.max_instruction_len, playable={c.id for c in cfg.cast_for(film)},
             )
             rnd, number, _ = await votes.propose(
                 s, gs, author_id=interaction.user.id, author_name=interaction.user.display_name, instruction=ins

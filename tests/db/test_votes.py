@@ -73,7 +73,7 @@ async def test_a_full_backlog_keeps_the_round_open_until_a_slot_frees(sessions, 
 
     gs = await _game(sessions)
     async with sessions.begin() as s:
-        await guilds.set_limits(s, GUILD, backlog_cap=1)
+        await guilds.set_limits(s, settings, GUILD, backlog_cap=1)
     waiting = await _submit(sessions, gs)
     async with sessions.begin() as s:
         await votes.set_mode(s, GUILD, CHANNEL, True, 60)
