@@ -26,7 +26,7 @@ from db.runtime import Database
 from settings import Settings
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
-from game.catalogue import FILMS, suggest
+from game.catalogue import FILMS, session_film, suggest
 from game.errors import GameError, NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
@@ -157,8 +157,10 @@ async def ensure_film(svc: PlayServices) -> str:
         film_id = cfg.film.id if cfg.film else None
         if film_id is None:
             film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id
+        # A session whose film left the catalogue waits, paused (the page shows why).
+        await sessions.pause_withdrawn_films(s, set(FILMS))
         gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        return gs.film_id if gs is not None else film_id
+        return gs.film_id if gs is not None and gs.film_id in FILMS else film_id
 
 
 # --- JSON shapes
@@ -459,7 +461,7 @@ async def post_join(request: web.Request) -> web.Response:
     async with svc.db.sessions() as s, s.begin():
         cfg = await _config(s, svc)
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        film = FILMS[gs.film_id]
+        film = session_film(gs.film_id)
         cast = _cast(cfg, film)
         ch = film.character(character)
         if ch is None or ch not in cast:
@@ -492,7 +494,7 @@ async def post_act(request: web.Request) -> web.Response:
         me = await sessions.player_of(s, gs.id, pid)
         if me is None:
             raise NotJoined()
-        film = FILMS[gs.film_id]
+        film = session_film(gs.film_id)
         ins = build_instruction(
             film,
             [me.character_id, *others],

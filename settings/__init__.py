@@ -1,7 +1,8 @@
 """Settings: environment variables (prefix `ANIMEGAMER_`), an optional `.env`, an optional TOML file.
 
 This module sits at the bottom of the project: it imports nothing of it, so every layer can read
-settings. The default film is checked against the film catalogue by the commands that use it.
+settings. The default film and the films file (`films`) are checked by the game's catalogue
+(`game.catalogue.load_checked_settings`), which the commands call at start.
 
 Precedence, highest first: constructor arguments, environment, `.env`, the TOML file named by
 `ANIMEGAMER_CONFIG` (or `animegamer.toml` in the working directory when present), defaults.
@@ -77,6 +78,7 @@ class Settings(BaseSettings):
 
     # --- game limits (guild settings may tighten them)
     default_film: str = "qiqi"
+    films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
     max_instruction_len: int = Field(300, ge=40, le=2000)
     cooldown_seconds: float = Field(15.0, ge=0)
     backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
