@@ -298,6 +298,22 @@ def session_film(film_id: str) -> Film:
     return film
 
 
+def film_selection(values: list[str] | tuple[str, ...] | None) -> list[str] | None:
+    """`--film` values as given on a command line: repeatable, comma-separated, `all` for every
+    film of the catalogue; None when none were given. Unknown ids raise UnknownFilm."""
+    if not values:
+        return None
+    out: list[str] = []
+    for v in values:
+        for part in (p.strip() for p in v.split(",")):
+            ids = list(FILMS) if part == "all" else [part] if part else []
+            for fid in ids:
+                get_film(fid)
+                if fid not in out:
+                    out.append(fid)
+    return out or None
+
+
 def display_film(film_id: str) -> Film:
     """For showing what a session already did (posting a finished turn, naming a character): the
     catalogue's film, or a stand-in titled by the id when the film was withdrawn, so a withdrawn

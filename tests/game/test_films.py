@@ -136,3 +136,15 @@ def test_a_withdrawn_film_is_reported_not_a_crash():
     stand_in = display_film("ponyo")
     assert stand_in.title == "ponyo (withdrawn)" and stand_in.character("sosuke") is None
     assert session_film("qiqi") is FILMS["qiqi"]
+
+
+def test_film_selection_of_the_worker_command():
+    from game.catalogue import film_selection
+    from game.errors import UnknownFilm
+
+    assert film_selection(None) is None and film_selection([]) is None
+    assert film_selection(["all"]) == ["qiqi", "ponyo"]
+    assert film_selection(["ponyo,qiqi"]) == ["ponyo", "qiqi"]
+    assert film_selection(["qiqi", "qiqi, ponyo"]) == ["qiqi", "ponyo"]
+    with pytest.raises(UnknownFilm, match="'totoro'"):
+        film_selection(["qiqi,totoro"])
