@@ -227,7 +227,13 @@ def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple
     if "models" in skip:
         rows.append(Row("models", SKIP, "--skip models"))
     elif settings is not None:
-        rows += check_models(settings, films or [settings.default_film])
+        from game.catalogue import film_selection
+        from game.errors import UnknownFilm
+
+        try:  # `all` and comma lists as for the worker
+            rows += check_models(settings, film_selection(films) or [settings.default_film])
+        except UnknownFilm as e:
+            rows.append(Row("models", FAIL, e.message))
     else:
         rows.append(Row("models", need.status, need.detail))
     rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings)
@@ -265,7 +271,7 @@ def _doctor(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="check settings, database, ffmpeg, models, GPU and the Discord token")
     p.add_argument("--film", action="append",
-                   help="check this film's models (repeatable; default: ANIMEGAMER_DEFAULT_FILM)")
+                   help="check these films' models (repeatable, comma-separated or `all`; default: ANIMEGAMER_DEFAULT_FILM)")
     p.add_argument("--no-network", action="store_true", help="do not contact Discord")
     p.add_argument("--skip", action="append", choices=SKIPPABLE, help="leave out a check (repeatable), e.g. gpu on the bot's host")
     p.add_argument("--json", action="store_true", help="rows as JSON (for monitoring) instead of the table")
