@@ -10,6 +10,10 @@ the adapter switch and the decoder move (one-worker case). Nothing is asserted.
     # CPU, tiny random models written to a temp dir (same code path as the real models):
     python bench/films.py tiny --turns 4 --decoder-budget-gb 0.0006   # room for one tiny decoder
 
+    # Random weights, no files: Mistral-7B and CogVideoX-2B shapes on a GPU (`--size tiny` on a CPU)
+    python bench/films.py random --size 7b --turns 6 --steps 50
+    #   --decoder-budget-gb 4   as below
+
     # GPU, the real checkpoints (after `animegamer models download qiqi` and `... ponyo`):
     python bench/films.py gpu --models-dir /models --turns 6 --steps 50
     #   --decoder-budget-gb 4   keeps one decoder on the GPU: every switch of film moves one
@@ -79,6 +83,73 @@ def _tensor_bytes(modules) -> int:
     return total
 
 
+def random_backend(films: list[str], size: str, device: str, steps: int, budget_gb: float | None):
+    """The worker's backends over random weights built in memory (no files): Mistral-7B and
+    CogVideoX-2B shapes (size "7b"), or the tiny test shapes (size "tiny", for a CPU)."""
+    import torch
+    from diffusers import AutoencoderKLCogVideoX
+    from transformers import MistralForCausalLM
+
+    from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+    from inference.backends.multifilm import MultiFilmBackend
+    from inference.decoder.pipeline import AnimeGamerDecoder
+    from inference.decoder.transformer import AnimeGamerTransformer3DModel
+    from inference.mllm.adapters import LoadedFilms, MultiFilmMLLM
+    from inference.mllm.loading import default_device_dtype, wrap_released
+    from inference.mllm.predict import MLLMPredictor
+    from inference.mllm.prompt import PromptBuilder
+    from inference.mllm.instruction import InstructionEncoder
+    from inference.mllm.tokens import SPECIAL
+    from tests.tiny import mllm as tiny
+    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+
+    dev, dt = default_device_dtype(device)
+    if size == "7b":
+        from transformers import MistralConfig
+
+        from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
+        from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
+
+        cfg = MistralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                            num_attention_heads=32, num_key_value_heads=8, sliding_window=4096,
+                            max_position_embeddings=32768, tie_word_embeddings=False, attn_implementation="sdpa")
+        dit_cfg, vae_cfg, frame, rep_dim, dit_dt = ANIMEGAMER_2B_CONFIG, COGVIDEOX_VAE_CONFIG, {}, 1920, torch.float16
+    else:
+        cfg = tiny.tiny_config(attn_implementation="sdpa")
+        dit_cfg, vae_cfg, frame, rep_dim, dit_dt = TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG, TINY_SIZE, TINY_TRANSFORMER_CONFIG["text_embed_dim"], dt
+    if dev.type == "cpu":
+        dit_dt = torch.float32
+    tmp = tempfile.mkdtemp(prefix="bench-films-tok-")
+    tok = tiny.build_tokenizer(Path(tmp) / "tok")  # the 284 AnimeGamer ids are what matters here
+
+    def decoder(seed: int, on) -> AnimeGamerDecoder:
+        torch.manual_seed(seed)
+        with torch.device(on):
+            d = AnimeGamerDecoder(AnimeGamerTransformer3DModel(**dit_cfg).to(dit_dt), AutoencoderKLCogVideoX(**vae_cfg).to(dit_dt),
+                                  steps=steps, **frame)
+        d.transformer.uncond_embedding.normal_()
+        return d
+
+    ag = AnimeGamerSettings("-", "-", "-", device=str(dev), history_window=2, rep_dim=rep_dim, max_batch=1)
+    with torch.device(dev):
+        llm = MistralForCausalLM(cfg).to(dt)
+    if len(films) == 1:  # as a one-film worker: the LoRA merged away
+        model = wrap_released(llm, rep_dim).to(device=dev, dtype=dt)
+        model.merge_lora()
+        backend = AnimeGamerBackend(ag, decoder=decoder(0, dev))
+        backend._mllm = (MLLMPredictor(model.eval().requires_grad_(False), SPECIAL),
+                         PromptBuilder(InstructionEncoder(tok, SPECIAL), SPECIAL, 2))
+        return backend
+    model = MultiFilmMLLM(llm, films, rep_dim).to(device=dev, dtype=dt).eval().requires_grad_(False)
+    model.use(films[0])
+    loaded = LoadedFilms(model, tok, SPECIAL, {})
+    budget = None if budget_gb is None else int(budget_gb * 2**30)
+    backend = MultiFilmBackend(ag, {f: "-" for f in films}, decoders={f: decoder(i, "cpu") for i, f in enumerate(films)},
+                               decoder_budget_bytes=budget, loaded=loaded)
+    backend.load()
+    return backend
+
+
 def child(args) -> dict:
     import numpy as np
     import torch
@@ -88,14 +159,17 @@ def child(args) -> dict:
     from settings import Settings
 
     films = args.films.split(",")
-    settings = Settings(
-        models_dir=args.models_dir, device=args.device, dtype=args.dtype, decoder_steps=args.steps, history_window=2,
-        decoder_gpu_budget_gb=args.decoder_budget_gb, mllm_max_batch=1, _env_file=None,
-    )
     cuda = args.device.startswith("cuda")
     t0 = time.perf_counter()
-    backend = make_backend(settings, "animegamer", films=films)
-    backend.load()
+    if args.size:
+        backend = random_backend(films, args.size, args.device, args.steps, args.decoder_budget_gb)
+    else:
+        settings = Settings(
+            models_dir=args.models_dir, device=args.device, dtype=args.dtype, decoder_steps=args.steps, history_window=2,
+            decoder_gpu_budget_gb=args.decoder_budget_gb, mllm_max_batch=1, _env_file=None,
+        )
+        backend = make_backend(settings, "animegamer", films=films)
+        backend.load()
     if cuda:
         torch.cuda.synchronize()
     load_s = time.perf_counter() - t0
@@ -137,6 +211,8 @@ def child(args) -> dict:
 def run_child(args, films: str, turns: int) -> dict:
     cmd = [sys.executable, __file__, "child", "--films", films, "--models-dir", str(args.models_dir), "--device", args.device,
            "--dtype", args.dtype, "--steps", str(args.steps), "--turns", str(turns)]
+    if getattr(args, "size", None):
+        cmd += ["--size", args.size]
     if args.decoder_budget_gb is not None:
         cmd += ["--decoder-budget-gb", str(args.decoder_budget_gb)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -206,7 +282,7 @@ def seven_b_accounting(films: int = 2) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="mode", required=True)
-    for name in ("tiny", "gpu", "child"):
+    for name in ("tiny", "gpu", "random", "child"):
         s = sub.add_parser(name)
         s.add_argument("--turns", type=int, default=4, help="turns, the films interleaved (default 4)")
         s.add_argument("--steps", type=int, default=4 if name == "tiny" else 50, help="diffusion steps per clip")
@@ -214,6 +290,9 @@ def main() -> None:
         s.add_argument("--models-dir", type=Path, default=None)
         s.add_argument("--device", default="cpu" if name == "tiny" else "cuda")
         s.add_argument("--dtype", default="float32" if name == "tiny" else "auto", help="auto: bf16 MLLM, fp16 DiT on GPU")
+        if name in ("random", "child"):
+            s.add_argument("--size", choices=("7b", "tiny"), default="7b" if name == "random" else None,
+                           help="random weights of these shapes (7b: Mistral-7B + CogVideoX-2B)")
         if name == "child":
             s.add_argument("--films", required=True)
     args = p.parse_args()
@@ -227,11 +306,11 @@ def main() -> None:
             torch.set_num_threads(2)
             args.models_dir = Path(tmp) / "models"
             build_tiny(args.models_dir)
-        elif args.models_dir is None:
+        elif args.mode == "gpu" and args.models_dir is None:
             sys.exit("gpu mode needs --models-dir (the directory `animegamer models download` filled)")
         one = run_child(args, ",".join(FILMS), args.turns)
         alone = [run_child(args, film, max(1, args.turns // len(FILMS))) for film in FILMS]
-    report(one, alone, gpu=args.mode == "gpu")
+    report(one, alone, gpu=args.device.startswith("cuda"))
     seven_b_accounting()
 
 

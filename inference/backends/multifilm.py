@@ -45,11 +45,13 @@ class MultiFilmBackend:
         decoders: Mapping[str, ClipDecoder] | None = None,
         decoder_factories: Mapping[str, Callable[[], ClipDecoder]] | None = None,
         decoder_budget_bytes: int | None = None,
+        loaded=None,
     ):
         """`settings` as for one film (its agent_path is not used); `agents`: film id -> agent
         checkpoint; `decoders` or `decoder_factories`: film id -> decoder (weights on the CPU or
         the device; the residency manager places them); `decoder_budget_bytes`: device memory
-        for the decoders' weights together (None: detected on CUDA, unlimited elsewhere)."""
+        for the decoders' weights together (None: detected on CUDA, unlimited elsewhere);
+        `loaded`: an already built `adapters.LoadedFilms` instead of the files (benchmarks)."""
         if not agents:
             raise BackendError("a multi-film backend needs at least one film")
         self.settings = settings
@@ -63,6 +65,7 @@ class MultiFilmBackend:
         self._predictors: dict = {}
         self._builder = None
         self._batcher: MicroBatcher | None = None
+        self._loaded = loaded
 
     # -- Backend -------------------------------------------------------------------------------
 
@@ -82,12 +85,13 @@ class MultiFilmBackend:
 
         t0 = time.perf_counter()
         try:
-            loaded = load_films(
+            loaded = self._loaded or load_films(
                 s.mistral_dir, s.tokenizer_dir, self.agents, device=s.device, dtype=s.dtype,
                 attn_implementation=s.attn_implementation, rep_dim=s.rep_dim,
             )
         except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
             raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
+        self._loaded = None
         options = PredictOptions(readout=s.readout, state_pass=s.state_pass, use_cache=s.use_cache)
         self._predictors = {f: MLLMPredictor(loaded.model.view(f), loaded.special, options) for f in self.films}
         self._builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special, s.history_window)
