@@ -14,7 +14,8 @@ the shared model under the released names: the adapter's tensors appear as `...l
 `...modules_to_save.default...`, `...embed_tokens.weight` and `lm_head.weight`, as in the release.
 Frozen base weights that a checkpoint carries (the release saved them) are not copied onto the
 shared base but compared with it: a checkpoint trained on another base is an error, because it
-could not give the outputs it gives alone.
+could not give the outputs it gives alone; differences of rounding only (a base saved in another
+dtype) are logged, and the Mistral directory's weights are used.
 """
 
 from __future__ import annotations
@@ -62,16 +63,25 @@ def film_lora_config() -> LoraConfig:
     )
 
 
-class _MustEqual:
-    """Stands for a shared base tensor in a film's view: `copy_` compares instead of writing."""
+# A base tensor of a checkpoint may differ from the Mistral directory's by rounding (saved in
+# another dtype); beyond this relative difference it is another base.
+BASE_TOLERANCE = 1e-2
 
-    def __init__(self, tensor: torch.Tensor, name: str, mismatches: list[str]):
+
+class _MustEqual:
+    """Stands for a shared base tensor in a film's view: `copy_` compares instead of writing,
+    recording (name, largest difference relative to the tensor's largest value) when not equal."""
+
+    def __init__(self, tensor: torch.Tensor, name: str, mismatches: list[tuple[str, float]]):
         self.tensor, self.name, self.mismatches = tensor, name, mismatches
         self.shape = tensor.shape
 
     def copy_(self, src: torch.Tensor) -> None:
-        if not torch.equal(self.tensor, src.to(device=self.tensor.device, dtype=self.tensor.dtype)):
-            self.mismatches.append(self.name)
+        src = src.to(device=self.tensor.device, dtype=self.tensor.dtype)
+        if not torch.equal(self.tensor, src):
+            diff = (self.tensor.float() - src.float()).abs().max().item()
+            scale = self.tensor.float().abs().max().item() or 1.0
+            self.mismatches.append((self.name, diff / scale))
 
 
 class MultiFilmMLLM(nn.Module):
@@ -149,16 +159,20 @@ class MultiFilmMLLM(nn.Module):
         return out
 
     def load_film(self, film: str, path: str | os.PathLike) -> LoadReport:
-        mismatches: list[str] = []
+        mismatches: list[tuple[str, float]] = []
         what = f"hidden size {self.config.hidden_size}, {self.config.num_hidden_layers} layers; film {film!r}"
         report = load_state_into(self.released_view(film, mismatches), path, what)
-        if mismatches:
-            few = ", ".join(mismatches[:3]) + (f" (+{len(mismatches) - 3} more)" if len(mismatches) > 3 else "")
+        other = [f"{k} ({d:.2g})" for k, d in mismatches if d > BASE_TOLERANCE]
+        if other:
+            few = ", ".join(other[:3]) + (f" (+{len(other) - 3} more)" if len(other) > 3 else "")
             raise CheckpointError(
-                f"{report.path} (film {film!r}) carries base weights that differ from the Mistral directory's, "
-                f"e.g. {few}: it was trained on another base, so it cannot share one with other films; "
-                "serve it from a worker of its own"
+                f"{report.path} (film {film!r}) carries base weights that differ from the Mistral directory's "
+                f"(relative difference), e.g. {few}: it was trained on another base, so it cannot share one "
+                "with other films; serve it from a worker of its own"
             )
+        if mismatches:
+            log.warning("film %s: %d base tensors of %s differ from the Mistral directory's by rounding (at most %.2g "
+                        "relative); the shared base is used", film, len(mismatches), report.path, max(d for _, d in mismatches))
         return report
 
 

@@ -154,6 +154,9 @@ def test_key_accounting_per_film(files, two_films, tmp_path):
     other_base = tiny.write_checkpoint({**sd, base: sd[base] + 1}, tmp_path / "other-base.bin")
     with pytest.raises(CheckpointError, match="base weights that differ from the Mistral directory's"):
         load_films(files["mistral"], files["tokenizer"], {"qiqi": two_films["qiqi"], "ponyo": other_base}, device="cpu", rep_dim=REP_DIM)
+    # A base saved in another dtype differs by rounding only: loaded, with the shared base.
+    rounded = tiny.write_checkpoint({**sd, base: sd[base].half().float()}, tmp_path / "rounded.bin")
+    load_films(files["mistral"], files["tokenizer"], {"qiqi": two_films["qiqi"], "ponyo": rounded}, device="cpu", rep_dim=REP_DIM)
     loaded = load_films(files["mistral"], files["tokenizer"], two_films, device="cpu", rep_dim=REP_DIM)
     assert {f: r.loaded for f, r in loaded.reports.items()} == {"qiqi": len(sd), "ponyo": len(sd)}
 
