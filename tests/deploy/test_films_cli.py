@@ -75,3 +75,10 @@ def test_models_commands_read_the_operator_catalogue(tmp_path):
     assert r.returncode == 1 and "names no hub_repo" in r.stderr and "copy MLLM-Mononoke/" in r.stderr
     r = cli(tmp_path, "models", "list", "--film", "totoro", "--models-dir", str(models))
     assert r.returncode == 2 and "Unknown film 'totoro'" in r.stderr
+
+
+def test_worker_film_lists(tmp_path):
+    r = cli(tmp_path, "worker", "--backend", "preview", "--film", "qiqi,totoro")
+    assert r.returncode == 2 and "animegamer worker: Unknown film 'totoro'. Choose one of: ponyo, qiqi." in r.stderr
+    r = cli(tmp_path, "worker", "--help")
+    assert "FILM[,FILM...]|all" in r.stdout
