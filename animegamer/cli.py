@@ -55,8 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     from animegamer.doctor import register as register_doctor
     from bot.deploy_commands import register as register_deploy
     from inference.models_cli import register as register_models
+    from animegamer.films_cli import register as register_films
 
-    for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models):
+    for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
+                     register_films):
         register(sub)
     return p
 

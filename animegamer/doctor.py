@@ -59,8 +59,11 @@ def check_settings():
         s = load_settings()
     except SettingsError as e:
         return None, Row("settings", FAIL, _one_line(e))
+    from game.catalogue import FILMS
+
     db = "embedded Postgres" if not s.database_url else "DATABASE_URL"
-    return s, Row("settings", OK, f"backend={s.backend}, database={db}, models={s.model_root}")
+    films = f"films={', '.join(FILMS)}" + (f" (with {s.films})" if s.films else "")
+    return s, Row("settings", OK, f"backend={s.backend}, database={db}, models={s.model_root}, {films}")
 
 
 async def _database(url: str) -> list[Row]:
@@ -128,13 +131,16 @@ def check_ffmpeg() -> Row:
 
 
 def check_models(settings, films: list[str]) -> list[Row]:
-    from game.catalogue import get_film
-    from inference.models_cli import inventory
+    from game.catalogue import FILMS
+    from inference.model_inventory import inventory
 
     required = settings.backend == "animegamer"
     rows = []
     for film_id in films:
-        parts = inventory(settings.model_root, get_film(film_id))
+        if film_id not in FILMS:
+            rows.append(Row(f"models {film_id}", FAIL, f"not in the film catalogue; known: {', '.join(sorted(FILMS))}"))
+            continue
+        parts = inventory(settings.model_root, FILMS[film_id])
         missing = [c for c in parts if c.for_worker and not c.present]
         if not missing:
             rows.append(Row(f"models {film_id}", OK, f"all parts the worker loads are in {settings.model_root}"))
@@ -221,7 +227,13 @@ def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple
     if "models" in skip:
         rows.append(Row("models", SKIP, "--skip models"))
     elif settings is not None:
-        rows += check_models(settings, films or [settings.default_film])
+        from game.catalogue import film_selection
+        from game.errors import UnknownFilm
+
+        try:  # `all` and comma lists as for the worker
+            rows += check_models(settings, film_selection(films) or [settings.default_film])
+        except UnknownFilm as e:
+            rows.append(Row("models", FAIL, e.message))
     else:
         rows.append(Row("models", need.status, need.detail))
     rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings)
@@ -257,11 +269,9 @@ def _doctor(args) -> int:
 
 
 def register(sub) -> None:
-    from game.catalogue import FILMS
-
     p = sub.add_parser("doctor", help="check settings, database, ffmpeg, models, GPU and the Discord token")
-    p.add_argument("--film", action="append", choices=sorted(FILMS),
-                   help="check this film's models (repeatable; default: ANIMEGAMER_DEFAULT_FILM)")
+    p.add_argument("--film", action="append",
+                   help="check these films' models (repeatable, comma-separated or `all`; default: ANIMEGAMER_DEFAULT_FILM)")
     p.add_argument("--no-network", action="store_true", help="do not contact Discord")
     p.add_argument("--skip", action="append", choices=SKIPPABLE, help="leave out a check (repeatable), e.g. gpu on the bot's host")
     p.add_argument("--json", action="store_true", help="rows as JSON (for monitoring) instead of the table")

@@ -1,17 +1,19 @@
 """The bot's scheduled jobs (APScheduler): the notifier's sweep for turns whose NOTIFY was missed,
-pausing idle sessions, and pruning old clips and representations."""
+pausing idle sessions and sessions whose film was withdrawn from the catalogue, and pruning old
+clips and representations."""
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from db import sessions as game_sessions
 from db import turns as turn_service
-from game.errors import SessionPaused
+from game.catalogue import FILMS
+from game.errors import FilmWithdrawn, SessionPaused
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,10 @@ class Maintenance:
         self.scheduler.add_job(self.sweep, "interval", seconds=self.sweep_seconds, id="sweep", **common)
         self.scheduler.add_job(self.pause_idle, "interval", seconds=self.idle_check_seconds, id="pause_idle", **common)
         self.scheduler.add_job(self.prune, "interval", hours=self.prune_hours, id="prune", **common)
+        # At start (next_run_time=now) and with the idle check: a film removed from the catalogue
+        # while sessions use it pauses them, with a message in their channels.
+        self.scheduler.add_job(self.pause_withdrawn, "interval", seconds=self.idle_check_seconds, id="pause_withdrawn",
+                               next_run_time=datetime.now(timezone.utc), **common)
         self.scheduler.start()
 
     def close(self) -> None:
@@ -56,6 +62,24 @@ class Maintenance:
                 await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
             except discord.HTTPException as e:
                 log.info("could not announce the idle pause in %s: %s", gs.channel_id, e)
+        return [gs.id for gs in paused]
+
+    async def pause_withdrawn(self) -> list[int]:
+        try:
+            async with self.bot.db.sessions.begin() as s:
+                paused = await game_sessions.pause_withdrawn_films(s, set(FILMS))
+        except Exception as e:
+            log.warning("pausing the sessions of withdrawn films failed: %s", e)
+            return []
+        mine = {g.id for g in self.bot.guilds}
+        for gs in paused:
+            log.warning("session %s (channel %s) paused: its film %r is not in the film catalogue", gs.id, gs.channel_id, gs.film_id)
+            if gs.guild_id not in mine:
+                continue
+            try:
+                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(FilmWithdrawn(gs.film_id).message)
+            except discord.HTTPException as e:
+                log.info("could not announce the withdrawn film in %s: %s", gs.channel_id, e)
         return [gs.id for gs in paused]
 
     async def prune(self) -> int:

@@ -27,7 +27,7 @@ from bot.views import RegenerateButton, view_of
 from db import notify
 from db import turns as turn_service
 from db.models import GameSession, Turn
-from game.catalogue import FILMS
+from game.catalogue import display_film
 from game.errors import size_text
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ class Notifier:
             gs = await s.get(GameSession, turn.session_id)
         if turn.status not in ("done", "failed") or turn.posted_at is not None:
             return True  # regenerated or posted by someone else since the claim: nothing to send
-        film = FILMS[gs.film_id]
+        film = display_film(gs.film_id)
         channel = self.bot.get_channel(gs.channel_id)
         if channel is None:
             try:

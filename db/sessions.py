@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import timedelta
 
 from sqlalchemy import func, select, update
@@ -171,6 +172,25 @@ async def pause_idle(s: AsyncSession, idle: timedelta) -> list[GameSession]:
             ~pending.exists(),
         )
         .values(status="paused", paused_reason="idle")
+        .returning(GameSession)
+    )
+    rows = list((await s.scalars(q)).all())
+    for gs in rows:
+        await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="paused")
+    return rows
+
+
+WITHDRAWN_REASON = "film withdrawn"
+
+
+async def pause_withdrawn_films(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:
+    """Pause the active sessions whose film is no longer in the catalogue (an operator removed
+    or disabled it). Their states, players and queued turns are kept: once the film is back a
+    moderator resumes them (/mod resume) and the queued turns run."""
+    q = (
+        update(GameSession)
+        .where(GameSession.status == "active", GameSession.film_id.not_in(list(known_films)))
+        .values(status="paused", paused_reason=WITHDRAWN_REASON)
         .returning(GameSession)
     )
     rows = list((await s.scalars(q)).all())

@@ -24,7 +24,7 @@ from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
 from db.sessions import ensure_states, player_of, states, touch
 from game import states as rules
-from game.catalogue import FILMS
+from game.catalogue import session_film
 from game.errors import (
     BacklogFull,
     Cooldown,
@@ -178,7 +178,7 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
     turn.error = None
     await s.flush()
 
-    film = FILMS[gs.film_id]
+    film = session_film(gs.film_id)
     names = {c.id: c.name for c in film.characters}
     # Context: the last good turns before this one (failed and cancelled ones are skipped).
     hist: list[HistoryTurn] = []

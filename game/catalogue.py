@@ -1,14 +1,41 @@
 """The film and character catalogue, as data.
 
-Each film names the AnimeGamer checkpoint it was trained on and its playable characters. The
-motions and backgrounds are suggestions for autocomplete; players may type anything else.
+The released films are described in `game/films.toml`, shipped with the package; an operator
+adds films (a custom-trained checkpoint) or overrides fields of shipped ones (a renamed cast,
+another checkpoint folder) in a file of the same form named by the `films` setting
+(`ANIMEGAMER_FILMS`). Each film names its checkpoints and its playable characters; the motions
+and backgrounds are suggestions for autocomplete, players may type anything else.
+
+I/O: the game's rules do no I/O except here, where the catalogue is read once per process: the
+packaged file through importlib.resources and the operator's file given its path (the commands
+call `load_checked_settings()` at start, which loads and validates both). Validation works on
+the parsed tables (`parse_films`), so it is pure and is what `animegamer films check` runs.
+
+`FILMS` is a read-only mapping onto the process's active catalogue, loaded on first use when a
+command did not load it explicitly.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
 
+from game.errors import FilmWithdrawn, UnknownFilm
+from game.sanitize import InputRefused, sanitize_field
 from settings import Settings, SettingsError, load_settings
+
+PACKAGED = "game/films.toml"  # how the shipped file is named in messages
+FILM_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")  # stored on sessions; names the queue film.<id>
+CHARACTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+FOLDER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a plain folder name, no path
+HUB_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME_MAX = 40
+SUGGESTION_MAX = 80  # the instruction's per-field cap (game.instruction.FIELD_MAX)
 
 
 @dataclass(frozen=True)
@@ -21,12 +48,15 @@ class Character:
 class Film:
     id: str
     title: str
-    model_name: str  # suffix of the released checkpoints: MLLM-<name>, VDM_Decoder-<name>
+    mllm_checkpoint: str  # folder under <models>/animegamer/, e.g. MLLM-Qiqi
+    decoder_checkpoint: str  # folder under <models>/animegamer/, e.g. VDM_Decoder-Qiqi
     characters: tuple[Character, ...]
+    hub_repo: str | None = None  # where `models download` fetches both folders; None: copied by hand
     motions: tuple[str, ...] = field(default=())
     adverbs: tuple[str, ...] = field(default=())
     backgrounds: tuple[str, ...] = field(default=())
     times: tuple[str, ...] = field(default=())
+    source: str = field(default=PACKAGED, compare=False)  # the file that defined (or last overrode) it
 
     def character(self, key: str) -> Character | None:
         """Find a character by id or by name, case-insensitively."""
@@ -37,68 +67,261 @@ class Film:
         return None
 
 
-# The released demo instructions use "day" and "night"; the others are suggestions.
-_TIMES = ("day", "night", "morning", "evening", "sunset")
-_ADVERBS = ("gently", "quickly", "smoothly", "slowly", "happily", "carefully", "excitedly", "calmly")
+# ------------------------------------------------------------------------------------------
+# Validation (pure: parsed TOML tables in, films or an error naming file, film and field out)
 
-FILMS: dict[str, Film] = {
-    f.id: f
-    for f in (
-        Film(
-            id="qiqi",
-            title="Kiki's Delivery Service (Qiqi's Delivery Service)",
-            model_name="Qiqi",
-            characters=(
-                Character("qiqi", "Qiqi"),
-                Character("jiji", "Jiji"),
-                Character("tombo", "Tombo"),
-                Character("osono", "Osono"),
-                Character("ursula", "Ursula"),
-            ),
-            motions=(
-                "fly on broomstick", "sit on railing", "turn head", "lie down", "hold broom",
-                "walk", "run", "talk", "eat", "read a letter", "deliver a parcel", "smile", "wave",
-            ),
-            adverbs=_ADVERBS,
-            backgrounds=(
-                "sky", "countryside", "town", "grass", "street", "bedroom", "bakery", "forest",
-                "clock tower", "beach",
-            ),
-            times=_TIMES,
-        ),
-        Film(
-            id="ponyo",
-            title="Ponyo on the Cliff by the Sea",
-            model_name="Ponyo",
-            characters=(
-                Character("ponyo", "Ponyo"),
-                Character("sosuke", "Sosuke"),
-                Character("lisa", "Lisa"),
-                Character("fujimoto", "Fujimoto"),
-            ),
-            motions=(
-                "swim", "run", "jump", "eat ham", "sleep", "hug", "laugh", "walk", "drive",
-                "ride the waves", "play with a bucket", "look at the sea",
-            ),
-            adverbs=_ADVERBS,
-            backgrounds=(
-                "sea", "cliff house", "underwater", "harbor", "road", "kindergarten",
-                "storm", "boat", "garden",
-            ),
-            times=_TIMES,
-        ),
-    )
+
+class CatalogueError(ValueError):
+    """A films file that cannot be used; each line names the file, the film and the field."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+REQUIRED = ("title", "mllm_checkpoint", "decoder_checkpoint", "characters")
+SUGGESTION_FIELDS = ("motions", "adverbs", "backgrounds", "times")
+KNOWN_FIELDS = (*REQUIRED, "hub_repo", *SUGGESTION_FIELDS, "enabled")
+
+
+class _Problem(Exception):
+    def __init__(self, where: str, what: str):
+        self.where, self.what = where, what
+
+
+def _text(v, where: str, max_len: int = 200) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _Problem(where, "must be a non-empty string")
+    if len(v) > max_len:
+        raise _Problem(where, f"is too long ({len(v)} characters; at most {max_len})")
+    return v.strip()
+
+
+def _matching(v, where: str, pattern: re.Pattern, what: str) -> str:
+    if not isinstance(v, str) or not pattern.match(v):
+        raise _Problem(where, f"must be {what}, got {v!r}")
+    return v
+
+
+def _model_safe(v, where: str, max_len: int) -> str:
+    """Text that goes into the instruction unchanged: the game's sanitiser must leave it as it is."""
+    text = _text(v, where, max_len)
+    try:
+        clean = sanitize_field(text, where, max_len).text
+    except InputRefused as e:
+        raise _Problem(where, e.reason) from None
+    if clean != text:
+        raise _Problem(where, f"{text!r} holds characters the instruction cannot carry (it would read {clean!r})")
+    return text
+
+
+def _characters(v, where: str) -> tuple[Character, ...]:
+    if not isinstance(v, list) or not v:
+        raise _Problem(where, "must be a non-empty list of { id = ..., name = ... } tables")
+    out, ids, names = [], set(), set()
+    for i, c in enumerate(v):
+        at = f"{where}[{i}]"
+        if not isinstance(c, dict):
+            raise _Problem(at, "must be a table { id = ..., name = ... }")
+        extra = sorted(set(c) - {"id", "name"})
+        if extra:
+            raise _Problem(f"{at}.{extra[0]}", "unknown field (a character has only id and name)")
+        cid = _matching(c.get("id"), f"{at}.id", CHARACTER_ID_RE, "lowercase letters, digits, '-' or '_'")
+        name = _model_safe(c.get("name"), f"{at}.name", NAME_MAX)
+        if "," in name or ";" in name:
+            raise _Problem(f"{at}.name", "must not contain ',' or ';' (they separate the instruction's parts)")
+        if cid in ids:
+            raise _Problem(f"{at}.id", f"{cid!r} appears twice")
+        if name.casefold() in names:
+            raise _Problem(f"{at}.name", f"{name!r} appears twice")
+        ids.add(cid)
+        names.add(name.casefold())
+        out.append(Character(cid, name))
+    return tuple(out)
+
+
+def _suggestions(v, where: str) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        raise _Problem(where, "must be a list of strings")
+    out: list[str] = []
+    for i, s in enumerate(v):
+        text = _model_safe(s, f"{where}[{i}]", SUGGESTION_MAX)
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+_FIELD_CHECKS = {
+    "title": lambda v, w: _text(v, w),
+    "mllm_checkpoint": lambda v, w: _matching(v, w, FOLDER_RE, "a folder name (letters, digits, '.', '-', '_')"),
+    "decoder_checkpoint": lambda v, w: _matching(v, w, FOLDER_RE, "a folder name (letters, digits, '.', '-', '_')"),
+    "hub_repo": lambda v, w: _matching(v, w, HUB_REPO_RE, "a hub repository 'owner/name'"),
+    "characters": _characters,
+    **{name: _suggestions for name in SUGGESTION_FIELDS},
 }
 
+
+def parse_films(data: Mapping, source: str, base: Mapping[str, Film] | None = None) -> dict[str, Film]:
+    """The films of one parsed file laid over `base`: a table whose id is in `base` overrides the
+    fields it sets, a new id must set every required field, `enabled = false` withdraws a film.
+    Raises CatalogueError listing every problem as `<source>: film '<id>': <field>: <what>`."""
+    films = dict(base or {})
+    problems: list[str] = []
+    extra = sorted(set(data) - {"films"})
+    if extra:
+        problems.append(f"{source}: {extra[0]}: unknown top-level key (a films file holds [films.<id>] tables)")
+    tables = data.get("films", {})
+    if not isinstance(tables, dict):
+        problems.append(f"{source}: films: must be tables [films.<id>]")
+        tables = {}
+    for fid, table in tables.items():
+        def problem(where: str, what: str) -> None:
+            problems.append(f"{source}: film {fid!r}: {where}: {what}")
+
+        if not FILM_ID_RE.match(fid):
+            problem("id", "must be lowercase letters, digits, '-' or '_' (at most 32), starting with a letter or digit")
+            continue
+        if not isinstance(table, dict):
+            problem("id", "must be a table [films.<id>]")
+            continue
+        values, ok = {}, True
+        for key, v in table.items():
+            if key not in KNOWN_FIELDS:
+                problem(key, f"unknown field (known: {', '.join(KNOWN_FIELDS)})")
+                ok = False
+                continue
+            if key == "enabled":
+                if not isinstance(v, bool):
+                    problem(key, "must be true or false")
+                    ok = False
+                continue
+            try:
+                values[key] = _FIELD_CHECKS[key](v, key)
+            except _Problem as p:
+                problem(p.where, p.what)
+                ok = False
+        if not ok:
+            continue
+        if table.get("enabled") is False:
+            films.pop(fid, None)
+            continue
+        if fid in films:
+            films[fid] = dataclasses.replace(films[fid], **values, source=source)
+            continue
+        missing = [k for k in REQUIRED if k not in values]
+        if missing:
+            for k in missing:
+                problem(k, "missing (required for a film that is not in the packaged catalogue)")
+            continue
+        films[fid] = Film(id=fid, **values, source=source)
+    if problems:
+        raise CatalogueError(problems)
+    return films
+
+
+def read_films_file(path: str | Path, base: Mapping[str, Film] | None = None) -> dict[str, Film]:
+    """One operator file laid over `base` (default: the packaged catalogue)."""
+    path = Path(path)
+    source = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogueError([f"{source}: the films file does not exist"]) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CatalogueError([f"{source}: cannot read the films file ({e})"]) from None
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogueError([f"{source}: not valid TOML ({e})"]) from None
+    return parse_films(data, source, packaged_films() if base is None else base)
+
+
+def packaged_films() -> dict[str, Film]:
+    text = resources.files("game").joinpath("films.toml").read_text(encoding="utf-8")
+    return parse_films(tomllib.loads(text), PACKAGED)
+
+
+def load_catalogue(operator_file: str | Path | None) -> dict[str, Film]:
+    """The packaged films with the operator's file (if any) laid over them."""
+    return read_films_file(operator_file) if operator_file else packaged_films()
+
+
+# ------------------------------------------------------------------------------------------
+# The process's active catalogue
+
+
+class _ActiveFilms(Mapping[str, Film]):
+    """Read-only view of the active catalogue (loaded from the settings on first use)."""
+
+    def __init__(self) -> None:
+        self._films: dict[str, Film] | None = None
+
+    def _current(self) -> dict[str, Film]:
+        if self._films is None:
+            self._films = load_catalogue(load_settings().films)
+        return self._films
+
+    def __getitem__(self, key: str) -> Film:
+        return self._current()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __repr__(self) -> str:
+        return f"FILMS({', '.join(self._current())})"
+
+
+FILMS = _ActiveFilms()
 DEFAULT_FILM = "qiqi"
 
 
+def use_films(films: Mapping[str, Film] | None) -> None:
+    """Make `films` the process's catalogue (None: load it again from the settings on next use)."""
+    FILMS._films = dict(films) if films is not None else None
+
+
 def get_film(film_id: str) -> Film:
-    try:
-        return FILMS[film_id]
-    except KeyError:
-        known = ", ".join(sorted(FILMS))
-        raise KeyError(f"unknown film {film_id!r}; known films: {known}") from None
+    """A film of the catalogue, or UnknownFilm naming the known ones."""
+    film = FILMS.get(film_id)
+    if film is None:
+        raise UnknownFilm(film_id, sorted(FILMS))
+    return film
+
+
+def session_film(film_id: str) -> Film:
+    """The film of an existing game session: FilmWithdrawn (the session waits, paused) when the
+    catalogue no longer has it, rather than an error that breaks the command."""
+    film = FILMS.get(film_id)
+    if film is None:
+        raise FilmWithdrawn(film_id)
+    return film
+
+
+def film_selection(values: list[str] | tuple[str, ...] | None) -> list[str] | None:
+    """`--film` values as given on a command line: repeatable, comma-separated, `all` for every
+    film of the catalogue; None when none were given. Unknown ids raise UnknownFilm."""
+    if not values:
+        return None
+    out: list[str] = []
+    for v in values:
+        for part in (p.strip() for p in v.split(",")):
+            ids = list(FILMS) if part == "all" else [part] if part else []
+            for fid in ids:
+                get_film(fid)
+                if fid not in out:
+                    out.append(fid)
+    return out or None
+
+
+def display_film(film_id: str) -> Film:
+    """For showing what a session already did (posting a finished turn, naming a character): the
+    catalogue's film, or a stand-in titled by the id when the film was withdrawn, so a withdrawn
+    film never stops a finished turn from being posted (character ids stand in for names)."""
+    film = FILMS.get(film_id)
+    if film is not None:
+        return film
+    return Film(id=film_id, title=f"{film_id} (withdrawn)", mllm_checkpoint="-", decoder_checkpoint="-", characters=())
 
 
 def suggest(options: tuple[str, ...], typed: str, limit: int = 25) -> list[str]:
@@ -110,11 +333,19 @@ def suggest(options: tuple[str, ...], typed: str, limit: int = 25) -> list[str]:
 
 
 def load_checked_settings(**overrides) -> Settings:
-    """The settings, with the default film checked against this catalogue (the settings module
-    sits below the game's rules, so it cannot know the films itself)."""
+    """The settings, with the film catalogue loaded (the packaged films plus ANIMEGAMER_FILMS) and
+    the default film checked against it; every command calls this at start, so a bad films file
+    stops the program with errors naming the file, the film and the field. (The settings module
+    sits below the game's rules, so it cannot know the films itself.)"""
     settings = load_settings(**overrides)
-    if settings.default_film not in FILMS:
-        known = ", ".join(sorted(FILMS))
+    try:
+        films = load_catalogue(settings.films)
+    except CatalogueError as e:
+        lines = "\n".join(f"  {p}" for p in e.problems)
+        raise SettingsError(f"invalid film catalogue (ANIMEGAMER_FILMS):\n{lines}") from None
+    use_films(films)
+    if settings.default_film not in films:
+        known = ", ".join(sorted(films))
         raise SettingsError(
             f"invalid settings:\n  ANIMEGAMER_DEFAULT_FILM: unknown film {settings.default_film!r}; known: {known}"
         )

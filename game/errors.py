@@ -60,6 +60,19 @@ class UnknownFilm(GameError):
         super().__init__(f"Unknown film {film_id!r}. Choose one of: {', '.join(known)}.")
 
 
+class FilmWithdrawn(GameError):
+    """The session's film is no longer in the film catalogue (an operator removed or disabled it)."""
+
+    code = "film_withdrawn"
+
+    def __init__(self, film_id: str) -> None:
+        self.film_id = film_id
+        super().__init__(
+            f"This game's film {film_id!r} is no longer offered here (it was removed from the film catalogue), "
+            "so the game is paused until an operator brings it back. An admin can start a new game with another film."
+        )
+
+
 class UnknownCharacter(GameError):
     code = "unknown_character"
 

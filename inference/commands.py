@@ -10,8 +10,10 @@ from inference.backends import BACKENDS
 
 def register(sub) -> None:
     p = sub.add_parser("worker", help="run a GPU (or preview) worker that generates turns")
-    p.add_argument("--film", action="append", dest="films", metavar="FILM",
-                   help="serve this film's queue (repeatable; default: every film for the preview, ANIMEGAMER_DEFAULT_FILM for the model)")
+    p.add_argument("--film", action="append", dest="films", metavar="FILM[,FILM...]|all",
+                   help="serve these films' queues (repeatable or comma-separated; `all`: every film of the catalogue). "
+                        "A model worker loads Mistral once and each film as an adapter. Default: every film for the "
+                        "preview, ANIMEGAMER_DEFAULT_FILM for the model")
     p.add_argument("--backend", choices=BACKENDS, default=None, help="default: ANIMEGAMER_BACKEND (preview)")
     p.add_argument("--concurrency", type=int, default=1, help="turns generated at once (default 1)")
     p.add_argument("--metrics-port", type=int, default=None,
@@ -29,11 +31,17 @@ def register(sub) -> None:
 def run_worker_command(args) -> int:
     from sqlalchemy.exc import DBAPIError
 
-    from game.catalogue import load_checked_settings as load_settings
+    from game.catalogue import film_selection, load_checked_settings as load_settings
+    from game.errors import UnknownFilm
     from inference.backends import BackendUnavailable
     from inference.worker import Worker, WorkerStartError
 
     settings = load_settings()
+    try:
+        films = film_selection(args.films)
+    except UnknownFilm as e:
+        print(f"animegamer worker: {e.message}", file=sys.stderr)
+        return 2
     backend = args.backend or settings.backend
     options = {}
     if backend == "preview":
@@ -43,7 +51,7 @@ def run_worker_command(args) -> int:
             options.update(width=int(w), height=int(h))
     try:
         worker = Worker(
-            settings, films=args.films, backend=backend, backend_options=options, concurrency=args.concurrency,
+            settings, films=films, backend=backend, backend_options=options, concurrency=args.concurrency,
             metrics_port=args.metrics_port, grace=args.grace, progress_interval=args.progress_interval,
             migrate=not args.no_migrate,
         )

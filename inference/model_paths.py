@@ -1,14 +1,15 @@
 """Where model files live under the models directory: the one place that knows the layout.
 
     <models>/mistral-7b-instruct-v0.1/          Mistral-7B-Instruct-v0.1 (base LLM, HF layout)
-    <models>/animegamer/MLLM-<Film>/pytorch_model.bin     a film's MLLM agent checkpoint
-    <models>/animegamer/VDM_Decoder-<Film>/latest, <iter>/mp_rank_00_model_states.pt   SAT decoder
+    <models>/animegamer/<mllm_checkpoint>/pytorch_model.bin     a film's MLLM agent checkpoint
+    <models>/animegamer/<decoder_checkpoint>/latest, <iter>/mp_rank_00_model_states.pt   SAT decoder
     <models>/animegamer-tokenizer/              the AnimeGamer tokenizer (Mistral's + 284 added tokens)
     <models>/cogvideox-vae/                     CogVideoX 3D VAE (diffusers layout, or 3d-vae.pt)
     <models>/converted/<film id>/decoder/       the film's decoder converted to diffusers/safetensors
 
-The released checkpoints keep their own names (MLLM-Qiqi, VDM_Decoder-Qiqi) so a directory
-downloaded from the model hub can be used as it is.
+The checkpoint folders are named by the film catalogue (game/films.toml: MLLM-Qiqi,
+VDM_Decoder-Qiqi for the released films) so a directory downloaded from the model hub can be used
+as it is, and an operator's custom film names its own folders.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def film_paths(models_root: Path, film: Film) -> FilmModelPaths:
     return FilmModelPaths(
         mistral=root / MISTRAL_DIR,
         tokenizer=root / TOKENIZER_DIR,
-        agent_dir=root / RELEASE_DIR / f"MLLM-{film.model_name}",
-        decoder_sat=root / RELEASE_DIR / f"VDM_Decoder-{film.model_name}",
+        agent_dir=root / RELEASE_DIR / film.mllm_checkpoint,
+        decoder_sat=root / RELEASE_DIR / film.decoder_checkpoint,
         vae=root / VAE_DIR,
         decoder=root / CONVERTED_DIR / film.id / "decoder",
     )

@@ -216,7 +216,8 @@ class Worker:
         name: str = "animegamer-worker",
     ) -> None:
         backend_name = backend if isinstance(backend, str) else getattr(backend, "name", None) or settings.backend
-        # The preview serves every film by default; a model worker loads one film's checkpoint.
+        # The preview serves every film by default; a model worker the default film, or the films it
+        # is given (Mistral loaded once, one adapter and decoder per film: inference.backends.multifilm).
         self.films = tuple(films or (FILMS if backend_name == "preview" else (settings.default_film,)))
         unknown = [f for f in self.films if f not in FILMS]
         if unknown:

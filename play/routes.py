@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
-from game.catalogue import FILMS, suggest
+from game.catalogue import FILMS, session_film, suggest
 from game.errors import NoFilm, NotJoined, UnknownCharacter
 from game.instruction import build_instruction
 from game.sanitize import InputRefused, clean_text
@@ -232,7 +232,7 @@ async def post_join(request: web.Request, body: JoinBody) -> web.Response:
     async with svc.db.sessions() as s, s.begin():
         cfg = await channel_config(s, svc)
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        film = FILMS[gs.film_id]
+        film = session_film(gs.film_id)
         cast = cfg.cast_for(film)
         ch = film.character(body.character)
         if ch is None or ch not in cast:
@@ -262,7 +262,7 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
         me = await sessions.player_of(s, gs.id, body.player_id)
         if me is None:
             raise NotJoined()
-        film = FILMS[gs.film_id]
+        film = session_film(gs.film_id)
         ins = build_instruction(
             film,
             [me.character_id, *body.characters],

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import guilds, sessions
 from db.runtime import Database
 from db.turns import Enqueue
+from game.catalogue import FILMS
 from inference import queue as jobs
 from play.events import EventHub
 from settings import Settings
@@ -62,5 +63,7 @@ async def ensure_film(svc: PlayServices) -> str:
         film_id = cfg.film.id if cfg.film else None
         if film_id is None:
             film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id
+        # A session whose film left the catalogue waits, paused (the page shows why).
+        await sessions.pause_withdrawn_films(s, set(FILMS))
         gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        return gs.film_id if gs is not None else film_id
+        return gs.film_id if gs is not None and gs.film_id in FILMS else film_id

@@ -19,7 +19,7 @@ from aiohttp import web
 from pydantic import Field
 
 from db import sessions, votes
-from game.catalogue import FILMS
+from game.catalogue import session_film
 from game.instruction import build_instruction
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
 from play.routes import player_name
@@ -115,7 +115,7 @@ async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
     async with svc.db.sessions() as s, s.begin():
         cfg = await channel_config(s, svc)
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
-        film = FILMS[gs.film_id]
+        film = session_film(gs.film_id)
         me = await sessions.player_of(s, gs.id, body.player_id)
         name = me.user_name if me is not None else player_name(body.name)
         ins = build_instruction(

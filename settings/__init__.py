@@ -1,7 +1,8 @@
 """Settings: environment variables (prefix `ANIMEGAMER_`), an optional `.env`, an optional TOML file.
 
 This module sits at the bottom of the project: it imports nothing of it, so every layer can read
-settings. The default film is checked against the film catalogue by the commands that use it.
+settings. The default film and the films file (`films`) are checked by the game's catalogue
+(`game.catalogue.load_checked_settings`), which the commands call at start.
 
 Precedence, highest first: constructor arguments, environment, `.env`, the TOML file named by
 `ANIMEGAMER_CONFIG` (or `animegamer.toml` in the working directory when present), defaults.
@@ -66,6 +67,9 @@ class Settings(BaseSettings):
     history_window: int = Field(2, ge=0, le=5)  # earlier turns shown to the MLLM; 0 = released demo
     decoder_steps: int = Field(50, ge=1, le=200)
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
+    # A worker serving several films: GPU memory (GiB) its films' decoders may take together; the
+    # rest wait in pinned CPU memory. None: detected at load (free memory after the MLLM, less 16 GiB).
+    decoder_gpu_budget_gb: float | None = Field(None, gt=0)
     # motion level -> motion scope; None: the released batch script's table (game.motion)
     motion_scope: dict[int, float] | None = None
     motion_scope_otherwise: float | None = None
@@ -77,6 +81,7 @@ class Settings(BaseSettings):
 
     # --- game limits (guild settings may tighten them)
     default_film: str = "qiqi"
+    films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
     max_instruction_len: int = Field(300, ge=40, le=2000)
     cooldown_seconds: float = Field(15.0, ge=0)
     backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
@@ -103,6 +108,11 @@ class Settings(BaseSettings):
                 raise SettingsError(f"config file {path} (ANIMEGAMER_CONFIG) does not exist")
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
+
+    @field_validator("films", "decoder_gpu_budget_gb", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, v):
+        return None if v == "" else v  # compose passes an unset ${VAR:-} as ""
 
     @field_validator("database_url")
     @classmethod

@@ -10,7 +10,7 @@ from discord.ext import commands
 from bot import audit as bot_audit, checks
 from bot.embeds import esc
 from db import sessions as game_sessions, turns as turn_service
-from game.catalogue import FILMS
+from game.catalogue import display_film
 from game.errors import PlayerNotInGame
 
 
@@ -99,7 +99,7 @@ class Moderation(commands.Cog):
                 raise PlayerNotInGame(esc(player.display_name))
             p = await game_sessions.leave(s, gs, player.id)
             await bot_audit.record(s, interaction, "kick", str(player.id), player=player.display_name, character=p.character_id)
-        ch = FILMS[gs.film_id].character(p.character_id)
+        ch = display_film(gs.film_id).character(p.character_id)
         name = ch.name if ch else p.character_id
         await self._announce(
             interaction,

@@ -19,7 +19,7 @@ from bot.export import stitch
 from bot.status import position_text
 from db import games as past_games, guilds, sessions as game_sessions, turns as turn_service
 from db.guilds import ChannelConfig
-from game.catalogue import FILMS, Character, Film, suggest
+from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
 from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
 from game.instruction import build_instruction
 
@@ -83,7 +83,7 @@ class Play(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id)
-            film = FILMS[gs.film_id]
+            film = session_film(gs.film_id)
             cast = (await self._config(s, interaction)).cast_for(film)
             ch = film.character(character)
             if ch is None or ch not in cast:
@@ -112,7 +112,7 @@ class Play(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id)
             p = await game_sessions.leave(s, gs, interaction.user.id)
-        name = FILMS[gs.film_id].character(p.character_id)
+        name = display_film(gs.film_id).character(p.character_id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} no longer plays {name.name if name else p.character_id}.")
         await interaction.followup.send("You left the game.", ephemeral=True)
 
@@ -140,7 +140,7 @@ class Play(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
-            film = FILMS[gs.film_id]
+            film = session_film(gs.film_id)
             cfg = await self._config(s, interaction)
             await turn_service.require_direct_play(s, interaction.channel_id)  # vote mode: /vote propose
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
@@ -218,7 +218,7 @@ class Play(commands.Cog):
             gs = await game_sessions.require_session(s, interaction.channel_id)
             states = await game_sessions.states(s, gs.id)
             players = await game_sessions.players(s, gs.id)
-        await interaction.followup.send(embed=states_embed(gs, FILMS[gs.film_id], states, players), ephemeral=True)
+        await interaction.followup.send(embed=states_embed(gs, display_film(gs.film_id), states, players), ephemeral=True)
 
     async def _game(self, s, interaction: discord.Interaction, number: int | None):
         """The live game, or the channel's game `number` (past ones included: see /games)."""
@@ -237,7 +237,7 @@ class Play(commands.Cog):
             gs = await self._game(s, interaction, game)
             turns = await turn_service.history(s, gs.id, count)
             label = f"game {game}" if game is not None else None
-        await interaction.followup.send(embed=history_embed(turns, FILMS[gs.film_id], label=label), ephemeral=True)
+        await interaction.followup.send(embed=history_embed(turns, display_film(gs.film_id), label=label), ephemeral=True)
 
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
     @app_commands.guild_only()
@@ -263,7 +263,7 @@ class Play(commands.Cog):
         if not turns:
             raise NothingToExport()
         video = await stitch([t.mp4 for t in turns], interaction.filesize_limit)
-        film = FILMS[gs.film_id]
+        film = display_film(gs.film_id)
         await interaction.followup.send(
             f"{film.title}: {len(turns)} shot(s), turns #{turns[0].seq} to #{turns[-1].seq}.",
             file=discord.File(io.BytesIO(video), filename=f"{film.id}-game-{gs.id}.mp4"),

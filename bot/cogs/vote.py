@@ -24,7 +24,7 @@ from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
 from db import guilds, sessions as game_sessions, turns as turn_service, votes
 from db.models import GameSession
-from game.catalogue import FILMS
+from game.catalogue import display_film, session_film
 from game.instruction import build_instruction
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ class Vote(commands.Cog):
                 v = await votes.view(s, round_id)
                 gs = await s.get(GameSession, v.round.session_id)
             rnd = v.round
-            embed = round_embed(v, FILMS[gs.film_id].title)
+            embed = round_embed(v, display_film(gs.film_id).title)
             view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
             channel = self.bot.board.channel(rnd.channel_id, rnd.guild_id)
             try:
@@ -199,7 +199,7 @@ class Vote(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
-            film = FILMS[gs.film_id]
+            film = session_film(gs.film_id)
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             names = votes.shot_characters(me.character_id if me else None, split_names(others))

@@ -1,8 +1,9 @@
 """Backends: the factory that the worker uses to build one from settings.
 
 "preview" needs no model (inference.backends.preview); "animegamer" is the real model
-(inference.backends.animegamer, imported only when asked for, so the preview path never
-imports torch), for one film, from the checkpoints under settings.model_root.
+(inference.backends.animegamer for one film, inference.backends.multifilm for several on one
+base model; imported only when asked for, so the preview path never imports torch), from the
+checkpoints under settings.model_root.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def make_backend(settings: Settings, name: str | None = None, *, films: Sequence
 
 
 def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
-    """The model backend for one film: its MLLM checkpoint and its converted decoder, found
+    """The model backend for one film or several: their MLLM checkpoints and converted decoders, found
     under settings.model_root (the layout of inference.model_paths). Nothing heavy is imported
     or loaded here; the worker calls load()."""
     try:
@@ -52,40 +53,52 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
             "(pip install 'animegamer-discord[models]') on a GPU machine, or run a preview "
             "worker with --backend preview."
         ) from e
-    if len(films) != 1:
-        raise BackendUnavailable(
-            "a model worker serves one film (each film has its own checkpoints, about 15 GB of GPU memory): "
-            "start it with --film FILM, one worker per film"
-        )
-    film = FILMS[films[0]]
-    paths = film_paths(settings.model_root, film)
-    agent = paths.agent_checkpoint()
-    if agent is None:
-        raise BackendUnavailable(
-            f"no MLLM checkpoint for {film.title} in {paths.agent_dir}: run `animegamer models download {film.id}`"
-        )
+    if not films:
+        raise BackendUnavailable("a model worker needs its film(s): start it with --film FILM[,FILM...] or --film all")
+    all_paths = {f: film_paths(settings.model_root, FILMS[f]) for f in films}
+    agents = {}
+    for f, paths in all_paths.items():
+        agents[f] = paths.agent_checkpoint()
+        if agents[f] is None:
+            raise BackendUnavailable(
+                f"no MLLM checkpoint for {FILMS[f].title} in {paths.agent_dir}: run `animegamer models download {f}`"
+            )
+    paths = all_paths[films[0]]
     device = None if settings.device == "auto" else settings.device  # None: the MLLM picks (cuda if present)
     dtype = None if settings.dtype == "auto" else settings.dtype
     mllm_only = bool(options.pop("mllm_only", False))
+    widths = {f: 1920 if mllm_only else _decoder_width(p.decoder) for f, p in all_paths.items()}
+    if len(set(widths.values())) > 1:
+        raise BackendUnavailable(f"these films' decoders take different representation widths ({widths}): serve them from separate workers")
     ag = AnimeGamerSettings(
-        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent, device=device, dtype=dtype,
-        history_window=settings.history_window, mllm_only=mllm_only,
-        rep_dim=1920 if mllm_only else _decoder_width(paths.decoder),
+        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agents[films[0]], device=device, dtype=dtype,
+        history_window=settings.history_window, mllm_only=mllm_only, rep_dim=widths[films[0]],
         motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
         max_batch=settings.mllm_max_batch,
     )
 
-    def decoder():
-        import torch
+    def decoder_factory(film: str, on_device: bool = True):
+        def load():
+            import torch
 
-        from inference.decoder import load_decoder
+            from inference.decoder import load_decoder
 
-        on = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
-        dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
-        return load_decoder(str(paths.decoder), device=on, dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps)
+            on = device or ("cuda" if torch.cuda.is_available() else "cpu")
+            # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
+            dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
+            # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
+            return load_decoder(str(all_paths[film].decoder), device=on if on_device else "cpu",
+                                dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps)
 
-    return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder, **options)
+        return load
+
+    if len(films) == 1:  # one film: the LoRA merged into the weights (faster), its decoder on the GPU
+        return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder_factory(films[0]), **options)
+    from inference.backends.multifilm import MultiFilmBackend
+
+    budget = None if settings.decoder_gpu_budget_gb is None else int(settings.decoder_gpu_budget_gb * 2**30)
+    factories = None if mllm_only else {f: decoder_factory(f, on_device=False) for f in films}
+    return MultiFilmBackend(ag, agents, decoder_factories=factories, decoder_budget_bytes=budget, **options)
 
 
 def _decoder_width(decoder_dir) -> int:

@@ -149,8 +149,14 @@ def _rename(key: str, model_keys, report: LoadReport) -> str | None:
 
 def load_agent_checkpoint(model: AnimeGamerMLLM, path: str | os.PathLike) -> LoadReport:
     """Copy a released agent checkpoint into the (unmerged) model; raise CheckpointError if it does not fit."""
+    what = f"hidden size {model.config.hidden_size}, {model.config.num_hidden_layers} layers"
+    return load_state_into(model.state_dict(), path, what)
+
+
+def load_state_into(target, path: str | os.PathLike, what: str) -> LoadReport:
+    """The accounting and copy of load_agent_checkpoint into `target` (released key -> tensor),
+    which inference.mllm.adapters builds per film on a model shared by several films."""
     src = _Source(path)
-    target = model.state_dict()
     report = LoadReport(src.path)
     plan: list[tuple[str, str]] = []
     covered: set[str] = set()
@@ -179,8 +185,7 @@ def load_agent_checkpoint(model: AnimeGamerMLLM, path: str | os.PathLike) -> Loa
         problems.append(f"{len(required)} required keys missing, e.g. {_few(required)}")
     if problems:
         raise CheckpointError(
-            f"{src.path} is not an AnimeGamer agent checkpoint for this base model "
-            f"(hidden size {model.config.hidden_size}, {model.config.num_hidden_layers} layers): "
+            f"{src.path} is not an AnimeGamer agent checkpoint for this base model ({what}): "
             + "; ".join(problems)
         )
     with torch.no_grad():

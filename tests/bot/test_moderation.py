@@ -103,4 +103,32 @@ async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot,
     assert "paused (idle)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert await bot.maintenance.pause_idle() == []  # already paused
     assert await bot.maintenance.prune() == 0  # nothing old enough
-    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune", "vote_rounds"}
+    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune", "pause_withdrawn", "vote_rounds"}
+
+
+async def test_a_film_withdrawn_from_the_catalogue_pauses_its_games(world, start_bot, sessions):
+    """The operator removes the film a game uses: the game is paused with a message in its
+    channel, /act says why, /states still shows; the film back, /mod resume continues it."""
+    from game.catalogue import packaged_films, use_films
+
+    w = world
+    bot = await start_bot()
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start")
+    await say(w, w.alice, "game join", {"character": "qiqi"})
+    try:
+        use_films({k: v for k, v in packaged_films().items() if k != "qiqi"})
+        assert len(await bot.maintenance.pause_withdrawn()) == 1
+        said = await w.server.wait_for_message(w.games, lambda m: "no longer offered" in m.content)
+        assert "This game's film 'qiqi' is no longer offered here" in said.content
+        refused = await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+        assert "paused (film withdrawn)" in refused
+        assert await bot.maintenance.pause_withdrawn() == []  # already paused
+        await say(w, w.alice, "status")  # still answers, with the id standing in for the title
+    finally:
+        use_films(None)
+    async with sessions.begin() as s:
+        await game_sessions.set_paused(s, await game_sessions.live_session(s, w.games.id), False)
+    assert await bot.maintenance.pause_withdrawn() == []
+    assert "Turn #1 is queued" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    assert w.server.unhandled == []

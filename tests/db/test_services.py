@@ -360,3 +360,37 @@ async def test_prune_blobs_keeps_recent_context(sessions):
         kept = await turns.get_turn(s, ids[-1], blobs=True)
         gone = await turns.get_turn(s, ids[0], blobs=True)
     assert kept.mp4 and gone.mp4 is None and gone.blobs_pruned_at is not None
+
+
+async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions):
+    """A film that leaves the catalogue pauses its sessions (states, players, queued turns kept);
+    playing it is refused with a message saying why; finished turns can still be shown."""
+    from game.catalogue import display_film, packaged_films, session_film, use_films
+    from game.errors import FilmWithdrawn
+
+    gs = await _game(sessions)
+    turn = await _submit(sessions, gs)
+    try:
+        use_films({k: v for k, v in packaged_films().items() if k != "qiqi"})
+        async with sessions.begin() as s:
+            paused = await gsess.pause_withdrawn_films(s, set(FILMS))
+        assert [p.id for p in paused] == [gs.id]
+        async with sessions.begin() as s:
+            again = await gsess.pause_withdrawn_films(s, set(FILMS))  # already paused: nothing new
+            row = await s.get(GameSession, gs.id)
+            queued = await s.get(Turn, turn.id)
+            kept = await gsess.players(s, gs.id)
+        assert again == [] and (row.status, row.paused_reason) == ("paused", gsess.WITHDRAWN_REASON)
+        assert queued.status == "queued" and len(kept) == 2
+        with pytest.raises(SessionPaused, match="film withdrawn"):
+            async with sessions() as s:
+                await gsess.require_session(s, CHANNEL, active=True)
+        with pytest.raises(FilmWithdrawn):
+            session_film(row.film_id)
+        assert display_film(row.film_id).title == "qiqi (withdrawn)"
+    finally:
+        use_films(None)
+    # Back in the catalogue: a moderator resumes and the game goes on where it was.
+    async with sessions.begin() as s:
+        await gsess.set_paused(s, await s.get(GameSession, gs.id), False)
+        assert await gsess.pause_withdrawn_films(s, set(FILMS)) == []

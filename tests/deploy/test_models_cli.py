@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from game.catalogue import FILMS, get_film
-from inference import models_cli
+from inference import hub_client, model_download
+from inference.hub_client import Expected, ModelsError, verify_files
+from inference.model_download import fetch_plan
+from inference.model_inventory import inventory
 from inference.model_paths import film_paths
-from inference.models_cli import Expected, ModelsError, fetch_plan, inventory, verify_files
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +42,7 @@ def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tu
 def test_download_fails_fast_without_a_route(tmp_path, endpoint, reason):
     r, elapsed = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(tmp_path / "models"),
                          env={"HF_ENDPOINT": endpoint})
-    assert r.returncode == models_cli.EXIT_NO_HUB, r.stdout + r.stderr
+    assert r.returncode == hub_client.EXIT_NO_HUB, r.stdout + r.stderr
     assert "cannot reach the model hub" in r.stderr and reason in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert elapsed < 20, f"took {elapsed:.1f}s"
@@ -53,8 +55,8 @@ def test_probe_times_out_quickly_on_an_unanswered_connect(monkeypatch):
         raise TimeoutError("timed out")
 
     monkeypatch.setattr(socket.socket, "connect", hang)
-    with pytest.raises(models_cli.HubUnreachable, match="timed out"):
-        models_cli.probe_hub("http://127.0.0.1:9", timeout=0.5)
+    with pytest.raises(hub_client.HubUnreachable, match="timed out"):
+        hub_client.probe_hub("http://127.0.0.1:9", timeout=0.5)
 
 
 @pytest.mark.parametrize("film_id", sorted(FILMS))
@@ -64,8 +66,8 @@ def test_plan_puts_files_where_model_paths_expects(tmp_path, film_id):
     plan = {f.repo_id: f for f in fetch_plan(tmp_path, film)}
     rel = lambda item, name: item.local_dir / name  # noqa: E731
 
-    ag = plan[models_cli.ANIMEGAMER_REPO]
-    name = film.model_name
+    ag = plan[film.hub_repo]
+    name = film.mllm_checkpoint.removeprefix("MLLM-")
     wanted = [f"MLLM-{name}/pytorch_model.bin", f"VDM_Decoder-{name}/latest", f"VDM_Decoder-{name}/1000/mp_rank_00_model_states.pt"]
     other = "Ponyo" if name != "Ponyo" else "Qiqi"
     for n in wanted:
@@ -74,13 +76,13 @@ def test_plan_puts_files_where_model_paths_expects(tmp_path, film_id):
     assert rel(ag, wanted[0]) == paths.agent_dir / "pytorch_model.bin"
     assert rel(ag, wanted[1]) == paths.decoder_sat / "latest"
 
-    mi = plan[models_cli.MISTRAL_REPO]
+    mi = plan[model_download.MISTRAL_REPO]
     assert mi.local_dir == paths.mistral
     for n in ("config.json", "model-00001-of-00002.safetensors", "tokenizer.model", "tokenizer_config.json"):
         assert any(fnmatch.fnmatch(n, p) for p in mi.patterns), n
     assert not any(fnmatch.fnmatch("pytorch_model-00001-of-00002.bin", p) for p in mi.patterns)
 
-    vae = plan[models_cli.VAE_REPO]
+    vae = plan[model_download.VAE_REPO]
     assert vae.target == paths.vae and vae.link_from == "vae"
     assert any(fnmatch.fnmatch("vae/diffusion_pytorch_model.safetensors", p) for p in vae.patterns)
     assert not any(fnmatch.fnmatch("transformer/config.json", p) for p in vae.patterns)
@@ -100,7 +102,7 @@ def test_verify_accepts_good_files_and_remembers_them(tmp_path, monkeypatch):
                 Expected("config.json", 2, None)]
     verify_files(tmp_path, expected, log=lambda *_: None)
     # Second run: the ledger says it was verified; no hashing.
-    monkeypatch.setattr(models_cli, "sha256_of", lambda p: pytest.fail("re-hashed a verified file"))
+    monkeypatch.setattr(hub_client, "sha256_of", lambda p: pytest.fail("re-hashed a verified file"))
     verify_files(tmp_path, expected, log=lambda *_: None)
 
 
@@ -120,8 +122,8 @@ def test_vae_is_linked_into_the_layout(tmp_path):
     staged = tmp_path / ".hub" / "vae"
     _write(staged / "config.json", b"{}")
     _write(staged / "diffusion_pytorch_model.safetensors", b"w")
-    models_cli._link_tree(staged, tmp_path / "cogvideox-vae")
-    models_cli._link_tree(staged, tmp_path / "cogvideox-vae")  # idempotent
+    hub_client._link_tree(staged, tmp_path / "cogvideox-vae")
+    hub_client._link_tree(staged, tmp_path / "cogvideox-vae")  # idempotent
     out = tmp_path / "cogvideox-vae" / "config.json"
     assert out.read_bytes() == b"{}" and out.stat().st_ino == (staged / "config.json").stat().st_ino
 
@@ -130,10 +132,10 @@ def test_missing_converter_and_tokenizer_builder_give_clear_messages(tmp_path, m
     paths = film_paths(tmp_path, get_film("qiqi"))
     monkeypatch.setitem(sys.modules, "inference.decoder.convert", None)  # as if not there
     with pytest.raises(ModelsError, match="decoder converter .* cannot be imported.*--skip-decoder-convert"):
-        models_cli.convert(paths, log=lambda *_: None)
+        model_download.convert(paths, log=lambda *_: None)
     monkeypatch.setitem(sys.modules, "inference.mllm.tokens", None)
     said = []
-    assert models_cli.build_tokenizer(paths, log=said.append) is False
+    assert model_download.build_tokenizer(paths, log=said.append) is False
     assert "github.com/TencentARC/AnimeGamer" in said[0] and str(paths.tokenizer) in said[0]
 
 
@@ -160,18 +162,18 @@ from tests.deploy.fake_hub import FakeHub  # noqa: E402
 
 def hub_repos() -> dict[str, dict[str, bytes]]:
     return {
-        models_cli.ANIMEGAMER_REPO: {
+        "TencentARC/AnimeGamer": {
             "MLLM-Qiqi/pytorch_model.bin": b"agent" * 200, "VDM_Decoder-Qiqi/latest": b"1000\n",
             "VDM_Decoder-Qiqi/1000/mp_rank_00_model_states.pt": b"dit" * 300,
             "MLLM-Ponyo/pytorch_model.bin": b"ponyo", "README.md": b"# AnimeGamer",
         },
-        models_cli.MISTRAL_REPO: {
+        model_download.MISTRAL_REPO: {
             "config.json": b"{}", "model-00001-of-00002.safetensors": b"m1" * 100,
             "model-00002-of-00002.safetensors": b"m2" * 100, "model.safetensors.index.json": b"{}",
             "pytorch_model-00001-of-00002.bin": b"same weights again", "tokenizer.model": b"sp",
             "tokenizer_config.json": b"{}",
         },
-        models_cli.VAE_REPO: {
+        model_download.VAE_REPO: {
             "vae/config.json": b"{}", "vae/diffusion_pytorch_model.safetensors": b"vae" * 100,
             "transformer/diffusion_pytorch_model.safetensors": b"not wanted",
         },
@@ -200,22 +202,22 @@ def test_download_lands_in_the_layout_and_a_rerun_fetches_nothing(tmp_path, monk
 
         # Again, in-process: everything is there and verified, so only metadata is asked for.
         before = len(hub.requests)
-        monkeypatch.setattr(models_cli, "sha256_of", lambda p: pytest.fail(f"re-hashed {p}"))
-        models_cli.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
+        monkeypatch.setattr(hub_client, "sha256_of", lambda p: pytest.fail(f"re-hashed {p}"))
+        model_download.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
         assert all(q.startswith("GET /api/") for q in hub.requests[before:]), hub.requests[before:]
 
 
 def test_download_rejects_bytes_that_do_not_match_the_hub(tmp_path):
     root = tmp_path / "models"
     with FakeHub(hub_repos()) as hub:
-        hub.lie_about[(models_cli.ANIMEGAMER_REPO, "MLLM-Qiqi/pytorch_model.bin")] = b"AGENT" * 200  # same size
+        hub.lie_about[("TencentARC/AnimeGamer", "MLLM-Qiqi/pytorch_model.bin")] = b"AGENT" * 200  # same size
         with pytest.raises(ModelsError, match="pytorch_model.bin: sha256"):
-            models_cli.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
+            model_download.download(root, get_film("qiqi"), skip_convert=True, endpoint=hub.url, log=lambda *_: None)
     assert not (film_paths(root, get_film("qiqi")).agent_dir / "pytorch_model.bin").exists()
 
 
 def test_gated_mistral_says_what_to_do(tmp_path):
-    with FakeHub(hub_repos(), gated={models_cli.MISTRAL_REPO}) as hub:
+    with FakeHub(hub_repos(), gated={model_download.MISTRAL_REPO}) as hub:
         r, _ = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(tmp_path / "m"),
                        "--skip-decoder-convert", env={"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
     assert r.returncode == 1 and "is gated" in r.stderr and "HF_TOKEN" in r.stderr, r.stderr

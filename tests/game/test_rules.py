@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from game.catalogue import FILMS, get_film, suggest
+from game.errors import UnknownFilm
 from game.instruction import build_instruction, format_instruction
 from game.motion import motion_scope
 from game.sanitize import InputRefused
@@ -92,7 +93,7 @@ def test_catalogue_has_both_films_with_unique_ids():
         ids = [c.id for c in f.characters]
         assert len(ids) == len(set(ids))
         assert f.motions and f.backgrounds and f.times
-    with pytest.raises(KeyError, match="known films"):
+    with pytest.raises(UnknownFilm, match="Choose one of: ponyo, qiqi"):
         get_film("totoro")
 
 

@@ -104,8 +104,10 @@ def test_backend_factory(tmp_path):
         with pytest.raises(BackendUnavailable, match="--backend preview"):
             make_backend(settings, "animegamer", films=("qiqi",))
     else:
-        with pytest.raises(BackendUnavailable, match="one film"):
-            make_backend(settings, "animegamer", films=("qiqi", "ponyo"))
+        with pytest.raises(BackendUnavailable, match="--film FILM"):
+            make_backend(settings, "animegamer", films=())
+        with pytest.raises(BackendUnavailable, match="models download qiqi"):
+            make_backend(settings, "animegamer", films=("qiqi", "ponyo"))  # several films: each one's files
         with pytest.raises(BackendUnavailable, match="models download qiqi"):
             make_backend(settings, "animegamer", films=("qiqi",))
 

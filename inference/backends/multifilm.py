@@ -1,0 +1,185 @@
+"""One model worker serving several films: Mistral-7B loaded once, each film an adapter.
+
+The MLLM is `inference.mllm.adapters.MultiFilmMLLM`: each film's agent checkpoint becomes a peft
+adapter (its LoRA plus its own norms, embeddings and lm_head) with its own projections. Turns of
+different sessions share a forward pass as in the single-film backend (micro-batching), but a
+batch is always one film: the gathered turns are grouped by film and each group runs with its
+adapter active. The decoders (one CogVideoX DiT + VAE per film) are kept on the GPU while the
+budget allows and otherwise moved from pinned CPU memory (`inference.decoder.residency`); the
+seconds spent switching adapters and moving a decoder are part of the turn's timings.
+
+Outputs are those of each film loaded alone (tests/mllm/test_multifilm.py checks it to 1e-5 in
+float32): the single-film path merges its LoRA into the weights, this one keeps it unmerged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult
+from game.motion import motion_scope
+from game.states import Prediction
+from inference.backend import BackendError, ClipDecoder
+from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings
+from inference.mllm.batcher import MicroBatcher
+from inference.mp4 import encode_mp4
+
+log = logging.getLogger(__name__)
+
+DECODER_RESERVE_BYTES = 16 * 2**30  # GPU memory left for the decoder's activations when the budget is detected
+
+
+class MultiFilmBackend:
+    name = "animegamer"
+    is_preview = False
+
+    def __init__(
+        self,
+        settings: AnimeGamerSettings,
+        agents: Mapping[str, str | Path],
+        decoders: Mapping[str, ClipDecoder] | None = None,
+        decoder_factories: Mapping[str, Callable[[], ClipDecoder]] | None = None,
+        decoder_budget_bytes: int | None = None,
+        loaded=None,
+    ):
+        """`settings` as for one film (its agent_path is not used); `agents`: film id -> agent
+        checkpoint; `decoders` or `decoder_factories`: film id -> decoder (weights on the CPU or
+        the device; the residency manager places them); `decoder_budget_bytes`: device memory
+        for the decoders' weights together (None: detected on CUDA, unlimited elsewhere);
+        `loaded`: an already built `adapters.LoadedFilms` instead of the files (benchmarks)."""
+        if not agents:
+            raise BackendError("a multi-film backend needs at least one film")
+        self.settings = settings
+        self.films = tuple(agents)
+        self.agents = dict(agents)
+        self._decoders = dict(decoders or {})
+        self._factories = dict(decoder_factories or {})
+        self.decoder_budget = decoder_budget_bytes
+        self.mllm = None  # MultiFilmMLLM once loaded
+        self.residency = None  # DecoderResidency once loaded
+        self._predictors: dict = {}
+        self._builder = None
+        self._batcher: MicroBatcher | None = None
+        self._loaded = loaded
+
+    # -- Backend -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        if self.mllm is not None:
+            return
+        s = self.settings
+        missing = [f for f in self.films if f not in self._decoders and f not in self._factories]
+        if missing and not s.mllm_only:
+            raise BackendError(f"no clip decoder for film(s) {', '.join(missing)}")
+        from inference.mllm.adapters import load_films
+        from inference.mllm.instruction import InstructionEncoder
+        from inference.mllm.loading import CheckpointError
+        from inference.mllm.predict import MLLMPredictor, PredictOptions
+        from inference.mllm.prompt import PromptBuilder
+        from inference.mllm.tokens import TokenizerMismatch
+
+        t0 = time.perf_counter()
+        try:
+            loaded = self._loaded or load_films(
+                s.mistral_dir, s.tokenizer_dir, self.agents, device=s.device, dtype=s.dtype,
+                attn_implementation=s.attn_implementation, rep_dim=s.rep_dim,
+            )
+        except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
+            raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
+        self._loaded = None
+        options = PredictOptions(readout=s.readout, state_pass=s.state_pass, use_cache=s.use_cache)
+        self._predictors = {f: MLLMPredictor(loaded.model.view(f), loaded.special, options) for f in self.films}
+        self._builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special, s.history_window)
+        log.info("MLLM with %d film adapters (%s) loaded in %.1f s", len(self.films), ", ".join(self.films), time.perf_counter() - t0)
+        if not s.mllm_only:
+            self._load_decoders(loaded.model.view(self.films[0]).device)
+        self.mllm = loaded.model
+        if s.max_batch > 1:
+            self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
+
+    def _load_decoders(self, device) -> None:
+        import torch
+
+        from inference.decoder.residency import DecoderResidency
+
+        for film, factory in self._factories.items():
+            if film not in self._decoders:
+                self._decoders[film] = factory()
+        for film, d in self._decoders.items():
+            if not isinstance(d, ClipDecoder):
+                raise BackendError(f"the decoder for {film} ({type(d).__name__}) does not implement ClipDecoder")
+        budget = self.decoder_budget
+        if budget is None and device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(device)
+            budget = max(0, free - DECODER_RESERVE_BYTES)
+        self.residency = DecoderResidency(self._decoders, device, budget)
+
+    def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
+        self._require_loaded(request.film_id)
+        t0 = time.perf_counter()
+        progress(0.0, "mllm")
+        prediction, rep, stage = self._batcher.submit(request) if self._batcher else self._predict_with_timings([request])[0]
+        timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
+        scope = motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
+        if self.residency is None:  # mllm_only
+            progress(1.0, "done")
+            return TurnResult(prediction, scope, None, rep, timings=timings)
+        progress(0.1, "decode")
+        t1 = time.perf_counter()
+
+        def decoder_progress(fraction: float, label: str) -> None:
+            progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
+
+        with self.residency.use(request.film_id) as (decoder, moved):
+            timings["decoder_move"] = moved
+            frames = decoder.decode(rep, scope, request.seed, decoder_progress)
+        timings["decode"] = time.perf_counter() - t1
+        progress(0.9, "encode")
+        t2 = time.perf_counter()
+        mp4 = encode_mp4(frames, fps=int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS))
+        timings["encode"] = time.perf_counter() - t2
+        progress(1.0, "done")
+        return TurnResult(prediction, scope, mp4, rep, timings=timings)
+
+    # -- batched MLLM ---------------------------------------------------------------------------
+
+    def predict(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray]]:
+        """The MLLM part of several sessions' turns (any films): one pass per film present."""
+        return [(p, rep) for p, rep, _ in self._predict_with_timings(requests)] if requests else []
+
+    def _predict_with_timings(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray, dict]]:
+        for r in requests:
+            self._require_loaded(r.film_id)
+        out: list = [None] * len(requests)
+        by_film: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_film.setdefault(r.film_id, []).append(i)
+        for film, idx in by_film.items():
+            prompts = [self._builder.build(requests[i].instruction, _history(requests[i])) for i in idx]
+            with self.mllm.lock:
+                switch = self.mllm.use(film)
+                outs = self._predictors[film].predict_batch(prompts)
+            for i, o in zip(idx, outs):
+                out[i] = (Prediction.from_sequence(o.values), o.representation, {**o.timings, "adapter_switch": switch})
+        return out
+
+    def _require_loaded(self, film: str) -> None:
+        if self.mllm is None:
+            raise BackendError("the animegamer backend is not loaded (call load() first)")
+        if film not in self._predictors:
+            raise BackendError(f"this worker does not serve the film {film!r} (it serves {', '.join(self.films)})")
+
+
+def _history(request: TurnRequest):
+    from inference.mllm.prompt import HistoryItem
+
+    return [
+        HistoryItem(h.instruction, h.prediction.as_tuple(), np.asarray(h.representation))
+        for h in request.history
+        if h.representation is not None  # a preview turn has no representation to feed back
+    ]

@@ -1,0 +1,166 @@
+"""One worker, two films: Mistral loaded once, each film a peft adapter with its own projections,
+each film's decoder moved on and off the device by the residency manager. The outputs must be
+those of each film loaded alone (the single-film path merges its LoRA), turn for turn, while the
+films interleave."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from contracts.turn import HistoryTurn, TurnRequest
+from inference.backend import BackendError
+from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+from inference.backends.multifilm import MultiFilmBackend
+from inference.decoder.residency import DecoderResidency
+from inference.mllm.adapters import load_films
+from inference.mllm.loading import CheckpointError
+from mllm_helpers import instruction
+from tests.tiny import mllm as tiny
+from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
+
+REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
+FILMS = ("qiqi", "ponyo")
+SEEDS = {"qiqi": 11, "ponyo": 22}  # different random agents
+DECODER_SEEDS = {"qiqi": 0, "ponyo": 1}  # and different random decoders
+
+
+@pytest.fixture(scope="module")
+def two_films(files, tmp_path_factory):
+    d = tmp_path_factory.mktemp("two-films")
+    agents = {}
+    for film in FILMS:
+        sd = tiny.released_state_dict(files["mistral"], seed=SEEDS[film], rep_dim=REP_DIM)
+        agents[film] = tiny.write_checkpoint(sd, d / f"{film}.bin")
+    return agents
+
+
+def _settings(files, agent, **kw) -> AnimeGamerSettings:
+    return AnimeGamerSettings(files["mistral"], files["tokenizer"], agent, device="cpu", dtype="float32",
+                              history_window=2, rep_dim=REP_DIM, max_batch=1, **kw)
+
+
+def _decoder(film):
+    return random_tiny_decoder(seed=DECODER_SEEDS[film], steps=2)
+
+
+@pytest.fixture(scope="module")
+def alone(files, two_films):
+    """Each film loaded alone, as a one-film worker loads it (LoRA merged)."""
+    out = {}
+    for film in FILMS:
+        b = AnimeGamerBackend(_settings(files, two_films[film]), decoder=_decoder(film))
+        b.load()
+        out[film] = b
+    return out
+
+
+@pytest.fixture(scope="module")
+def shared(files, two_films):
+    """Both films on one base; the decoder budget holds one decoder, so every switch moves one."""
+    one = sum(p.numel() * p.element_size() for m in (_decoder("qiqi").transformer, _decoder("qiqi").vae)
+              for p in [*m.parameters(), *m.buffers()])
+    b = MultiFilmBackend(_settings(files, two_films["qiqi"]), two_films,
+                         decoders={f: _decoder(f) for f in FILMS}, decoder_budget_bytes=one)
+    b.load()
+    return b
+
+
+def _request(film: str, turn: int, history) -> TurnRequest:
+    return TurnRequest(
+        turn_id=100 * turn + len(film), session_id=FILMS.index(film) + 1, film_id=film, instruction=instruction(turn),
+        characters=("Qiqi",), motion="fly", adverb="quickly", background="sky", time_of_day="night",
+        seed=1000 + turn, history=tuple(history),
+    )
+
+
+def test_two_films_interleaved_match_each_film_alone(alone, shared):
+    history = {f: [] for f in FILMS}
+    for turn in range(3):
+        for film in FILMS:  # qiqi, ponyo, qiqi, ponyo...: the adapter and the decoder switch every turn
+            req = _request(film, turn, history[film])
+            want = alone[film].generate(req, lambda *_: None)
+            got = shared.generate(req, lambda *_: None)
+            assert got.prediction == want.prediction, (film, turn)
+            assert got.motion_scope == want.motion_scope
+            diff = np.abs(got.representation - want.representation).max()
+            assert diff <= 1e-5, (film, turn, diff)
+            assert got.mp4[4:8] == b"ftyp"
+            assert "decoder_move" in got.timings and "mllm_adapter_switch" in got.timings
+            history[film] = [*history[film], HistoryTurn(req.instruction, want.prediction, want.representation)][-2:]
+    # Different films really are different models.
+    a = alone["qiqi"].predict([_request("qiqi", 0, [])])[0][1]
+    b = alone["ponyo"].predict([_request("ponyo", 0, [])])[0][1]
+    assert np.abs(a - b).max() > 1e-2
+    # One decoder fits the budget: each film's decoder was brought back several times.
+    snap = shared.residency.snapshot()
+    assert len(snap.resident) == 1 and min(snap.moves.values()) >= 2
+
+
+def test_a_mixed_batch_runs_one_pass_per_film(alone, shared):
+    reqs = [_request("qiqi", 0, []), _request("ponyo", 1, []), _request("qiqi", 2, []), _request("ponyo", 0, [])]
+    got = shared.predict(reqs)
+    for film in FILMS:
+        idx = [i for i, r in enumerate(reqs) if r.film_id == film]
+        want = alone[film].predict([reqs[i] for i in idx])
+        for i, (p, rep) in zip(idx, want):
+            assert got[i][0] == p
+            assert np.abs(got[i][1] - rep).max() <= 1e-5
+
+
+def test_decoders_moved_off_and_back_decode_the_same_frames(shared):
+    rep = np.random.default_rng(0).standard_normal((226, REP_DIM)).astype(np.float32)
+    for film in ("ponyo", "qiqi", "ponyo"):
+        with shared.residency.use(film) as (decoder, _):
+            got = decoder.decode(rep, 10.0, 7)
+        assert shared.residency.resident() == [film]
+        np.testing.assert_array_equal(got, _decoder(film).decode(rep, 10.0, 7))
+
+
+def test_residency_evicts_least_recently_used_and_never_a_busy_decoder():
+    decs = {f: random_tiny_decoder(seed=i, steps=1) for i, f in enumerate(("a", "b", "c"))}
+    size = DecoderResidency({"x": random_tiny_decoder(seed=9, steps=1)}, "cpu").nbytes("x")
+    r = DecoderResidency(decs, "cpu", budget_bytes=2 * size)
+    assert r.resident() == ["a", "b"]  # warm start: what fits, in order
+    with r.use("a"):
+        pass
+    with r.use("c") as (_, moved):  # b is the least recently used
+        assert moved >= 0
+    assert sorted(r.resident()) == ["a", "c"]
+    with r.use("a"), r.use("c"):
+        import threading
+
+        entered = threading.Event()
+
+        def want_b():
+            with r.use("b"):
+                entered.set()
+
+        t = threading.Thread(target=want_b)
+        t.start()
+        assert not entered.wait(0.3)  # both resident decoders are busy: b waits
+    t.join(5)
+    assert entered.is_set() and "b" in r.resident()
+
+
+def test_key_accounting_per_film(files, two_films, tmp_path):
+    sd = torch.load(two_films["ponyo"], weights_only=True)
+    lora = next(k for k in sd if ".lora_B." in k)
+    broken = tiny.write_checkpoint({k: v for k, v in sd.items() if k != lora}, tmp_path / "missing.bin")
+    with pytest.raises(CheckpointError, match=r"film 'ponyo'.*1 required keys missing, e\.g\. " + lora.replace(".", r"\.")):
+        load_films(files["mistral"], files["tokenizer"], {"qiqi": two_films["qiqi"], "ponyo": broken}, device="cpu", rep_dim=REP_DIM)
+    base = next(k for k in sd if k.endswith("q_proj.base_layer.weight"))
+    other_base = tiny.write_checkpoint({**sd, base: sd[base] + 1}, tmp_path / "other-base.bin")
+    with pytest.raises(CheckpointError, match="base weights that differ from the Mistral directory's"):
+        load_films(files["mistral"], files["tokenizer"], {"qiqi": two_films["qiqi"], "ponyo": other_base}, device="cpu", rep_dim=REP_DIM)
+    # A base saved in another dtype differs by rounding only: loaded, with the shared base.
+    rounded = tiny.write_checkpoint({**sd, base: sd[base].half().float()}, tmp_path / "rounded.bin")
+    load_films(files["mistral"], files["tokenizer"], {"qiqi": two_films["qiqi"], "ponyo": rounded}, device="cpu", rep_dim=REP_DIM)
+    loaded = load_films(files["mistral"], files["tokenizer"], two_films, device="cpu", rep_dim=REP_DIM)
+    assert {f: r.loaded for f, r in loaded.reports.items()} == {"qiqi": len(sd), "ponyo": len(sd)}
+
+
+def test_a_film_the_worker_does_not_serve_is_refused(shared):
+    with pytest.raises(BackendError, match="does not serve the film 'totoro'"):
+        shared.generate(_request("qiqi", 0, []).__class__(**{**_request("qiqi", 0, []).__dict__, "film_id": "totoro"}), lambda *_: None)
