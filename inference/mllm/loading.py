@@ -206,6 +206,26 @@ def default_device_dtype(device=None, dtype=None) -> tuple[torch.device, torch.d
     return dev, dtype
 
 
+# Buffers the released code keeps in fp32 whatever the weights' dtype: the rotary embedding's
+# inverse frequencies. Rounded to bf16, Mistral's rotation angles (head_dim 128) move by up to
+# ~0.9 rad at position 760 and ~2.4 rad at 2,000; the release computes the angles in fp32 and
+# rounds only cos/sin, which transformers' rotary forward also does given an fp32 `inv_freq`.
+FP32_BUFFERS = re.compile(r"(^|\.)(original_)?inv_freq$")
+
+
+def cast_keeping_fp32_buffers(model: torch.nn.Module, device, dtype: torch.dtype) -> torch.nn.Module:
+    """`model.to(device, dtype)`, except that the buffers named by FP32_BUFFERS stay fp32.
+
+    Their fp32 values are taken before the cast (transformers builds them in fp32), so a model
+    whose buffers were already rounded is not silently repaired: the test checks the loader's."""
+    kept = {n: b.detach().float().clone() for n, b in model.named_buffers() if FP32_BUFFERS.search(n)}
+    model.to(device=device, dtype=dtype)
+    for name, value in kept.items():
+        owner, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(owner), attr, value.to(device))  # re-registers the buffer's tensor
+    return model
+
+
 @dataclass
 class LoadedMLLM:
     model: AnimeGamerMLLM
@@ -238,7 +258,7 @@ def load_mllm(
     llm = MistralForCausalLM.from_pretrained(
         str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra
     )
-    model = wrap_released(llm, rep_dim).to(device=dev, dtype=dt)
+    model = cast_keeping_fp32_buffers(wrap_released(llm, rep_dim), dev, dt)
     report = load_agent_checkpoint(model, agent_path)
     log.info("agent checkpoint: %s", report.summary())
     if merge:
