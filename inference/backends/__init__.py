@@ -8,10 +8,12 @@ imports torch), for one film, from the checkpoints under settings.model_root.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from settings import Settings
-from game.catalogue import FILMS
 from inference.backend import Backend
+
+if TYPE_CHECKING:  # settings (pydantic) stays out of the model stack's imports: bench/gpu.py runs without it
+    from settings import Settings
 
 BACKENDS = ("preview", "animegamer")
 
@@ -43,6 +45,8 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     """The model backend for one film: its MLLM checkpoint and its converted decoder, found
     under settings.model_root (the layout of inference.model_paths). Nothing heavy is imported
     or loaded here; the worker calls load()."""
+    from game.catalogue import FILMS
+
     try:
         from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
         from inference.model_paths import film_paths
@@ -67,8 +71,10 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     device = None if settings.device == "auto" else settings.device  # None: the MLLM picks (cuda if present)
     dtype = None if settings.dtype == "auto" else settings.dtype
     mllm_only = bool(options.pop("mllm_only", False))
+    low_vram = settings.memory_mode == "low_vram"
     ag = AnimeGamerSettings(
-        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent, device=device, dtype=dtype,
+        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agent,
+        device=settings.mllm_device or device, dtype=dtype, quantize="int8" if low_vram else None,
         history_window=settings.history_window, mllm_only=mllm_only,
         rep_dim=1920 if mllm_only else _decoder_width(paths.decoder),
         motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
@@ -80,10 +86,13 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
 
         from inference.decoder import load_decoder
 
-        on = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        on = settings.decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
         # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
         dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
-        return load_decoder(str(paths.decoder), device=on, dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps)
+        return load_decoder(
+            str(paths.decoder), device=on, dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps,
+            speed=settings.decoder_speed, low_vram=low_vram,
+        )
 
     return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder, **options)
 

@@ -243,11 +243,15 @@ def load_mllm(
     merge: bool = True,
     attn_implementation: str = "sdpa",
     rep_dim: int = REP_DIM,
+    quantize: str | None = None,
 ) -> LoadedMLLM:
+    """quantize: None, or "int8" (inference.mllm.quantize; for a 24 GB card), after the merge."""
     from transformers import AutoTokenizer, MistralForCausalLM
 
     if attn_implementation not in ("sdpa", "eager"):  # custom 4D masks need one of these
         raise ValueError("attn_implementation must be 'sdpa' or 'eager'")
+    if quantize is not None and quantize not in ("int8",):  # checked before minutes of loading
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
     for p in (mistral_dir, tokenizer_dir, agent_path):
         if not Path(p).exists():
             raise FileNotFoundError(f"{p} does not exist")
@@ -264,4 +268,10 @@ def load_mllm(
     if merge:
         model.merge_lora()
     model.eval().requires_grad_(False)
+    if quantize:
+        if not merge:
+            raise ValueError("quantise the merged model: the LoRA must be merged first")
+        from .quantize import quantize_weights
+
+        log.info("MLLM: %d linears quantised (%s)", quantize_weights(model, quantize), quantize)
     return LoadedMLLM(model, tokenizer, special, report)
