@@ -59,6 +59,7 @@ class AnimeGamerDecoder:
         spatial = 2 ** (len(vae.config.block_out_channels) - 1)
         if height % (spatial * transformer.config.patch_size) or width % (spatial * transformer.config.patch_size):
             raise ValueError(f"{height}x{width} is not a multiple of {spatial * transformer.config.patch_size}")
+        self.frame_size = (height, width)
         self.latent_shape = (num_latent_frames, transformer.config.in_channels, height // spatial, width // spatial)
         self.context_shape = (transformer.config.max_text_seq_length, transformer.config.text_embed_dim)
         self.speed_report = SpeedReport("exact")  # set by prepare()
@@ -114,6 +115,9 @@ class AnimeGamerDecoder:
             if progress is not None:
                 progress(DENOISE_SHARE, "vae")
             frames = to_uint8_frames(decode_latents(self.vae, latents.to(self.vae.device)))
+            if frames.shape[2:4] != self.frame_size:  # e.g. a VAE tiling that does not fit the size
+                raise RuntimeError(f"the VAE produced {frames.shape[2]}x{frames.shape[3]} frames, expected "
+                                   f"{self.frame_size[0]}x{self.frame_size[1]}")
             if progress is not None:
                 progress(1.0, "vae")
             t2 = time.perf_counter()
