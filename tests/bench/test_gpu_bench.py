@@ -24,10 +24,30 @@ def test_gpu_bench_tiny_runs_every_row(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = out.read_text()
-    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| preset")]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith(("| preset", "| ---"))]
     assert [r.split("|")[1].strip() + "/" + r.split("|")[2].strip() for r in rows] == [
         "exact/resident", "fastest/resident", "fast/resident", "exact/low_vram",
     ]
     assert "failed" not in table
     assert "| reference |" in rows[0] and "PSNR" in rows[1]
     assert "torch " in table and "diffusers " in table
+
+
+def test_model_stack_imports_without_the_service_stack():
+    """The GPU machine has torch, transformers, peft, diffusers (from .whl) but no pydantic,
+    SQLAlchemy, discord.py or Postgres: the bench's imports must not reach them."""
+    code = (
+        "import sys\n"
+        "BLOCK = {'pydantic', 'pydantic_settings', 'sqlalchemy', 'discord', 'asyncpg', 'psycopg', 'procrastinate',"
+        " 'aiohttp', 'alembic', 'settings', 'db', 'bot', 'play'}\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCK:\n"
+        "            raise ImportError('the model stack imported ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "sys.path.insert(0, 'bench')\n"
+        "import gpu\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
