@@ -171,6 +171,11 @@ def random_mllm(device, dtype, rep_dim: int = 1920, seed: int = 0, **shape):
     torch.manual_seed(seed)
     cfg = tiny_config(**{"vocab_size": VOCAB_SIZE, **shape})
     cfg._attn_implementation = "sdpa"
-    with torch.device(device):
-        model = AnimeGamerMLLM(MistralForCausalLM(cfg), rep_dim)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # built in the target dtype: a 7B in fp32 first would need 29 GB
+    try:
+        with torch.device(device):
+            model = AnimeGamerMLLM(MistralForCausalLM(cfg), rep_dim)
+    finally:
+        torch.set_default_dtype(default)
     return cast_keeping_fp32_buffers(model, device, dtype).eval().requires_grad_(False)
