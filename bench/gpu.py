@@ -153,9 +153,14 @@ class Bench:
             torch.cuda.empty_cache()
 
     def decoder(self, steps: int) -> AnimeGamerDecoder:
-        with torch.device(self.device):
-            dit = AnimeGamerTransformer3DModel(**self.dit_cfg).to(self.dit_dtype)
-            vae = AutoencoderKLCogVideoX(**self.vae_cfg).to(self.dit_dtype)
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(self.dit_dtype)  # built in its dtype, as from_pretrained loads it
+        try:
+            with torch.device(self.device):
+                dit = AnimeGamerTransformer3DModel(**self.dit_cfg)
+                vae = AutoencoderKLCogVideoX(**self.vae_cfg)
+        finally:
+            torch.set_default_dtype(default)
         dit.load_state_dict(self.dit_weights)
         vae.load_state_dict(self.vae_weights)
         return AnimeGamerDecoder(dit, vae, steps=steps, **self.size)

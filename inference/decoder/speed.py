@@ -6,7 +6,7 @@
   matmul instead of three), regional `torch.compile` of the 30 repeated DiT blocks
   (`ModelMixin.compile_repeated_blocks`; the first clip pays the compile).
 - `fastest`: `fast` plus two lossy features: FP8 linears (torchao's dynamic float8 activations
-  and weights, per-row scales; GPUs of compute capability 8.9 or newer) and diffusers'
+  and weights, per-row scales for a bf16 DiT, per-tensor for fp16; GPUs of compute capability 8.9 or newer) and diffusers'
   FirstBlockCache (a step whose first-block residual barely changed reuses the cached output of
   the other blocks). Of diffusers' caches this one fits our loop: it needs no timestep callback
   (Pyramid Attention Broadcast does) and no separate guidance passes (FasterCache assumes them;
@@ -65,13 +65,15 @@ def fp8_supported(device: torch.device) -> str | None:
 
 
 def _fp8_linears(transformer: torch.nn.Module) -> int:
-    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
 
     def in_blocks(module: torch.nn.Module, fqn: str) -> bool:  # the DiT body only; embeddings stay
         return isinstance(module, torch.nn.Linear) and fqn.startswith("transformer_blocks.") and module.in_features % 16 == 0
 
     count = sum(1 for n, m in transformer.named_modules() if in_blocks(m, n))
-    quantize_(transformer, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=in_blocks)
+    # Row-wise scaled FP8 matmuls produce bf16 only; the fp16 DiT (the release's dtype) uses one scale per tensor.
+    granularity = PerRow() if transformer.dtype == torch.bfloat16 else PerTensor()
+    quantize_(transformer, Float8DynamicActivationFloat8WeightConfig(granularity=granularity), filter_fn=in_blocks)
     return count
 
 
