@@ -25,7 +25,7 @@ import numpy as np
 from game.motion import motion_scope
 from game.states import Prediction
 from contracts.turn import ProgressCallback, TurnRequest, TurnResult
-from inference.backend import BackendError, ClipDecoder
+from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
 from inference.mllm.batcher import MicroBatcher
 from inference.mp4 import encode_mp4
 
@@ -112,7 +112,7 @@ class AnimeGamerBackend:
         self._mllm = (predictor, builder)
         if s.max_batch > 1:
             self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
-            if hasattr(self.decoder, "decode_batch_timed"):
+            if isinstance(self.decoder, BatchClipDecoder):
                 self._decode_batcher = MicroBatcher(self._decode_batch, s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
