@@ -12,6 +12,7 @@ returns its own timings.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -28,6 +29,8 @@ from .schedule import DEFAULT_STEPS
 from .speed import SpeedReport, apply_speed
 from .transformer import AnimeGamerTransformer3DModel
 from .vae import decode_latents, to_uint8_frames
+
+log = logging.getLogger(__name__)
 
 SAMPLERS = ("released", "stock")
 DENOISE_SHARE = 0.9  # of a clip's progress; the VAE takes the rest
@@ -224,4 +227,5 @@ def prepare(
         decoder.transformer.set_attention_backend(attention_backend)
         report.applied.append(f"attention backend {attention_backend}")
     decoder.speed_report = report
+    log.info("decoder on %s, %s%s", device, report.summary(), ", low_vram (VAE sliced and tiled)" if low_vram else "")
     return report
