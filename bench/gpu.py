@@ -123,6 +123,7 @@ def vae_flops_per_clip(vae, latent_shape: tuple, device) -> float:
 class Bench:
     def __init__(self, tiny: bool, device: str, tmp: str):
         self.tiny = tiny
+        self.open_backends: list[AnimeGamerBackend] = []
         self.device = torch.device(device)
         self.dit_cfg = dict(TINY_TRANSFORMER_CONFIG if tiny else ANIMEGAMER_2B_CONFIG)
         self.vae_cfg = dict(TINY_VAE_CONFIG if tiny else COGVIDEOX_VAE_CONFIG)
@@ -171,7 +172,18 @@ class Bench:
         loaded = LoadedMLLM(self.mllm, self.tokenizer, SPECIAL, LoadReport("random weights"))
         backend = AnimeGamerBackend(s, decoder=decoder, loaded_mllm=loaded)
         backend.load()
+        self.open_backends.append(backend)
         return backend
+
+    def close_backends(self) -> None:
+        """Stop every backend's batching threads (they hold the decoders) and free the memory."""
+        import gc
+
+        for backend in self.open_backends:
+            backend.close()
+        self.open_backends.clear()
+        gc.collect()
+        self.empty_cache()
 
     def request(self, i: int, seed: int) -> TurnRequest:
         rng = np.random.default_rng(i)
@@ -379,6 +391,7 @@ def main(argv=None) -> int:
             "vae": vae_flops_per_clip(dec.vae, dec.latent_shape, bench.device),
         }}
         del dec
+        bench.close_backends()
         print(f"prompt {prompt_tokens} tokens; analytic FLOPs: MLLM prefill {reference['flops']['mllm']:.3g}, "
               f"VAE {reference['flops']['vae']:.3g} per clip", flush=True)
         results = []
@@ -406,6 +419,8 @@ def main(argv=None) -> int:
             except Exception as e:  # noqa: BLE001  (one failing preset must not lose the other rows)
                 traceback.print_exc()
                 res = Result(row, error=f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+            finally:
+                bench.close_backends()  # its batching threads hold the decoder: free it before the next row
             results.append(res)
             print(f"\n[{row.speed} / {row.memory} / {row.steps} steps] {time.perf_counter() - t:.1f} s; {res.applied}",
                   flush=True)

@@ -147,6 +147,14 @@ class AnimeGamerBackend:
         progress(1.0, "done")
         return TurnResult(prediction, scope, mp4, rep, timings=timings)
 
+    def close(self) -> None:
+        """Stop the batching threads, which hold the models; the backend can load() again after."""
+        for batcher in (self._batcher, self._decode_batcher):
+            if batcher is not None:
+                batcher.close()
+        self._batcher = self._decode_batcher = None
+        self._mllm = None
+
     # -- batched MLLM, for a worker serving many channels ------------------------------------
 
     def predict(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray]]:
