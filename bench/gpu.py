@@ -327,6 +327,27 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def targets(results: list[Result], tiny: bool) -> str:
+    """The issue's targets against this run's figures (printed, never asserted)."""
+    if tiny:
+        return "Targets apply to the full-size run on one H200; a tiny run shows only that the code works."
+    by = {(r.row.speed, r.row.memory): r for r in results if not r.error}
+    lines = []
+
+    def line(what: str, value: float, ok: bool, unit: str) -> None:
+        lines.append(f"- {what}: {fmt(value)} {unit}: {'met' if ok else 'NOT met'}")
+
+    if (r := by.get(("exact", "resident"))) is not None:
+        line("`exact` <= 8 s per turn at 50 steps", r.per_turn, r.per_turn <= 8, "s")
+        gain = r.tpm.get(4, float("nan")) / r.tpm[1]
+        line("4 sessions >= 1.6x the turns per minute of 1 (exact)", gain, gain >= 1.6, "x")
+    if (r := by.get(("fastest", "resident"))) is not None:
+        line("`fastest` <= 4 s per turn at 50 steps", r.per_turn, r.per_turn <= 4, "s")
+    if (r := by.get(("exact", "low_vram"))) is not None:
+        line("24 GB mode (low_vram) under 22 GiB peak (reserved)", r.peak[1], r.peak[1] < 22, "GiB")
+    return "\n".join(lines) or "no row ran"
+
+
 def environment(device: torch.device) -> str:
     parts = [f"python {platform.python_version()}", f"torch {torch.__version__}", f"diffusers {diffusers_version()}"]
     try:
@@ -428,7 +449,8 @@ def main(argv=None) -> int:
     text = (f"# bench/gpu.sh{' --tiny' if args.tiny else ''}\n\n{env}\n\n"
             f"Random weights; {bench.size['height']}x{bench.size['width']}, 17 frames; prompt {prompt_tokens} tokens "
             f"(history window {HISTORY}). Stage seconds and TFLOP/s at 1 session; turns/min with N sessions "
-            f"decoded as one batch. Total bench time {time.perf_counter() - t0:.0f} s.\n\n{table(results)}\n")
+            f"decoded as one batch. Total bench time {time.perf_counter() - t0:.0f} s.\n\n{table(results)}\n\n"
+            f"{targets(results, args.tiny)}\n")
     out.write_text(text)
     print("\n" + text + f"\nwritten to {out}")
     return 1 if any(r.error and not r.error.startswith("skipped") for r in results) else 0
