@@ -170,7 +170,7 @@ class AnimeGamerBackend:
 
     # -- batched decoder (delimited: the GPU-sharing part) ------------------------------------
 
-    def _decode_batch(self, items: Sequence[tuple]) -> list[tuple[np.ndarray, dict]]:
+    def _decode_batch(self, items: Sequence[tuple]) -> list[tuple[np.ndarray, dict, Exception | None]]:
         """Several turns' clips as one decode_batch call; each turn gets its frames and the batch's
         timings. A turn whose progress callback raises (cancelled) gets that error; the others go on."""
         reps, scopes, seeds, callbacks = zip(*items)
