@@ -231,7 +231,7 @@ def run_row(bench: Bench, row: Row, reference: dict) -> Result:
         # not cover the frame evenly: one tile (the full-size tiles are 240x360 of 480x720).
         decoder.vae.enable_tiling(tile_sample_min_height=bench.size["height"], tile_sample_min_width=bench.size["width"])
     res.applied = report.summary()
-    backend = bench.backend(decoder, max_batch=max(row.sessions))
+    backend = bench.backend(decoder, max_batch=max(2, *row.sessions))  # batchers on, as a worker with --concurrency
     # Warm-up at every batch size: compiles (fast, fastest) and allocator growth are not timed.
     decoder.steps = 2
     for n in row.sessions:
