@@ -89,10 +89,13 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         on = settings.decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
         # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
         dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
-        return load_decoder(
+        dec = load_decoder(
             str(paths.decoder), device=on, dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps,
             speed=settings.decoder_speed, low_vram=low_vram,
         )
+        if settings.decoder_speed != "exact":  # compile now, at both batch shapes the worker will use
+            dec.warm_up(sorted({1, settings.mllm_max_batch}))
+        return dec
 
     return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder, **options)
 

@@ -126,6 +126,18 @@ class AnimeGamerDecoder:
             t2 = time.perf_counter()
         return frames, {"denoise": t1 - t0, "vae": t2 - t1, "batch": float(b), "gpu_wait": t0 - waited}
 
+    def warm_up(self, batch_sizes: Sequence[int] = (1,)) -> float:
+        """Decode throw-away clips of 2 steps at these batch sizes, so that a compiled preset's
+        compiles happen at load rather than in a player's first turn; returns the seconds spent."""
+        t0, steps = time.perf_counter(), self.steps
+        self.steps = 2
+        try:
+            for b in batch_sizes:
+                self.decode_batch(np.zeros((b, *self.context_shape), np.float32), [1.0] * b, list(range(b)))
+        finally:
+            self.steps = steps
+        return time.perf_counter() - t0
+
     @torch.no_grad()
     def sample_latents(
         self,

@@ -53,6 +53,13 @@ def test_preset_runs_on_cpu_and_reports_what_it_skipped(speed, plain):
     assert "speed " + speed in report.summary()
 
 
+def test_warm_up_compiles_before_the_first_turn_and_keeps_the_steps():
+    decoder = random_tiny_decoder(steps=STEPS)
+    prepare(decoder, "cpu", speed="fast", compile_backend="eager")
+    assert decoder.warm_up((1, 2)) > 0
+    assert decoder.steps == STEPS
+
+
 def test_unknown_speed_is_a_clear_error():
     assert SPEEDS == ("exact", "fast", "fastest")
     with pytest.raises(ValueError, match="decoder speed must be one of exact, fast, fastest"):
