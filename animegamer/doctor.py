@@ -176,7 +176,35 @@ def check_gpu(settings) -> list[Row]:
         elif needed and total / 2**30 < GPU_RELEASE_GB:
             status, detail = WARN, detail + f"; below the {GPU_RELEASE_GB} GB the release used for both models on one GPU"
         rows.append(Row(f"gpu {i}", status, detail))
+    if needed:
+        totals = [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(torch.cuda.device_count())]
+        rows.append(gpu_mode_advice(totals, settings))
     return rows
+
+
+# Memory each mode needs (GiB), from the model sizes: MLLM bf16 ~14.5 (int8 ~7.5), DiT fp16 ~3.4,
+# VAE ~0.4, plus activations (VAE decode of 17 frames at 480x720 untiled: several GiB).
+# bench/gpu.sh measures the real peaks (docs/performance.md).
+RESIDENT_GIB, LOW_VRAM_GIB, SPLIT_MLLM_GIB = 40, 22, 20
+
+
+def gpu_mode_advice(totals_gib: list[float], settings) -> Row:
+    """Which memory mode these GPUs need, and whether the settings ask for it."""
+    biggest = max(totals_gib, default=0.0)
+    split = settings.mllm_device and settings.decoder_device and settings.mllm_device != settings.decoder_device
+    if biggest >= RESIDENT_GIB:
+        want, how = "resident", "one GPU holds both models (ANIMEGAMER_MEMORY_MODE=resident)"
+    elif len([t for t in totals_gib if t >= SPLIT_MLLM_GIB]) >= 2:
+        want, how = "split", ("two GPUs: ANIMEGAMER_MLLM_DEVICE=cuda:0 and ANIMEGAMER_DECODER_DEVICE=cuda:1 "
+                              "(or ANIMEGAMER_MEMORY_MODE=low_vram on one of them)")
+    elif biggest >= LOW_VRAM_GIB:
+        want, how = "low_vram", "one 24 GB-class GPU: ANIMEGAMER_MEMORY_MODE=low_vram (8-bit MLLM, tiled VAE)"
+    else:
+        return Row("gpu mode", FAIL, f"largest GPU {biggest:.0f} GiB: below the {LOW_VRAM_GIB} GiB of the low_vram mode")
+    have = "split" if split else settings.memory_mode
+    if have == want or (want == "split" and have == "low_vram") or (want == "resident" and have in ("low_vram", "split")):
+        return Row("gpu mode", OK, f"{how}; settings: {have}")
+    return Row("gpu mode", WARN, f"these GPUs need: {how}; settings ask for {have}")
 
 
 def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: float = DISCORD_TIMEOUT) -> Row:

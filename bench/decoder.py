@@ -30,8 +30,7 @@ def _sync(device: torch.device) -> None:
 
 
 def _random_2b_decoder(device: str, dtype: torch.dtype, steps: int, sampler: str):
-    from diffusers import AutoencoderKLCogVideoX
-
+    from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
     from inference.decoder.pipeline import AnimeGamerDecoder
     from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
     from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
@@ -91,7 +90,7 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", choices=["fp16", "bf16", "fp32"], default="fp16")
     parser.add_argument("--attention-backend", default=None, help="diffusers backend: native, flash, _native_cudnn, ...")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the DiT")
+    parser.add_argument("--compile", action="store_true", help="the `fast` speed preset (regional compile, fused qkv)")
     parser.add_argument("--threads", type=int, default=1, help="tiny: CPU threads")
     args = parser.parse_args(argv)
 
@@ -112,11 +111,13 @@ def main(argv=None) -> None:
         if args.attention_backend:
             decoder.transformer.set_attention_backend(args.attention_backend)
         if args.compile:
-            decoder.transformer.compile()
+            from inference.decoder.speed import apply_speed
+
+            print(apply_speed(decoder.transformer, "fast").summary())
     elif args.model_dir:
         decoder = load_decoder(
             args.model_dir, args.device, args.dtype, steps=steps, sampler=args.sampler,
-            attention_backend=args.attention_backend, compile=args.compile,
+            attention_backend=args.attention_backend, speed="fast" if args.compile else "exact",
         )
     else:
         parser.error("gpu mode needs --model-dir or --random-weights")

@@ -23,7 +23,6 @@ import torch
 from tests.tiny import mllm as tiny  # noqa: E402
 from inference.mllm.instruction import InstructionEncoder  # noqa: E402
 from inference.mllm.loading import default_device_dtype, load_mllm  # noqa: E402
-from inference.mllm.model import AnimeGamerMLLM  # noqa: E402
 from inference.mllm.predict import MLLMPredictor, PredictOptions  # noqa: E402
 from inference.mllm.prompt import HistoryItem, PromptBuilder  # noqa: E402
 from inference.mllm.tokens import SPECIAL, verify  # noqa: E402
@@ -105,16 +104,8 @@ def run(predictor: MLLMPredictor, encoder: InstructionEncoder, windows: list[int
 
 def random_7b(device, dtype, **overrides) -> MLLMPredictor:
     """Mistral-7B-Instruct-v0.1 shapes with random weights (LoRA merged away: plain weights)."""
-    from transformers import MistralConfig, MistralForCausalLM
-
-    shape = dict(vocab_size=32284, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                 num_attention_heads=32, num_key_value_heads=8, sliding_window=4096,
-                 max_position_embeddings=32768, rope_theta=10000.0, tie_word_embeddings=False)
-    cfg = MistralConfig(**{**shape, **overrides}, attn_implementation="sdpa")
-    with torch.device(device):
-        llm = MistralForCausalLM(cfg).to(dtype)
-        model = AnimeGamerMLLM(llm).to(device=device, dtype=dtype)
-    return MLLMPredictor(model.eval().requires_grad_(False), SPECIAL)
+    model = tiny.random_mllm(device, dtype, **{**tiny.MISTRAL_7B_SHAPE, **overrides})
+    return MLLMPredictor(model, SPECIAL)
 
 
 def main() -> None:

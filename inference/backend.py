@@ -42,5 +42,19 @@ class ClipDecoder(Protocol):
         """Return frames as uint8 (T, H, W, 3)."""
 
 
+@runtime_checkable
+class BatchClipDecoder(ClipDecoder, Protocol):
+    """A ClipDecoder that decodes several sessions' clips in one batch (the GPU decoder)."""
+
+    def decode_batch_timed(
+        self,
+        representations,
+        motion_scopes,
+        seeds,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[np.ndarray, dict[str, float]]:
+        """Frames (B, T, H, W, 3) uint8, row i as decode(rep_i, scope_i, seed_i), and this call's timings."""
+
+
 class BackendError(RuntimeError):
     """A turn could not be generated; the message is shown to players."""

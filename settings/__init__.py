@@ -66,6 +66,15 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     history_window: int = Field(2, ge=0, le=5)  # earlier turns shown to the MLLM; 0 = released demo
     decoder_steps: int = Field(50, ge=1, le=200)
+    # exact: bit-identical to the released math; fast: compiled, fused (rounding-level changes);
+    # fastest: also FP8 linears and a first-block cache (lossy). See docs/performance.md.
+    decoder_speed: Literal["exact", "fast", "fastest"] = "exact"
+    # Where each model runs (unset: `device`). Two GPUs: mllm_device=cuda:0, decoder_device=cuda:1.
+    mllm_device: str | None = None
+    decoder_device: str | None = None
+    # resident: both models whole on the GPU (~30 GB with activations); low_vram: 8-bit MLLM
+    # weights and a sliced, tiled VAE, for one 24 GB card. `animegamer doctor` says which fits.
+    memory_mode: Literal["resident", "low_vram"] = "resident"
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
     # A worker serving several films: GPU memory (GiB) its films' decoders may take together; the
     # rest wait in pinned CPU memory. None: detected at load (free memory after the MLLM, less 16 GiB).

@@ -9,10 +9,12 @@ checkpoints under settings.model_root.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from settings import Settings
-from game.catalogue import FILMS
 from inference.backend import Backend
+
+if TYPE_CHECKING:  # settings (pydantic) stays out of the model stack's imports: bench/gpu.py runs without it
+    from settings import Settings
 
 BACKENDS = ("preview", "animegamer")
 
@@ -44,6 +46,8 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     """The model backend for one film or several: their MLLM checkpoints and converted decoders, found
     under settings.model_root (the layout of inference.model_paths). Nothing heavy is imported
     or loaded here; the worker calls load()."""
+    from game.catalogue import FILMS
+
     try:
         from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
         from inference.model_paths import film_paths
@@ -70,8 +74,10 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     widths = {f: 1920 if mllm_only else _decoder_width(p.decoder) for f, p in all_paths.items()}
     if len(set(widths.values())) > 1:
         raise BackendUnavailable(f"these films' decoders take different representation widths ({widths}): serve them from separate workers")
+    low_vram = settings.memory_mode == "low_vram"
     ag = AnimeGamerSettings(
-        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agents[films[0]], device=device, dtype=dtype,
+        mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agents[films[0]],
+        device=settings.mllm_device or device, dtype=dtype, quantize="int8" if low_vram else None,
         history_window=settings.history_window, mllm_only=mllm_only, rep_dim=widths[films[0]],
         motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
         max_batch=settings.mllm_max_batch,
@@ -83,12 +89,17 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
 
             from inference.decoder import load_decoder
 
-            on = device or ("cuda" if torch.cuda.is_available() else "cpu")
+            on = settings.decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
             # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
             dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
             # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
-            return load_decoder(str(all_paths[film].decoder), device=on if on_device else "cpu",
-                                dtype=getattr(torch, dit_dtype), steps=settings.decoder_steps)
+            dec = load_decoder(
+                str(all_paths[film].decoder), device=on if on_device else "cpu", dtype=getattr(torch, dit_dtype),
+                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
+            )
+            if settings.decoder_speed != "exact" and on_device:  # compile now, at the worker's batch shapes
+                dec.warm_up(sorted({1, settings.mllm_max_batch}))
+            return dec
 
         return load
 

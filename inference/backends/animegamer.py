@@ -4,6 +4,11 @@ The MLLM comes from `inference.mllm`; the decoder is any object with the `ClipDe
 passed in or built by a factory at load time (its implementation is a separate component). A
 backend without a decoder refuses to load unless `mllm_only` is set (benchmarks): then turns
 carry the prediction and representation but no clip.
+
+Concurrent turns (worker `--concurrency N`) share the GPU in batches at both stages: the MLLM
+micro-batcher runs them as one padded forward, then a second micro-batcher hands their
+representations to the decoder's `decode_batch` as one batch (B sessions x guidance), under the
+decoder's GPU lock; each turn keeps its own timings.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 from game.motion import motion_scope
 from game.states import Prediction
 from contracts.turn import ProgressCallback, TurnRequest, TurnResult
-from inference.backend import BackendError, ClipDecoder
+from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
 from inference.mllm.batcher import MicroBatcher
 from inference.mp4 import encode_mp4
 
@@ -47,6 +52,7 @@ class AnimeGamerSettings:
     motion_scope_otherwise: float | None = None  # None: the released batch script's value
     max_batch: int = 4  # concurrent turns (of different sessions) sharing one MLLM pass; 1 = off
     batch_window: float = 0.02  # seconds the first turn waits for others to join its batch
+    quantize: str | None = None  # "int8": 8-bit MLLM weights (inference.mllm.quantize), for 24 GB cards
 
 
 class AnimeGamerBackend:
@@ -58,10 +64,14 @@ class AnimeGamerBackend:
         settings: AnimeGamerSettings,
         decoder: ClipDecoder | None = None,
         decoder_factory: Callable[[], ClipDecoder] | None = None,
+        loaded_mllm=None,
     ):
+        """loaded_mllm: an already built `LoadedMLLM` (benchmarks with random full-size weights)."""
         self.settings = settings
         self.decoder = decoder
         self._decoder_factory = decoder_factory
+        self._loaded_mllm = loaded_mllm
+        self._decode_batcher: MicroBatcher | None = None  # set at load when the decoder batches
         self._mllm = None  # (predictor, prompt builder) once loaded
         self._lock = threading.Lock()  # one forward at a time on the shared model
         self._batcher: MicroBatcher | None = None  # set at load when max_batch > 1
@@ -85,9 +95,9 @@ class AnimeGamerBackend:
 
         t0 = time.perf_counter()
         try:
-            loaded = load_mllm(
+            loaded = self._loaded_mllm or load_mllm(
                 s.mistral_dir, s.tokenizer_dir, s.agent_path, device=s.device, dtype=s.dtype,
-                attn_implementation=s.attn_implementation, rep_dim=s.rep_dim,
+                attn_implementation=s.attn_implementation, rep_dim=s.rep_dim, quantize=s.quantize,
             )
         except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
             raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
@@ -102,6 +112,8 @@ class AnimeGamerBackend:
         self._mllm = (predictor, builder)
         if s.max_batch > 1:
             self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
+            if isinstance(self.decoder, BatchClipDecoder):
+                self._decode_batcher = MicroBatcher(self._decode_batch, s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         predictor, _ = self._require_loaded()
@@ -120,7 +132,13 @@ class AnimeGamerBackend:
         def decoder_progress(fraction: float, label: str) -> None:
             progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
 
-        frames = self.decoder.decode(rep, scope, request.seed, decoder_progress)
+        if self._decode_batcher is not None:
+            frames, stage, error = self._decode_batcher.submit((rep, scope, request.seed, decoder_progress))
+            if error is not None:
+                raise error
+            timings.update({f"decode_{k}": v for k, v in stage.items()})
+        else:
+            frames = self.decoder.decode(rep, scope, request.seed, decoder_progress)
         timings["decode"] = time.perf_counter() - t1
         progress(0.9, "encode")
         t2 = time.perf_counter()
@@ -128,6 +146,14 @@ class AnimeGamerBackend:
         timings["encode"] = time.perf_counter() - t2
         progress(1.0, "done")
         return TurnResult(prediction, scope, mp4, rep, timings=timings)
+
+    def close(self) -> None:
+        """Stop the batching threads, which hold the models; the backend can load() again after."""
+        for batcher in (self._batcher, self._decode_batcher):
+            if batcher is not None:
+                batcher.close()
+        self._batcher = self._decode_batcher = None
+        self._mllm = None
 
     # -- batched MLLM, for a worker serving many channels ------------------------------------
 
@@ -141,6 +167,25 @@ class AnimeGamerBackend:
         with self._lock:
             outs = predictor.predict_batch(prompts)
         return [(Prediction.from_sequence(o.values), o.representation, o.timings) for o in outs]
+
+    # -- batched decoder (delimited: the GPU-sharing part) ------------------------------------
+
+    def _decode_batch(self, items: Sequence[tuple]) -> list[tuple[np.ndarray, dict, Exception | None]]:
+        """Several turns' clips as one decode_batch call; each turn gets its frames and the batch's
+        timings. A turn whose progress callback raises (cancelled) gets that error; the others go on."""
+        reps, scopes, seeds, callbacks = zip(*items)
+        errors: dict[int, BaseException] = {}
+
+        def progress(fraction: float, label: str) -> None:
+            for i, cb in enumerate(callbacks):
+                if i not in errors:
+                    try:
+                        cb(fraction, label)
+                    except Exception as e:  # noqa: BLE001  (handed back to that turn's thread)
+                        errors[i] = e
+
+        frames, timings = self.decoder.decode_batch_timed(list(reps), list(scopes), list(seeds), progress)
+        return [(frames[i], dict(timings), errors.get(i)) for i in range(len(items))]
 
     def _history(self, request: TurnRequest):
         from inference.mllm.prompt import HistoryItem

@@ -322,7 +322,7 @@ def convert_transformer_state_dict(
 
 
 def _check_pos_embedding(stored: torch.Tensor, config: Mapping[str, Any]) -> str:
-    from diffusers.models.embeddings import get_3d_sincos_pos_embed
+    from .diffusers_api import get_3d_sincos_pos_embed
 
     p = config["patch_size"]
     text = config["max_text_seq_length"]
@@ -465,7 +465,7 @@ def convert_decoder(
     lora_alpha: float = LORA_ALPHA,
 ) -> dict[str, Any]:
     """Convert and write everything; returns the key account (also written to OUT_DIR)."""
-    from diffusers import AutoencoderKLCogVideoX
+    from .diffusers_api import AutoencoderKLCogVideoX
 
     if dtype not in DTYPES:
         raise ConversionError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")

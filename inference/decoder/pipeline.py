@@ -1,27 +1,36 @@
 """AnimeGamerDecoder: representation (226 x 1920) + motion scope + seed -> 17 frames of 480x720.
 
 Own sampling loop rather than diffusers' CogVideoXPipeline, which can pass neither the motion
-scope nor precomputed context tokens. Satisfies inference.backend.ClipDecoder.
+scope nor precomputed context tokens. Satisfies inference.backend.ClipDecoder; MP4 encoding is the
+backend's (one place), not the decoder's.
+
+Several sessions' clips are decoded as one batch (`decode_batch`: B sessions x 2 guidance
+branches per DiT forward); a lock keeps two calls from sharing the GPU unbatched, and each call
+returns its own timings.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
-from diffusers import AutoencoderKLCogVideoX
+from contracts.turn import ProgressCallback
 
-from ..backend import ProgressCallback
-from ..mp4 import encode_mp4
+from .diffusers_api import AutoencoderKLCogVideoX, cache_context, reset_cache_state
 from .sampler import Guidance, SeededNoise, sample_released, sample_stock
 from .schedule import DEFAULT_STEPS
+from .speed import SpeedReport, apply_speed
 from .transformer import AnimeGamerTransformer3DModel
 from .vae import decode_latents, to_uint8_frames
+
+log = logging.getLogger(__name__)
 
 SAMPLERS = ("released", "stock")
 DENOISE_SHARE = 0.9  # of a clip's progress; the VAE takes the rest
@@ -53,9 +62,11 @@ class AnimeGamerDecoder:
         spatial = 2 ** (len(vae.config.block_out_channels) - 1)
         if height % (spatial * transformer.config.patch_size) or width % (spatial * transformer.config.patch_size):
             raise ValueError(f"{height}x{width} is not a multiple of {spatial * transformer.config.patch_size}")
+        self.frame_size = (height, width)
         self.latent_shape = (num_latent_frames, transformer.config.in_channels, height // spatial, width // spatial)
         self.context_shape = (transformer.config.max_text_seq_length, transformer.config.text_embed_dim)
-        self.last_timings: dict[str, float] = {}
+        self.speed_report = SpeedReport("exact")  # set by prepare()
+        self._gpu = threading.Lock()  # one decode at a time: concurrent turns come as one batch
 
     @property
     def device(self) -> torch.device:
@@ -71,19 +82,6 @@ class AnimeGamerDecoder:
         """One clip as uint8 (T, H, W, 3)."""
         return self.decode_batch([representation], [motion_scope], [seed], progress)[0]
 
-    def decode_mp4(
-        self,
-        representation: np.ndarray,
-        motion_scope: float,
-        seed: int,
-        progress: ProgressCallback | None = None,
-    ) -> bytes:
-        """One clip as MP4 bytes (H.264, yuv420p, +faststart, at self.fps) via the shared encoder."""
-        frames = self.decode(representation, motion_scope, seed, progress)
-        if progress is not None:
-            progress(1.0, "encode")
-        return encode_mp4(frames, fps=self.fps)
-
     def decode_batch(
         self,
         representations: Sequence[np.ndarray] | np.ndarray,
@@ -92,25 +90,53 @@ class AnimeGamerDecoder:
         progress: ProgressCallback | None = None,
     ) -> np.ndarray:
         """B clips at once as uint8 (B, T, H, W, 3); row i equals decode(rep_i, scope_i, seed_i)."""
+        return self.decode_batch_timed(representations, motion_scopes, seeds, progress)[0]
+
+    def decode_batch_timed(
+        self,
+        representations: Sequence[np.ndarray] | np.ndarray,
+        motion_scopes: Sequence[float],
+        seeds: Sequence[int],
+        progress: ProgressCallback | None = None,
+    ) -> tuple[np.ndarray, dict[str, float]]:
+        """decode_batch, plus this call's timings: seconds of denoise and vae, the batch size, and
+        the seconds spent waiting for the GPU lock."""
         reps = np.asarray(representations, dtype=np.float32)
         b = reps.shape[0]
         if reps.shape[1:] != self.context_shape:
             raise ValueError(f"representation must be {self.context_shape}, got {reps.shape[1:]}")
         if not (len(motion_scopes) == len(seeds) == b):
             raise ValueError("one motion scope and one seed per representation")
-        t0 = time.perf_counter()
-        noise = SeededNoise(seeds, self.latent_shape, self.device)
-        latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress)
-        if latents.is_cuda:  # honest stage timings
-            torch.cuda.synchronize(latents.device)
-        t1 = time.perf_counter()
-        if progress is not None:
-            progress(DENOISE_SHARE, "vae")
-        frames = to_uint8_frames(decode_latents(self.vae, latents))
-        if progress is not None:
-            progress(1.0, "vae")
-        self.last_timings = {"denoise": t1 - t0, "vae": time.perf_counter() - t1}
-        return frames
+        waited = time.perf_counter()
+        with self._gpu:
+            t0 = time.perf_counter()
+            noise = SeededNoise(seeds, self.latent_shape, self.device)
+            latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress)
+            if latents.is_cuda:  # honest stage timings
+                torch.cuda.synchronize(latents.device)
+            t1 = time.perf_counter()
+            if progress is not None:
+                progress(DENOISE_SHARE, "vae")
+            frames = to_uint8_frames(decode_latents(self.vae, latents.to(self.vae.device)))
+            if frames.shape[2:4] != self.frame_size:  # e.g. a VAE tiling that does not fit the size
+                raise RuntimeError(f"the VAE produced {frames.shape[2]}x{frames.shape[3]} frames, expected "
+                                   f"{self.frame_size[0]}x{self.frame_size[1]}")
+            if progress is not None:
+                progress(1.0, "vae")
+            t2 = time.perf_counter()
+        return frames, {"denoise": t1 - t0, "vae": t2 - t1, "batch": float(b), "gpu_wait": t0 - waited}
+
+    def warm_up(self, batch_sizes: Sequence[int] = (1,)) -> float:
+        """Decode throw-away clips of 2 steps at these batch sizes, so that a compiled preset's
+        compiles happen at load rather than in a player's first turn; returns the seconds spent."""
+        t0, steps = time.perf_counter(), self.steps
+        self.steps = 2
+        try:
+            for b in batch_sizes:
+                self.decode_batch(np.zeros((b, *self.context_shape), np.float32), [1.0] * b, list(range(b)))
+        finally:
+            self.steps = steps
+        return time.perf_counter() - t0
 
     @torch.no_grad()
     def sample_latents(
@@ -130,7 +156,8 @@ class AnimeGamerDecoder:
 
         def model_fn(x: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
             timestep = torch.full((2 * b,), t, dtype=torch.long, device=device)
-            v = self.transformer.predict_v(torch.cat([x, x]), context, timestep, scope)
+            with cache_context(self.transformer):  # a no-op unless a speed preset enabled a cache
+                v = self.transformer.predict_v(torch.cat([x, x]), context, timestep, scope)
             return v.float().chunk(2)
 
         def on_step(done: int, total: int) -> None:
@@ -138,7 +165,10 @@ class AnimeGamerDecoder:
                 progress(DENOISE_SHARE * done / total, f"denoise {done}/{total}")
 
         run = sample_released if self.sampler == "released" else sample_stock
-        return run(model_fn, noise, self.steps, self.guidance, on_step)
+        try:
+            return run(model_fn, noise, self.steps, self.guidance, on_step)
+        finally:
+            reset_cache_state(self.transformer)  # the next clip starts from nothing cached
 
 
 def _as_dtype(dtype: torch.dtype | str) -> torch.dtype:
@@ -157,14 +187,15 @@ def load_decoder(
     sampler: str = "released",
     vae_dtype: torch.dtype | str | None = None,
     attention_backend: str | None = None,
-    compile: bool = False,
-    vae_tiling: bool = False,
+    speed: str = "exact",
+    low_vram: bool = False,
 ) -> AnimeGamerDecoder:
     """Load a directory written by `animegamer convert-decoder`.
 
     dtype: the DiT's (the release runs it in fp16; the sampler math stays fp32). vae_dtype defaults
-    to dtype. attention_backend: a diffusers backend name ("native", "flash", "_native_cudnn", ...).
-    compile: torch.compile the DiT (first clip is slow). vae_tiling: less memory, slightly different.
+    to dtype. attention_backend: a diffusers backend name ("native", "flash", "_native_cudnn", ...),
+    overriding the preset's. speed: a preset of inference.decoder.speed. low_vram: VAE slicing and
+    tiling (less memory; tiles blend at their seams, so clips differ slightly).
     """
     dtype = _as_dtype(dtype)
     vae_dtype = dtype if vae_dtype is None else _as_dtype(vae_dtype)
@@ -175,15 +206,7 @@ def load_decoder(
             settings = json.load(f)
     transformer = AnimeGamerTransformer3DModel.from_pretrained(os.path.join(model_dir, "transformer"), torch_dtype=dtype)
     vae = AutoencoderKLCogVideoX.from_pretrained(os.path.join(model_dir, "vae"), torch_dtype=vae_dtype)
-    transformer.to(device)
-    vae.to(device)
-    if attention_backend:
-        transformer.set_attention_backend(attention_backend)
-    if vae_tiling:
-        vae.enable_tiling()
-    if compile:
-        transformer.compile(fullgraph=False)
-    return AnimeGamerDecoder(
+    decoder = AnimeGamerDecoder(
         transformer,
         vae,
         steps=steps,
@@ -193,3 +216,28 @@ def load_decoder(
         width=settings.get("width", 720),
         fps=settings.get("fps", 8),
     )
+    prepare(decoder, device, speed=speed, low_vram=low_vram, attention_backend=attention_backend)
+    return decoder
+
+
+def prepare(
+    decoder: AnimeGamerDecoder,
+    device: torch.device | str,
+    speed: str = "exact",
+    low_vram: bool = False,
+    attention_backend: str | None = None,
+    compile_backend: str = "inductor",
+) -> SpeedReport:
+    """Move a decoder to `device` and apply a speed preset and the memory mode (once, after building)."""
+    decoder.transformer.to(device)
+    decoder.vae.to(device)
+    if low_vram:
+        decoder.vae.enable_slicing()
+        decoder.vae.enable_tiling()
+    report = apply_speed(decoder.transformer, speed, compile_backend=compile_backend)
+    if attention_backend:
+        decoder.transformer.set_attention_backend(attention_backend)
+        report.applied.append(f"attention backend {attention_backend}")
+    decoder.speed_report = report
+    log.info("decoder on %s, %s%s", device, report.summary(), ", low_vram (VAE sliced and tiled)" if low_vram else "")
+    return report

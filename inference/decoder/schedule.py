@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from diffusers import CogVideoXDPMScheduler
+from .diffusers_api import CogVideoXDPMScheduler
 
 # Data, as in the released config.
 SCHEDULE = {

@@ -5,15 +5,19 @@ What differs from the stock `CogVideoXTransformer3DModel` (each handled below):
   sinusoid as the timestep (width 1920, cos first) and runs it through Linear(1920->512), SiLU,
   Linear(512->512); the result is added to the time embedding. diffusers' `ofs_embedding` sits at
   exactly that place but is built ofs_embed_dim->ofs_embed_dim (512->512 on a 512-wide sinusoid),
-  so we rebuild `ofs_proj`/`ofs_embedding` as 1920-wide sinusoid -> 512 -> 512.
+  so the parent is built without it and we build `ofs_proj`/`ofs_embedding` as 1920-wide
+  sinusoid -> 512 -> 512.
 - Conditioning: the 226 "text" tokens are the MLLM representation, already 1920 wide, so the
-  patch embedding's `text_proj` is the identity. The unconditional branch is a constant 226x1920
+  patch embedding's `text_proj` is the identity (diffusers' patch embedding has no switch for it,
+  so its 1920x1920 Linear is built and dropped at once). The unconditional branch is a constant 226x1920
   tensor computed from the checkpoint's own projections at conversion time (see uncond.py); it is
   stored here as the persistent buffer `uncond_embedding` so it travels with the weights.
 - Norm eps: SAT's final-layer `norm_final` uses eps 1e-6; diffusers builds `norm_out.norm` with
   `norm_eps` (1e-5, right for every other norm). We set it from `final_norm_eps`.
 - Attention goes through diffusers' attention dispatcher, so `set_attention_backend()` (flash,
-  cuDNN, sage, ...) works; the stock CogVideoX processor calls SDPA directly.
+  cuDNN, sage, ...) works; the stock CogVideoX processor calls SDPA directly. It also reads the
+  fused q/k/v projection when `diffusers_api.fuse_qkv` made one.
+Everything taken from diffusers comes through `diffusers_api`, which names what is internal.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from diffusers.configuration_utils import register_to_config
-from diffusers.models.attention_dispatch import dispatch_attention_fn
-from diffusers.models.embeddings import TimestepEmbedding, Timesteps
-from diffusers.models.transformers.cogvideox_transformer_3d import CogVideoXTransformer3DModel
+from .diffusers_api import (
+    CogVideoXTransformer3DModel,
+    DispatcherProcessor,
+    TimestepEmbedding,
+    Timesteps,
+    qkv,
+    register_to_config,
+)
 
 # The released decoder (configs/cogvideox_2b.yaml, network_config): CogVideoX-2B with 5 latent frames.
 ANIMEGAMER_2B_CONFIG: dict[str, Any] = {
@@ -51,11 +59,8 @@ ANIMEGAMER_2B_CONFIG: dict[str, Any] = {
 }
 
 
-class AnimeGamerAttnProcessor:
+class AnimeGamerAttnProcessor(DispatcherProcessor):
     """CogVideoX joint attention (text tokens first, no RoPE for the 2B model) via the dispatcher."""
-
-    _attention_backend = None  # set by ModelMixin.set_attention_backend
-    _parallel_config = None
 
     def __call__(
         self,
@@ -70,18 +75,18 @@ class AnimeGamerAttnProcessor:
         text_len = encoder_hidden_states.size(1)
         x = torch.cat([encoder_hidden_states, hidden_states], dim=1)
         b, n, _ = x.shape
-        q = attn.to_q(x).view(b, n, attn.heads, -1)  # dispatcher layout: (B, S, H, D)
-        k = attn.to_k(x).view(b, n, attn.heads, -1)
-        v = attn.to_v(x).view(b, n, attn.heads, -1)
+        q, k, v = (t.view(b, n, attn.heads, -1) for t in qkv(attn, x))  # dispatcher layout: (B, S, H, D)
         q = attn.norm_q(q)
         k = attn.norm_k(k)
-        out = dispatch_attention_fn(q, k, v, backend=self._attention_backend, parallel_config=self._parallel_config)
+        out = self.attend(q, k, v)
         out = attn.to_out[0](out.reshape(b, n, -1).to(q.dtype))
         return out[:, text_len:], out[:, :text_len]
 
 
 class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
     """CogVideoX DiT conditioned on an MLLM representation and a motion scope."""
+
+    _repeated_blocks = ("CogVideoXBlock",)  # what ModelMixin.compile_repeated_blocks compiles
 
     # The parent's full signature is repeated so that the stored config holds exactly these keys.
     @register_to_config
@@ -132,7 +137,7 @@ class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
             flip_sin_to_cos=flip_sin_to_cos,
             freq_shift=freq_shift,
             time_embed_dim=time_embed_dim,
-            ofs_embed_dim=ofs_embed_dim,
+            ofs_embed_dim=None,  # ours differs (below): don't build the parent's only to replace it
             text_embed_dim=text_embed_dim,
             num_layers=num_layers,
             dropout=dropout,
@@ -154,6 +159,7 @@ class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
             use_learned_positional_embeddings=use_learned_positional_embeddings,
             patch_bias=patch_bias,
         )
+        self.register_to_config(ofs_embed_dim=ofs_embed_dim)  # the parent's init recorded None
         # flow_embed: sinusoid as wide as the DiT (like the timestep's), then 1920 -> 512 -> 512.
         self.ofs_proj = Timesteps(inner_dim, flip_sin_to_cos, freq_shift)
         self.ofs_embedding = TimestepEmbedding(inner_dim, ofs_embed_dim, timestep_activation_fn)

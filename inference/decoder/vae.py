@@ -3,6 +3,8 @@
 The released decoder divides the latents by the scale factor and decodes them in chunks, the
 first of three latent frames and the rest of two ([0:3], [3:5] for AnimeGamer's five), carrying the
 causal convolutions' cache from chunk to chunk: 5 latent frames -> 1 + 4 * 4 = 17 video frames.
+diffusers' public `AutoencoderKLCogVideoX.decode` runs exactly these chunks for odd frame counts
+(tests/decoder/test_diffusers_api.py checks it against the explicit loop), plus slicing/tiling.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from diffusers import AutoencoderKLCogVideoX
+from .diffusers_api import AutoencoderKLCogVideoX, decode_vae
 
 SCALE_FACTOR = 1.15258426
 
@@ -48,15 +50,8 @@ def latent_chunks(num_frames: int) -> list[tuple[int, int]]:
 def decode_latents(vae: AutoencoderKLCogVideoX, latents: torch.Tensor) -> torch.Tensor:
     """Sampler latents (B, T, C, h, w), still multiplied by the scale factor -> video (B, C, F, H, W) in [-1, 1]."""
     z = (latents / vae.config.scaling_factor).permute(0, 2, 1, 3, 4).to(vae.dtype)  # (B, C, T, h, w)
-    cache = None
-    out = []
-    for start, end in latent_chunks(z.shape[2]):
-        chunk = z[:, :, start:end]
-        if vae.post_quant_conv is not None:
-            chunk = vae.post_quant_conv(chunk)
-        chunk, cache = vae.decoder(chunk, conv_cache=cache)
-        out.append(chunk)
-    return torch.cat(out, dim=2)
+    latent_chunks(z.shape[2])  # the released split needs an odd count; diffusers' decode runs it
+    return decode_vae(vae, z)
 
 
 def to_uint8_frames(video: torch.Tensor) -> np.ndarray:

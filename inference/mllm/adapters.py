@@ -37,6 +37,7 @@ from .loading import (
     MODULES_TO_SAVE,
     CheckpointError,
     LoadReport,
+    cast_keeping_fp32_buffers,
     default_device_dtype,
     load_state_into,
 )
@@ -245,7 +246,7 @@ def load_films(
     special = verify(tokenizer)
     extra = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
     llm = MistralForCausalLM.from_pretrained(str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra)
-    model = MultiFilmMLLM(llm, list(agents), rep_dim).to(device=dev, dtype=dt)
+    model = cast_keeping_fp32_buffers(MultiFilmMLLM(llm, list(agents), rep_dim), dev, dt)  # rotary inv_freq stays fp32
     reports = {}
     for film, path in agents.items():
         reports[film] = model.load_film(film, path)

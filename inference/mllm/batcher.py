@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+_STOP = object()  # queued by close(): the batching thread ends after the batches before it
+
 Req = TypeVar("Req")
 Res = TypeVar("Res")
 
@@ -45,22 +47,39 @@ class MicroBatcher(Generic[Req, Res]):
                 self._thread = threading.Thread(target=self._loop, name="mllm-batcher", daemon=True)
                 self._thread.start()
 
-    def _gather(self) -> list[tuple[Req, concurrent.futures.Future]]:
-        batch = [self._queue.get()]
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop the batching thread (it holds the model through `run_batch` until then)."""
+        with self._start_lock:
+            if self._thread is not None:
+                self._queue.put(_STOP)
+                self._thread.join(timeout)
+                self._thread = None
+
+    def _gather(self) -> list[tuple[Req, concurrent.futures.Future]] | None:
+        first = self._queue.get()
+        if first is _STOP:
+            return None
+        batch = [first]
         deadline = time.monotonic() + self.window
         while len(batch) < self.max_batch:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                batch.append(self._queue.get(timeout=left))
+                item = self._queue.get(timeout=left)
             except queue.Empty:
                 break
+            if item is _STOP:
+                self._queue.put(_STOP)  # after this batch
+                break
+            batch.append(item)
         return batch
 
     def _loop(self) -> None:
         while True:
             batch = self._gather()
+            if batch is None:
+                return
             self.batch_sizes.append(len(batch))
             try:
                 results = self._run([req for req, _ in batch])

@@ -211,6 +211,26 @@ def default_device_dtype(device=None, dtype=None) -> tuple[torch.device, torch.d
     return dev, dtype
 
 
+# Buffers the released code keeps in fp32 whatever the weights' dtype: the rotary embedding's
+# inverse frequencies. Rounded to bf16, Mistral's rotation angles (head_dim 128) move by up to
+# ~0.9 rad at position 760 and ~2.4 rad at 2,000; the release computes the angles in fp32 and
+# rounds only cos/sin, which transformers' rotary forward also does given an fp32 `inv_freq`.
+FP32_BUFFERS = re.compile(r"(^|\.)(original_)?inv_freq$")
+
+
+def cast_keeping_fp32_buffers(model: torch.nn.Module, device, dtype: torch.dtype) -> torch.nn.Module:
+    """`model.to(device, dtype)`, except that the buffers named by FP32_BUFFERS stay fp32.
+
+    Their fp32 values are taken before the cast (transformers builds them in fp32), so a model
+    whose buffers were already rounded is not silently repaired: the test checks the loader's."""
+    kept = {n: b.detach().float().clone() for n, b in model.named_buffers() if FP32_BUFFERS.search(n)}
+    model.to(device=device, dtype=dtype)
+    for name, value in kept.items():
+        owner, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(owner), attr, value.to(device))  # re-registers the buffer's tensor
+    return model
+
+
 @dataclass
 class LoadedMLLM:
     model: AnimeGamerMLLM
@@ -228,11 +248,15 @@ def load_mllm(
     merge: bool = True,
     attn_implementation: str = "sdpa",
     rep_dim: int = REP_DIM,
+    quantize: str | None = None,
 ) -> LoadedMLLM:
+    """quantize: None, or "int8" (inference.mllm.quantize; for a 24 GB card), after the merge."""
     from transformers import AutoTokenizer, MistralForCausalLM
 
     if attn_implementation not in ("sdpa", "eager"):  # custom 4D masks need one of these
         raise ValueError("attn_implementation must be 'sdpa' or 'eager'")
+    if quantize is not None and quantize not in ("int8",):  # checked before minutes of loading
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
     for p in (mistral_dir, tokenizer_dir, agent_path):
         if not Path(p).exists():
             raise FileNotFoundError(f"{p} does not exist")
@@ -243,10 +267,16 @@ def load_mllm(
     llm = MistralForCausalLM.from_pretrained(
         str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra
     )
-    model = wrap_released(llm, rep_dim).to(device=dev, dtype=dt)
+    model = cast_keeping_fp32_buffers(wrap_released(llm, rep_dim), dev, dt)
     report = load_agent_checkpoint(model, agent_path)
     log.info("agent checkpoint: %s", report.summary())
     if merge:
         model.merge_lora()
     model.eval().requires_grad_(False)
+    if quantize:
+        if not merge:
+            raise ValueError("quantise the merged model: the LoRA must be merged first")
+        from .quantize import quantize_weights
+
+        log.info("MLLM: %d linears quantised (%s)", quantize_weights(model, quantize), quantize)
     return LoadedMLLM(model, tokenizer, special, report)

@@ -13,7 +13,7 @@ from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder
 from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
-from inference.mp4 import ffmpeg_binary
+from inference.mp4 import encode_mp4, ffmpeg_binary
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +21,7 @@ def mp4(transformer, tmp_path_factory):
     torch.manual_seed(0)
     dec = AnimeGamerDecoder(transformer, AutoencoderKLCogVideoX(**TINY_VAE_CONFIG), steps=3, **TINY_SIZE)
     rep = np.random.default_rng(0).standard_normal((226, 32)).astype(np.float32)
-    stages = []
-    data = dec.decode_mp4(rep, 2.5, seed=42, progress=lambda f, s: stages.append(s))
-    assert stages[-1] == "encode"
+    data = encode_mp4(dec.decode(rep, 2.5, seed=42), fps=dec.fps)
     path = tmp_path_factory.mktemp("mp4") / "clip.mp4"
     path.write_bytes(data)
     return path, data

@@ -149,3 +149,18 @@ def test_table_rendering():
     assert lines[0].split() == ["check", "status", "detail"]
     assert lines[3].split(None, 3) == ["models", "qiqi", "FAIL", "missing"]
     assert lines[-1] == "1 OK, 1 FAIL, 1 WARN"
+
+
+def test_gpu_mode_advice_names_the_mode_the_gpus_need():
+    from animegamer.doctor import gpu_mode_advice
+
+    plain = Settings(_env_file=None)
+    assert gpu_mode_advice([141.0], plain).status == OK
+    row = gpu_mode_advice([24.0], plain)
+    assert row.status == "WARN" and "ANIMEGAMER_MEMORY_MODE=low_vram" in row.detail
+    assert gpu_mode_advice([24.0], Settings(_env_file=None, memory_mode="low_vram")).status == OK
+    row = gpu_mode_advice([24.0, 24.0], plain)
+    assert row.status == "WARN" and "ANIMEGAMER_DECODER_DEVICE=cuda:1" in row.detail
+    split = Settings(_env_file=None, mllm_device="cuda:0", decoder_device="cuda:1")
+    assert gpu_mode_advice([24.0, 24.0], split).status == OK
+    assert gpu_mode_advice([16.0], plain).status == FAIL

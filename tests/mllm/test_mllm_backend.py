@@ -141,3 +141,15 @@ def test_batch_errors_reach_every_waiting_turn():
         b.submit("x")
     ok = MicroBatcher(lambda batch: [x * 2 for x in batch], max_batch=4, window=0.0)
     assert ok.submit(21) == 42
+
+
+def test_batcher_close_stops_its_thread_and_a_later_submit_restarts_it():
+    from inference.mllm.batcher import MicroBatcher
+
+    b = MicroBatcher(lambda batch: [x + 1 for x in batch], max_batch=4, window=0.0)
+    assert b.submit(1) == 2
+    thread = b._thread
+    b.close()
+    assert not thread.is_alive()  # it no longer holds run_batch (and the model behind it)
+    assert b.submit(2) == 3
+    b.close()

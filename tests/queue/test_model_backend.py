@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 
+import numpy as np
 import pytest
 import pytest_asyncio
 import torch
@@ -104,3 +105,29 @@ async def test_turns_through_the_real_pipeline(sessions, model_worker):
     # The states moved by the predicted units (5 points each), from 50.
     assert t1.states_after["qiqi"]["social"] == 50 + 5 * t1.delta_social
     assert t2.states_before["qiqi"] == t1.states_after["qiqi"]
+
+
+def _one_turn(settings):
+    backend = make_backend(settings, "animegamer", films=["qiqi"])
+    backend.load()
+    from contracts.turn import TurnRequest
+
+    req = TurnRequest(turn_id=1, session_id=1, film_id="qiqi", instruction="Character: Qiqi; Motion: quickly fly; "
+                      "Background: night sky.", characters=("Qiqi",), motion="fly", adverb="quickly",
+                      background="sky", time_of_day="night", seed=5)
+    return backend, backend.generate(req, lambda f, s: None)
+
+
+def test_per_model_devices_and_memory_mode_are_routed(msettings):
+    """mllm_device / decoder_device override `device` for their model (two GPUs: cuda:0 and cuda:1);
+    the representation crosses as host memory, so the turn is the same as on one device."""
+    one_backend, one = _one_turn(msettings)
+    split = msettings.model_copy(update={"device": "meta", "mllm_device": "cpu", "decoder_device": "cpu"})
+    backend, two = _one_turn(split)
+    assert backend.settings.device == "cpu" and backend.decoder.device.type == "cpu"
+    assert two.prediction == one.prediction
+    np.testing.assert_array_equal(two.representation, one.representation)
+    assert two.mp4 == one.mp4
+    low = msettings.model_copy(update={"memory_mode": "low_vram"})
+    backend = make_backend(low, "animegamer", films=["qiqi"])
+    assert backend.settings.quantize == "int8"

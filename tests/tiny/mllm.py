@@ -148,3 +148,34 @@ def build_all(directory: str | Path, rep_dim: int = 1920) -> dict[str, Path]:
     build_mistral(paths["mistral"])
     write_checkpoint(released_state_dict(paths["mistral"], rep_dim=rep_dim), paths["agent"])
     return paths
+
+
+# Mistral-7B-Instruct-v0.1's shapes (the vocabulary already resized to AnimeGamer's 32284).
+MISTRAL_7B_SHAPE = dict(
+    vocab_size=VOCAB_SIZE, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=8, sliding_window=4096, max_position_embeddings=32768,
+    rope_theta=10000.0, tie_word_embeddings=False,
+)
+
+
+def random_mllm(device, dtype, rep_dim: int = 1920, seed: int = 0, **shape):
+    """An AnimeGamerMLLM with random weights, LoRA merged away (plain weights), built on `device`.
+
+    shape: MistralConfig fields (default: the tiny config; MISTRAL_7B_SHAPE for the full size).
+    The rotary buffers stay fp32 as load_mllm keeps them."""
+    from transformers import MistralForCausalLM
+
+    from inference.mllm.loading import cast_keeping_fp32_buffers
+    from inference.mllm.model import AnimeGamerMLLM
+
+    torch.manual_seed(seed)
+    cfg = tiny_config(**{"vocab_size": VOCAB_SIZE, **shape})
+    cfg._attn_implementation = "sdpa"
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # built in the target dtype: a 7B in fp32 first would need 29 GB
+    try:
+        with torch.device(device):
+            model = AnimeGamerMLLM(MistralForCausalLM(cfg), rep_dim)
+    finally:
+        torch.set_default_dtype(default)
+    return cast_keeping_fp32_buffers(model, device, dtype).eval().requires_grad_(False)

@@ -1,0 +1,66 @@
+"""Speed presets on the tiny decoder (CPU): each runs; `exact` is bit-identical to the plain model.
+
+CUDA-only features (cuDNN attention, FP8 linears) are skipped on a CPU and the preset's report
+says so. torch.compile runs with the "eager" backend here: dynamo traces the same blocks, but no
+kernels are generated (inductor on 2 shared CPU cores would take minutes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inference.decoder.pipeline import prepare
+from inference.decoder.speed import SPEEDS, check_speed
+from tests.tiny.decoder import random_tiny_decoder
+
+STEPS = 3
+
+
+def _clip(speed: str) -> tuple[np.ndarray, object]:
+    decoder = random_tiny_decoder(steps=STEPS)
+    report = prepare(decoder, "cpu", speed=speed, compile_backend="eager")
+    rep = np.random.default_rng(0).standard_normal(decoder.context_shape).astype(np.float32)
+    return decoder.decode_batch([rep, rep * 0.5], [2.5, 10.0], [1, 2]), report
+
+
+@pytest.fixture(scope="module")
+def plain() -> np.ndarray:
+    decoder = random_tiny_decoder(steps=STEPS)
+    rep = np.random.default_rng(0).standard_normal(decoder.context_shape).astype(np.float32)
+    return decoder.decode_batch([rep, rep * 0.5], [2.5, 10.0], [1, 2])
+
+
+def test_exact_is_bit_identical_to_the_plain_model(plain):
+    frames, report = _clip("exact")
+    assert report.applied == [] and report.skipped == []
+    np.testing.assert_array_equal(frames, plain)
+
+
+@pytest.mark.parametrize("speed", ["fast", "fastest"])
+def test_preset_runs_on_cpu_and_reports_what_it_skipped(speed, plain):
+    frames, report = _clip(speed)
+    assert frames.shape == plain.shape and frames.dtype == np.uint8
+    assert any(a.startswith("fused qkv") for a in report.applied)
+    assert any(a.startswith("regional torch.compile") for a in report.applied)
+    assert "cuDNN attention: needs CUDA" in report.skipped
+    if speed == "fastest":
+        assert any(a.startswith("FirstBlockCache") for a in report.applied)
+        assert "FP8 linears: needs a CUDA GPU" in report.skipped
+    deviation = np.abs(frames.astype(int) - plain.astype(int)).mean()
+    # fast changes only float rounding (fused matmul); fastest may skip blocks: looser
+    assert deviation < (1.0 if speed == "fast" else 40.0), deviation
+    assert "speed " + speed in report.summary()
+
+
+def test_warm_up_compiles_before_the_first_turn_and_keeps_the_steps():
+    decoder = random_tiny_decoder(steps=STEPS)
+    prepare(decoder, "cpu", speed="fast", compile_backend="eager")
+    assert decoder.warm_up((1, 2)) > 0
+    assert decoder.steps == STEPS
+
+
+def test_unknown_speed_is_a_clear_error():
+    assert SPEEDS == ("exact", "fast", "fastest")
+    with pytest.raises(ValueError, match="decoder speed must be one of exact, fast, fastest"):
+        check_speed("ludicrous")
