@@ -55,7 +55,7 @@ CLASSES = ("connection", "admin_shutdown", "crash_shutdown", "cannot_connect_now
 
 
 def _own_class(exc: BaseException) -> str | None:
-    """The transient class of this exception alone (not its causes)."""
+    """The transient class of this exception alone (not its causes), from its SQLSTATE or type."""
     if isinstance(exc, asyncio.CancelledError):
         return None
     state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
@@ -80,16 +80,20 @@ def _own_class(exc: BaseException) -> str | None:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timeout"
     # Drivers' own "the connection is unusable" errors, by class name (asyncpg, psycopg).
-    if name in ("ConnectionDoesNotExistError", "InterfaceError", "ConnectionFailureError", "ClientConnectionError"):
-        message = str(exc).lower()
-        if name != "InterfaceError" or any(m in message for m, _ in _MESSAGES) or "closed" in message:
-            return "connection_lost"
+    if name in ("ConnectionDoesNotExistError", "ConnectionFailureError", "ClientConnectionError"):
+        return "connection_lost"
+    if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+        return "connection_lost"  # a socket error the driver did not wrap
+    return None
+
+
+def _message_class(exc: BaseException) -> str | None:
+    if isinstance(exc, asyncio.CancelledError):
+        return None
     message = str(exc).lower()
     for text, cls in _MESSAGES:
         if text in message:
             return cls
-    if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
-        return "connection_lost"  # a socket error the driver did not wrap
     return None
 
 
@@ -106,11 +110,14 @@ def _chain(exc: BaseException, depth: int = 8) -> Iterator[BaseException]:
 
 
 def classify(exc: BaseException) -> str | None:
-    """The transient class of an error (one of CLASSES), or None when it is not transient."""
-    for e in _chain(exc):
-        cls = _own_class(e)
-        if cls is not None:
-            return cls
+    """The transient class of an error (one of CLASSES), or None when it is not transient.
+    SQLSTATEs and types anywhere in the chain win over messages (a wrapper repeats its cause's)."""
+    chain = list(_chain(exc))
+    for classifier in (_own_class, _message_class):
+        for e in chain:
+            cls = classifier(e)
+            if cls is not None:
+                return cls
     return None
 
 

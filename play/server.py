@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.runtime import Database
+from db.transient import classify, is_transient
 from settings import Settings
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
@@ -91,8 +91,11 @@ async def errors_middleware(request: web.Request, handler):
         return _json_error(400, "input_refused", str(e), e.field_name)
     except BadRequest as e:
         return _json_error(400, "bad_request", e.message, e.field)
-    except (sa_exc.OperationalError, sa_exc.InterfaceError, OSError) as e:  # the database went away
-        log.warning("%s %s: database unavailable: %s", request.method, request.path, e)
+    except Exception as e:
+        if not is_transient(e):  # a bug: aiohttp answers 500 and logs it
+            raise
+        # The database went away for a moment (restart, killed connection...): "try again".
+        log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
         down = ServiceDown()
         return _json_error(503, down.code, down.message)
 
