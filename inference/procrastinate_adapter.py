@@ -21,12 +21,14 @@ retry with backoff, job status writes are retried until they land.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from datetime import datetime, timezone
 from collections.abc import Callable
 
 import procrastinate
+import psycopg
 from procrastinate import manager as procrastinate_manager
 from procrastinate import worker as procrastinate_worker
 from sqlalchemy import text
@@ -202,27 +204,36 @@ async def job_turn_id(s: AsyncSession, job_id: int) -> int | None:
 # --- the worker side: a JobManager that rides through outages
 
 
+def _worker_row_missing(e: BaseException) -> bool:
+    """procrastinate_fetch_job_v2 refused our worker id: its row was deleted (a sweep)."""
+    cause = e.__cause__ or e
+    return getattr(cause, "sqlstate", None) == "23503" and "procrastinate_jobs_worker_id_fkey" in str(cause)
+
+
 class ResilientJobManager(procrastinate_manager.JobManager):
     """procrastinate's JobManager, made to survive the database going away.
 
     - fetch_job: a transient error means "no job now" (the worker polls again);
-    - update_heartbeat: retried at the next beat; it also re-creates the worker's row if a sweep
-      deleted it meanwhile (a long outage of this worker alone), re-attaches the jobs it holds,
-      and hands back any job the database says it holds but it never received (a fetch whose
-      answer was lost);
+    - update_heartbeat: on its own connection (not the pool), retried at the next beat; it also
+      re-creates the worker's row if a sweep deleted it meanwhile (a long outage of this worker
+      alone), re-attaches the jobs it holds, and hands back any job the database says it holds
+      but it never received (a fetch whose answer was lost);
     - finish_job / retry_job: retried until they land (or `give_up()`), so a finished turn's
-      job never stays `doing`; "not in doing status" means the sweep already settled it;
+      job never stays `doing`; a job that is no longer `doing` (the sweep settled it or handed
+      it back) is left alone;
     - listen_for_jobs: reconnects forever (polling covers the gap);
     - prune_stalled_workers: none at start (the sweep prunes, knowing about restarts);
     - register/unregister: retried / best effort.
     """
 
-    def __init__(self, connector, *, status: DatabaseStatus, give_up: Callable[[], bool]) -> None:
+    def __init__(self, connector, *, conninfo: str, status: DatabaseStatus, give_up: Callable[[], bool]) -> None:
         super().__init__(connector)
         self.status = status
         self.give_up = give_up
         self.held: set[int] = set()  # job ids fetched and not yet finished or retried
         self._fetching = asyncio.Lock()
+        self.conninfo = conninfo
+        self._beat_conn: psycopg.AsyncConnection | None = None
 
     async def _transient(self, e: Exception, what: str) -> None:
         self.status.failed(e)
@@ -233,6 +244,9 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             try:
                 job = await super().fetch_job(queues, worker_id)
             except Exception as e:
+                if _worker_row_missing(e):  # a sweep took us for dead while we were cut off
+                    await self._reregister(worker_id)
+                    return None
                 if not is_transient(e):
                     raise
                 await self._transient(e, "fetch_job")
@@ -244,27 +258,53 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             return job
 
     async def update_heartbeat(self, worker_id: int) -> None:
+        """The heartbeat goes over its own connection, not the pool: it says that this process
+        is alive, which must stay true while the pool is busy re-filling after connections were
+        killed (a stale heartbeat would let a sweep take our running turns)."""
         try:
-            async with self._fetching:
-                await self._heartbeat(worker_id)
+            updated = await self._beat(worker_id)
         except Exception as e:
             if not is_transient(e):
                 raise
             await self._transient(e, "heartbeat")
             return
         self.status.ok()
+        if not updated:
+            await self._reregister(worker_id)
+        try:
+            async with self._fetching:
+                await self._hand_back_strays(worker_id)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            await self._transient(e, "heartbeat")
 
-    async def _heartbeat(self, worker_id: int) -> None:
-        row = await self.connector.execute_query_one_async(
-            query="""
-            WITH up AS (UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %(worker_id)s RETURNING id)
-            SELECT (SELECT count(*) FROM up) AS updated
-            """,
-            worker_id=worker_id,
-        )
-        held = sorted(self.held)
-        if not row["updated"]:
-            log.warning("worker %d's row was removed while it was cut off; re-registering it", worker_id)
+    async def _beat(self, worker_id: int) -> bool:
+        for attempt in (1, 2):  # a connection killed since the last beat: one fresh try at once
+            try:
+                if self._beat_conn is None or self._beat_conn.closed:
+                    self._beat_conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True, connect_timeout=5)
+                cur = await self._beat_conn.execute(
+                    "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %s", (worker_id,)
+                )
+                return cur.rowcount > 0
+            except Exception as e:
+                await self.close_heartbeat()
+                if attempt == 2 or not is_transient(e):
+                    raise
+        return False
+
+    async def close_heartbeat(self) -> None:
+        conn, self._beat_conn = self._beat_conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def _reregister(self, worker_id: int) -> None:
+        """Put back the worker row a sweep deleted while this worker was cut off (same id), and
+        re-attach the jobs it is still running."""
+        log.warning("worker %d's row was removed while it was cut off; re-registering it", worker_id)
+        try:
             await self.connector.execute_query_async(
                 query="""
                 INSERT INTO procrastinate_workers (id, last_heartbeat) VALUES (%(worker_id)s, now())
@@ -277,14 +317,20 @@ class ResilientJobManager(procrastinate_manager.JobManager):
                 UPDATE procrastinate_jobs SET worker_id = %(worker_id)s
                  WHERE id = ANY(%(held)s) AND status = 'doing' AND worker_id IS NULL
                 """,
-                worker_id=worker_id, held=held,
+                worker_id=worker_id, held=sorted(self.held),
             )
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            await self._transient(e, "re-registering")
+
+    async def _hand_back_strays(self, worker_id: int) -> None:
         strays = await self.connector.execute_query_all_async(
             query="""
             SELECT id FROM procrastinate_jobs
              WHERE worker_id = %(worker_id)s AND status = 'doing' AND NOT (id = ANY(%(held)s))
             """,
-            worker_id=worker_id, held=held,
+            worker_id=worker_id, held=sorted(self.held),
         )
         for r in strays:
             log.warning("job %d is marked as ours but was never received (a lost fetch answer); putting it back", r["id"])
@@ -302,7 +348,19 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             raise
 
     async def finish_job(self, job, status, delete_job) -> None:
-        await self._settle(f"finishing job {job.id}", lambda: super(ResilientJobManager, self).finish_job(job, status, delete_job))
+        """Like procrastinate's, but only while the job is still `doing` (its function also
+        finishes a `todo` job: one a sweep handed back meanwhile must run again, not end)."""
+
+        async def finish():
+            await self.connector.execute_query_async(
+                query="""
+                SELECT procrastinate_finish_job_v1(j.id, %(status)s::procrastinate_job_status, %(delete_job)s)
+                  FROM (SELECT id FROM procrastinate_jobs WHERE id = %(job_id)s AND status = 'doing' FOR UPDATE) j
+                """,
+                job_id=job.id, status=status.value, delete_job=delete_job,
+            )
+
+        await self._settle(f"finishing job {job.id}", finish)
         self.held.discard(job.id)
 
     async def retry_job(self, job, retry_at=None, priority=None, queue=None, lock=None) -> None:
@@ -316,6 +374,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
         return await retry_transient(super().register_worker, status=self.status, what="registering the worker")
 
     async def unregister_worker(self, worker_id: int) -> None:
+        await self.close_heartbeat()
         try:
             await super().unregister_worker(worker_id)
         except Exception as e:
@@ -345,9 +404,9 @@ class ResilientJobManager(procrastinate_manager.JobManager):
 def make_app(url: str, *, pool_size: int, status: DatabaseStatus, give_up: Callable[[], bool] = lambda: False) -> procrastinate.App:
     """A procrastinate App whose JobManager rides through outages. (procrastinate's pool already
     checks each connection before handing it out, so one the server killed is replaced.)"""
-    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, timeout=10.0)
+    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, timeout=5.0)
     app = procrastinate.App(connector=connector)
-    app.job_manager = ResilientJobManager(connector, status=status, give_up=give_up)
+    app.job_manager = ResilientJobManager(connector, conninfo=url, status=status, give_up=give_up)
     return app
 
 

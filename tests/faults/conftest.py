@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import re
 import subprocess
 import sys
@@ -104,6 +106,18 @@ def page_process(tmp_path):
     yield start
     for p in started:
         p.stop()
+
+
+@pytest.fixture(autouse=True)
+def copy_logs(tmp_path, request):
+    """ANIMEGAMER_FAULT_LOGS=DIR keeps every process log of the fault tests (to read them after)."""
+    yield
+    target = os.environ.get("ANIMEGAMER_FAULT_LOGS")
+    if target:
+        out = Path(target) / request.node.name
+        out.mkdir(parents=True, exist_ok=True)
+        for f in tmp_path.glob("*.log"):
+            shutil.copy(f, out / f.name)
 
 
 def keep_logs(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ async def _submit(sessions, gs, motion):
     """Submit through transient errors (the test's pool may hold a connection the restart killed)."""
     for _ in range(50):
         try:
-            return await submit(sessions, gs, motion)
+            return await submit(sessions, gs, motion, user_id=gs.created_by)
         except Exception as e:
             if not is_transient(e):
                 raise
