@@ -6,9 +6,9 @@ killed by an administrator, a full pool), not that the request was wrong: the ca
 (worker), answers "try again" (bot: game.errors.ServiceDown; page: 503), and never records it as
 the turn's failure.
 
-Errors arrive wrapped in several layers (SQLAlchemy's DBAPIError around asyncpg's, procrastinate's
-ConnectorException around psycopg's), so `classify` walks `.orig` and `__cause__` (never `__context__`: an error raised while
-handling a transient one is not itself transient).
+Errors arrive wrapped in several layers (SQLAlchemy's DBAPIError around asyncpg's,
+procrastinate's ConnectorException around psycopg's), so `classify` walks `.orig` and `__cause__`
+(never `__context__`: an error raised while handling a transient one is not itself transient).
 
 Also here: `backoff()`, the capped exponential delays with jitter every reconnect loop uses, and
 `DatabaseStatus`, which a process updates so its metrics and /healthz say when it is cut off.

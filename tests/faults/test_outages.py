@@ -13,6 +13,7 @@ import collections
 import signal
 import threading
 import time
+from datetime import timedelta
 
 import aiohttp
 import pytest
@@ -154,7 +155,9 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
     poller = None
     try:
         async with open_database(settings) as bot_db:
-            bot = await start_bot(db=bot_db, settings=settings)
+            # A short claim lease: a post cut off by the outage between its claim and the send is
+            # taken again after the lease (default 2 min; the bot's posting retries are its own).
+            bot = await start_bot(db=bot_db, settings=settings, post_lease=timedelta(seconds=5))
             poller = PagePoller(await page.wait_ready())
             await wait_until(lambda: _health_is(health_port, 200), timeout=60)
 
@@ -188,7 +191,10 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
             rows = await wait_until(lambda: _done(sessions, 36), timeout=BACK_WITHIN)
             await wait_until(lambda: _health_is(health_port, 200), timeout=30)
             # The bot posts every turn, once.
-            await wait_until(lambda: _posts_at_least(world, channels, 36), timeout=60)
+            try:
+                await wait_until(lambda: _posts_at_least(world, channels, 36), timeout=60)
+            except AssertionError:
+                raise AssertionError(f"the bot posted {len(_posted(world, channels))} of 36 turns") from None
             await asyncio.sleep(2)  # a couple more sweeps: nothing is posted twice
             posted = _posted(world, channels)
             assert len(posted) == 36
