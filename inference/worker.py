@@ -386,7 +386,7 @@ class Worker:
                 raise
             self.db_status.failed(e)
         sweeper = asyncio.create_task(self._sweep_loop(db, app, stalled_after), name="sweep")
-        restarts = db_backoff = None
+        delays = backoff(1.0, 30.0)
         try:
             while not self._stop.is_set():
                 self._turns = TurnWorker(
@@ -396,7 +396,7 @@ class Worker:
                     update_heartbeat_interval=queue.heartbeat_interval(stalled_after), stalled_worker_timeout=stalled_after,
                 )
                 task = asyncio.create_task(self._turns.run(), name=self.name)
-                if await self._wait_registered(task) and restarts is None:
+                if await self._wait_registered(task) and not self.ready.is_set():
                     self.ready.set()
                     log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
                 stop_wait = asyncio.create_task(self._stop.wait())
@@ -412,10 +412,8 @@ class Worker:
                     log.error("the turn worker stopped (%s); starting it again, the backend stays loaded", e, exc_info=True)
                 if self._stop.is_set():
                     break
-                restarts = (restarts or 0) + 1
-                db_backoff = db_backoff or backoff(1.0, 30.0)
-                delay = next(db_backoff)
-                await asyncio.wait([asyncio.create_task(self._stop.wait())], timeout=delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), next(delays))
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -249,7 +249,7 @@ async def _posts_at_least(world, channels, n: int) -> bool:
 async def test_connections_killed_every_second_for_30s(pg_cluster, fault_url, fault_sessions, tmp_path):
     pg, sessions = pg_cluster, fault_sessions
     workers = [
-        start_worker_process(fault_url, "--no-render", "--preview-delay", "0.3", log_path=tmp_path / f"w{i}.log")
+        start_worker_process(fault_url, "--no-render", "--preview-delay", "0.15", log_path=tmp_path / f"w{i}.log")
         for i in range(3)
     ]
     stop = threading.Event()
