@@ -9,7 +9,7 @@ naming the version, when any of it changes):
   commit together: `procrastinate_defer_jobs_v1`, `procrastinate_cancel_job_v1`,
   `procrastinate_retry_job_v2`, `procrastinate_finish_job_v1`;
 - its tables' columns (`procrastinate_jobs.status/worker_id/lock/args/task_name/queue_name`,
-  `procrastinate_workers.id/last_heartbeat`) for the sweep and the heartbeat;
+  `procrastinate_workers.id/last_heartbeat`) for the sweep, the heartbeat and queue positions;
 - one private worker hook, `Worker._persist_job_status` and `Worker._new_job_event` (fetch again
   as soon as a job ends), and `Worker._running_jobs` (how many turns run, for /healthz).
 
@@ -193,6 +193,39 @@ async def turns_without_live_job(s: AsyncSession) -> list[int]:
                 )
             )
         ).all()
+    )
+
+
+async def turn_job(s: AsyncSession, turn_id: int):
+    """A turn's status with its job's id, status, priority and queue (None columns: no job)."""
+    return (
+        await s.execute(
+            text(
+                """
+                SELECT t.status AS turn_status, j.id, j.status, j.priority, j.queue_name
+                  FROM turns t LEFT JOIN procrastinate_jobs j ON j.id = t.job_id
+                 WHERE t.id = :id
+                """
+            ),
+            {"id": turn_id},
+        )
+    ).first()
+
+
+async def queued_turn_jobs_ahead(s: AsyncSession, queue: str, task: str, priority: int, job_id: int) -> int:
+    """How many waiting jobs of queued turns a worker of `queue` takes before job `job_id`."""
+    return int(
+        await s.scalar(
+            text(
+                """
+                SELECT count(*) FROM procrastinate_jobs j
+                  JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+                 WHERE j.queue_name = :queue AND j.status = 'todo' AND j.task_name = :task
+                   AND (j.priority > :priority OR (j.priority = :priority AND j.id < :id))
+                """
+            ),
+            {"queue": queue, "task": task, "priority": priority, "id": job_id},
+        )
     )
 
 

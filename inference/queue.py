@@ -110,36 +110,14 @@ async def queue_position(s: AsyncSession, turn: Turn) -> int | None:
 
     (A turn also waits for the earlier turns of its own session, which the position counts when
     they are queued on the same film, as they always are.)"""
-    row = (
-        await s.execute(
-            text(
-                """
-                SELECT t.status AS turn_status, j.id, j.status, j.priority, j.queue_name
-                  FROM turns t LEFT JOIN procrastinate_jobs j ON j.id = t.job_id
-                 WHERE t.id = :id
-                """
-            ),
-            {"id": turn.id},
-        )
-    ).first()
+    row = await adapter.turn_job(s, turn.id)
     if row is None or row.turn_status not in ("queued", "running"):
         return None
     if row.turn_status == "running" or row.status == "doing":
         return 0
     if row.id is None or row.status != "todo":
         return None
-    ahead = await s.scalar(
-        text(
-            """
-            SELECT count(*) FROM procrastinate_jobs j
-              JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
-             WHERE j.queue_name = :queue AND j.status = 'todo' AND j.task_name = :task
-               AND (j.priority > :priority OR (j.priority = :priority AND j.id < :id))
-            """
-        ),
-        {"queue": row.queue_name, "task": GENERATE_TURN, "priority": row.priority, "id": row.id},
-    )
-    return int(ahead) + 1
+    return await adapter.queued_turn_jobs_ahead(s, row.queue_name, GENERATE_TURN, row.priority, row.id) + 1
 
 
 # --- retries
