@@ -256,6 +256,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
       it back) is left alone;
     - listen_for_jobs: reconnects forever (polling covers the gap);
     - prune_stalled_workers: none at start (the sweep prunes, knowing about restarts);
+    - list_jobs_to_abort_async: nothing to abort while the database is away;
     - register/unregister: retried / best effort.
     """
 
@@ -402,6 +403,15 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             lambda: super(ResilientJobManager, self).retry_job(job, retry_at=retry_at, priority=priority, queue=queue, lock=lock),
         )
         self.held.discard(job.id)
+
+    async def list_jobs_to_abort_async(self, queue=None):
+        try:
+            return await super().list_jobs_to_abort_async(queue)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            await self._transient(e, "abort poll")  # (procrastinate would log a traceback every 5 s)
+            return []
 
     async def register_worker(self) -> int:
         return await retry_transient(super().register_worker, status=self.status, what="registering the worker")

@@ -47,7 +47,8 @@ def test_private_worker_internals_are_unchanged():
     for needle in ("self._new_job_event = asyncio.Event()", "self._running_jobs: dict", "self._persist_job_status(",
                    "self.app.job_manager.fetch_job(", "self.app.job_manager.update_heartbeat(",
                    "self.app.job_manager.listen_for_jobs(", "self.app.job_manager.prune_stalled_workers(",
-                   "self.app.job_manager.register_worker()", "self.app.job_manager.unregister_worker("):
+                   "self.app.job_manager.register_worker()", "self.app.job_manager.unregister_worker(",
+                   "self.app.job_manager.list_jobs_to_abort_async()"):
         assert needle in source, f"{WHY}: the worker no longer does {needle!r}"
 
 
@@ -62,6 +63,7 @@ def test_overridden_job_manager_methods_keep_their_signatures():
         "prune_stalled_workers": ["self", "seconds_since_heartbeat"],
         "listen_for_jobs": ["self", "on_notification", "queues"],
         "retry_job_by_id_async": ["self", "job_id", "retry_at", "priority", "queue", "lock"],
+        "list_jobs_to_abort_async": ["self", "queue"],
         "delete_old_jobs": ["self", "nb_hours", "queue", "include_failed", "include_cancelled", "include_aborted"],
     }
     for name, params in expected.items():
