@@ -295,12 +295,14 @@ class ResilientJobManager(procrastinate_manager.JobManager):
         """The heartbeat goes over its own connection, not the pool: it says that this process
         is alive, which must stay true while the pool is busy re-filling after connections were
         killed (a stale heartbeat would let a sweep take our running turns)."""
+        # (Nothing here may raise: procrastinate stops the worker when its heartbeat task dies.)
         try:
             updated = await self._beat(worker_id)
         except Exception as e:
-            if not is_transient(e):
-                raise
-            await self._transient(e, "heartbeat")
+            if is_transient(e):
+                await self._transient(e, "heartbeat")
+            else:
+                log.exception("heartbeat failed")
             return
         self.status.ok()
         if not updated:
@@ -309,9 +311,10 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             async with self._fetching:
                 await self._hand_back_strays(worker_id)
         except Exception as e:
-            if not is_transient(e):
-                raise
-            await self._transient(e, "heartbeat")
+            if is_transient(e):
+                await self._transient(e, "heartbeat")
+            else:
+                log.exception("handing back stray jobs failed")
 
     async def _beat(self, worker_id: int) -> bool:
         for attempt in (1, 2):  # a connection killed since the last beat: one fresh try at once
@@ -341,7 +344,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
         try:
             await self.connector.execute_query_async(
                 query="""
-                INSERT INTO procrastinate_workers (id, last_heartbeat) VALUES (%(worker_id)s, now())
+                INSERT INTO procrastinate_workers (id, last_heartbeat) OVERRIDING SYSTEM VALUE VALUES (%(worker_id)s, now())
                 ON CONFLICT (id) DO UPDATE SET last_heartbeat = now()
                 """,
                 worker_id=worker_id,
@@ -353,10 +356,11 @@ class ResilientJobManager(procrastinate_manager.JobManager):
                 """,
                 worker_id=worker_id, held=sorted(self.held),
             )
-        except Exception as e:
-            if not is_transient(e):
-                raise
-            await self._transient(e, "re-registering")
+        except Exception as e:  # never let the heartbeat task die of it (procrastinate would stop the worker)
+            if is_transient(e):
+                await self._transient(e, "re-registering")
+            else:
+                log.exception("could not re-register worker %d", worker_id)
 
     async def _hand_back_strays(self, worker_id: int) -> None:
         strays = await self.connector.execute_query_all_async(
