@@ -127,7 +127,7 @@ def stop_workers(procs: list[subprocess.Popen]) -> None:
 
 async def wait_workers(bench: Bench, n: int) -> None:
     deadline = time.monotonic() + 60
-    while await bench.workers_registered() < 2 * n:  # a turn worker and a maintenance worker each
+    while await bench.workers_registered() < n:  # one turn worker each
         if time.monotonic() > deadline:
             raise RuntimeError("workers did not start")
         await asyncio.sleep(0.1)

@@ -6,13 +6,12 @@ exception is and delivers it (as the first response, or as a follow-up once defe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import discord
 from discord import app_commands
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, TimeoutError as PoolTimeout
 
+from db.transient import is_transient
 from game.errors import GameError, InternalError, ServiceDown, TextRefused
 from game.sanitize import InputRefused
 
@@ -32,16 +31,7 @@ class QueueDown(RuntimeError):
 
 
 def _service_down(exc: BaseException) -> bool:
-    if isinstance(exc, (OperationalError, InterfaceError, PoolTimeout, OSError, asyncio.TimeoutError)):
-        return True
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    try:
-        import asyncpg
-
-        return isinstance(exc, (asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError, asyncpg.InterfaceError))
-    except ImportError:  # pragma: no cover
-        return False
+    return is_transient(exc)  # the one classification of transient database errors
 
 
 def as_game_error(exc: BaseException) -> GameError | None:
@@ -56,7 +46,7 @@ def as_game_error(exc: BaseException) -> GameError | None:
         return TextRefused(exc.field_name, exc.reason)
     if isinstance(exc, QueueDown):
         return ServiceDown("the generation queue")
-    if _service_down(exc) or (exc.__cause__ is not None and _service_down(exc.__cause__)):
+    if _service_down(exc):
         return ServiceDown()
     return None
 

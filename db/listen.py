@@ -4,9 +4,12 @@
         async for channel, payload in listener:
             ...
 
-The connection is re-opened when it drops (checked with a keepalive query when idle);
-`on_connect` runs after every (re)connection, once LISTEN is in place, so the caller can sweep
-for rows whose NOTIFY it missed while disconnected. Payloads are parsed JSON objects.
+The connection is re-opened when it drops (checked with a keepalive query when idle), for as
+long as it takes: capped exponential backoff with jitter (db.transient.backoff), so a database
+restart or a long outage never ends the iteration. `connected` is clear meanwhile and
+`reconnects` counts the re-openings. `on_connect` runs after every (re)connection, once LISTEN is
+in place, so the caller can sweep for rows whose NOTIFY it missed while disconnected (an error in
+it is logged, never fatal). Payloads are parsed JSON objects.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import NamedTuple
 import asyncpg
 
 from db.engine import libpq_url
+from db.transient import backoff, classify
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +43,8 @@ class Listener:
         *,
         on_connect: Callable[[], Awaitable[None]] | None = None,
         keepalive: float = 15.0,
-        reconnect_delay: float = 1.0,
-        max_reconnect_delay: float = 30.0,
+        reconnect_delay: float = 0.5,
+        max_reconnect_delay: float = 10.0,
     ) -> None:
         self.url = libpq_url(url)
         self.channels = tuple(channels)
@@ -49,6 +53,7 @@ class Listener:
         self.reconnect_delay = reconnect_delay
         self.max_reconnect_delay = max_reconnect_delay
         self.connected = asyncio.Event()
+        self.reconnects = 0
         self._conn: asyncpg.Connection | None = None
         self._queue: asyncio.Queue = asyncio.Queue()
         self._closed = False
@@ -96,21 +101,29 @@ class Listener:
         self._conn = conn
         self.connected.set()
         if self.on_connect is not None:
-            await self.on_connect()
+            try:
+                await self.on_connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # e.g. the catch-up sweep met the database going away again
+                log.warning("LISTEN on_connect hook failed", exc_info=True)
 
     async def _reconnect(self) -> None:
         self.connected.clear()
         self._drop_connection()
-        delay = self.reconnect_delay
+        delays = backoff(self.reconnect_delay, self.max_reconnect_delay)
         while not self._closed:
             try:
-                await self._connect()
+                await asyncio.wait_for(self._connect(), 30)
+                self.reconnects += 1
                 log.info("LISTEN connection re-opened")
                 return
-            except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as e:
-                log.warning("LISTEN reconnect failed (%s); next try in %.0f s", e, delay)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # transient or not, a listener keeps trying: it must outlive the outage
+                delay = next(delays)
+                log.warning("LISTEN reconnect failed (%s: %s); next try in %.1f s", classify(e) or type(e).__name__, e, delay)
                 await asyncio.sleep(delay)
-                delay = min(self.max_reconnect_delay, delay * 2)
 
     def __aiter__(self) -> Listener:
         return self
@@ -122,7 +135,11 @@ class Listener:
             except asyncio.TimeoutError:
                 item = None
                 try:
+                    if self._conn is None:
+                        raise ConnectionError("no connection")
                     await asyncio.wait_for(self._conn.fetchval("SELECT 1"), self.keepalive)
+                except asyncio.CancelledError:
+                    raise
                 except Exception:
                     item = _DROPPED
             if item is _DROPPED:

@@ -33,6 +33,8 @@ class WorkerMetrics:
         )
         self.running = Gauge("animegamer_turns_running", "Turns being generated now", registry=r)
         self.progress = Gauge("animegamer_turn_progress", "Progress (0..1) of the turn in each slot", ["slot"], registry=r)
+        self.database_up = Gauge("animegamer_database_up", "1 while this worker reaches its database, 0 while cut off", registry=r)
+        self.database_up.set(1)
         self.info = Gauge("animegamer_worker_info", "Worker build", ["backend"], registry=r)
         self.info.labels(backend=backend).set(1)
 

@@ -11,16 +11,21 @@ turn as its context.
 Stopping: SIGTERM or SIGINT stops taking turns and waits up to `grace` seconds for the current
 ones; a turn still running then is released: the backend is stopped at its next progress report,
 the turn goes back to `queued`, and its job back to `todo` (same job, so the session's order is
-kept). A worker killed outright is recovered by the `retry_stalled_jobs` task of the others.
+kept). A worker killed outright is recovered by the sweep (inference.queue.sweep) of the others,
+which every worker runs every few seconds from its event loop (a long turn never delays it).
 
-Besides the turn queues, every worker serves the `maintenance` queue with a second, small
-procrastinate worker, so that a long turn never delays the stalled-job sweep.
+The database going away never stops a worker: it keeps its loaded backend, reconnects with
+capped, jittered backoff, keeps a finished turn's result in memory until it is written, and says
+meanwhile that it is cut off (log, `animegamer_database_up` = 0, /healthz 503). It exits only on
+SIGTERM/SIGINT or a start error (bad settings, unknown film, a database that refuses the
+configured credentials or has no such database).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import signal
 import subprocess
@@ -28,14 +33,15 @@ import threading
 import time
 from collections.abc import Sequence
 
-from procrastinate import worker as procrastinate_worker
 from sqlalchemy import text
 
 from db.runtime import open_database
+from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
 from settings import Settings
 from db import turns as turn_service
 from game.catalogue import FILMS
 from inference import mp4, queue
+from inference.procrastinate_adapter import TurnWorker
 from contracts.turn import TurnRequest
 from inference.backend import Backend, BackendError
 from inference.backends import make_backend
@@ -86,8 +92,11 @@ class TurnRunner:
     """Runs one turn from start to result; called by the `generate_turn` task."""
 
     def __init__(self, *, sessions, backend: Backend, settings: Settings, metrics: WorkerMetrics,
-                 executor: concurrent.futures.Executor, progress_interval: float, concurrency: int) -> None:
+                 executor: concurrent.futures.Executor, progress_interval: float, concurrency: int,
+                 db_status: DatabaseStatus | None = None, give_up=lambda: False) -> None:
         self.sessions = sessions
+        self.db_status = db_status
+        self.give_up = give_up
         self.backend = backend
         self.settings = settings
         self.metrics = metrics
@@ -95,13 +104,29 @@ class TurnRunner:
         self.progress_interval = progress_interval
         self.slots = _Slots(concurrency)
 
+    async def _write(self, what: str, fn):
+        """Run one transaction `fn(session)`, retried through transient database errors (a
+        result computed for minutes is never dropped because the database blinked)."""
+
+        async def once():
+            async with self.sessions() as s, s.begin():
+                return await fn(s)
+
+        return await retry_transient(once, status=self.db_status, what=what, give_up=self.give_up)
+
     async def run(self, turn_id: int, job_id: int | None = None) -> str:
         taken = time.monotonic()
-        async with self.sessions() as s, s.begin():
+
+        async def start(s):
             request = await turn_service.start_turn(s, turn_id, self.settings.history_window)
-            if request is None:  # cancelled, already finished (a second delivery), or gone
-                return "nothing to do"
+            if request is None:
+                return None, 0.0
             waited = await s.scalar(text("SELECT EXTRACT(EPOCH FROM now() - created_at)::float FROM turns WHERE id = :id"), {"id": turn_id})
+            return request, waited
+
+        request, waited = await self._write(f"starting turn {turn_id}", start)
+        if request is None:  # cancelled, already finished (a second delivery), or gone
+            return "nothing to do"
         film = request.film_id
         self.metrics.queue_wait.labels(film=film).observe(max(0.0, waited or 0.0))
         log.info("turn %d (session %d, job %s) started after %.2f s in the queue", turn_id, request.session_id, job_id, waited or 0.0)
@@ -143,8 +168,10 @@ class TurnRunner:
             await asyncio.wait({future}, timeout=60)
             if future.done() and not future.cancelled():
                 future.exception()  # retrieved: the TurnAborted it ended with is expected
-            async with self.sessions() as s, s.begin():
-                await turn_service.requeue_turn(s, turn_id)
+            try:
+                await self._write(f"releasing turn {turn_id}", lambda s: turn_service.requeue_turn(s, turn_id))
+            except Exception:  # the database is gone too: the sweep of another worker recovers it
+                log.warning("turn %d: could not put it back in the queue; the sweep will", turn_id, exc_info=True)
             log.warning("turn %d released on shutdown; it goes back to the queue", turn_id)
             raise queue.TurnReleased(f"turn {turn_id} released on shutdown") from None
         except BackendError as e:
@@ -155,8 +182,9 @@ class TurnRunner:
 
         elapsed = time.monotonic() - taken
         result.timings = {**result.timings, "queue_wait": waited, "total": elapsed}
-        async with self.sessions() as s, s.begin():
-            written = await turn_service.complete_turn(s, turn_id, result, self.backend.name)
+        written = await self._write(
+            f"storing turn {turn_id}'s result", lambda s: turn_service.complete_turn(s, turn_id, result, self.backend.name)
+        )
         if not written:
             log.info("turn %d was already finished or cancelled; result discarded", turn_id)
             return "discarded"
@@ -169,23 +197,19 @@ class TurnRunner:
         try:
             async with self.sessions() as s, s.begin():
                 await turn_service.record_progress(s, turn_id, fraction, stage)
-        except Exception:  # progress is a courtesy: never fail a turn for it
-            log.warning("turn %d: progress not stored", turn_id, exc_info=True)
+        except Exception as e:  # progress is a courtesy: never fail a turn for it
+            if is_transient(e):
+                if self.db_status is not None:
+                    self.db_status.failed(e)
+                log.info("turn %d: progress not stored (database unreachable)", turn_id)
+            else:
+                log.warning("turn %d: progress not stored", turn_id, exc_info=True)
 
     async def _fail(self, turn_id: int, film: str, message: str) -> str:
-        async with self.sessions() as s, s.begin():
-            await turn_service.fail_turn(s, turn_id, message)
+        await self._write(f"recording turn {turn_id}'s failure", lambda s: turn_service.fail_turn(s, turn_id, message))
         self.metrics.turns.labels(status="failed", film=film).inc()
         log.warning("turn %d failed: %s", turn_id, message)
         return "failed"
-
-
-class _TurnWorker(procrastinate_worker.Worker):
-    async def _persist_job_status(self, *args, **kwargs):
-        await super()._persist_job_status(*args, **kwargs)
-        # The finished job held a session lock that the session's next turn may be waiting
-        # for: look for work now rather than at the next poll.
-        self._new_job_event.set()
 
 
 class Worker:
@@ -239,26 +263,42 @@ class Worker:
         self.migrate = migrate
         self.name = name
         self.ready = asyncio.Event()  # set once the worker takes jobs
+        self.db_status = DatabaseStatus("database")
+        self.metrics: WorkerMetrics | None = None
+        self.sweeps = 0  # sweep passes run (tests, /healthz)
         self._stop = asyncio.Event()
+        self._stop_deadline: float | None = None  # after this, database writes stop being retried
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._workers: list[procrastinate_worker.Worker] = []
+        self._turns: TurnWorker | None = None
 
     def stop(self) -> None:
         """Ask the worker to stop (from any thread); run() returns once it has."""
         if self._loop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._stop.set)
+            self._loop.call_soon_threadsafe(self._set_stop)
         else:
-            self._stop.set()
+            self._set_stop()
+
+    def _set_stop(self) -> None:
+        if self._stop_deadline is None:
+            # Running turns get `grace`; writes then get a little longer before being left to the sweep.
+            self._stop_deadline = time.monotonic() + self.grace + 10
+        self._stop.set()
+
+    def _giving_up(self) -> bool:
+        return self._stop_deadline is not None and time.monotonic() > self._stop_deadline
 
     def _health(self) -> dict:
-        alive = [w for w in self._workers if w.worker_id is not None]
+        turns = self._turns
+        alive = turns is not None and turns.worker_id is not None
         return {
-            "state": "ready" if self.ready.is_set() else ("stopping" if self._stop.is_set() else "starting"),
-            "ok": self.ready.is_set() and len(alive) == len(self._workers) and not self._stop.is_set(),
+            "state": "stopping" if self._stop.is_set() else ("ready" if self.ready.is_set() else "starting"),
+            "ok": self.ready.is_set() and alive and self.db_status.up and not self._stop.is_set(),
+            "database": "up" if self.db_status.up else "unreachable",
+            "database_error": None if self.db_status.up else self.db_status.last_error,
             "backend": self.backend.name if self.backend else None,
             "films": list(self.films),
-            "worker_ids": [w.worker_id for w in self._workers],
-            "running_turns": sum(len(w._running_jobs) for w in self._workers[:1]),
+            "worker_ids": [turns.worker_id] if turns is not None else [],
+            "running_turns": turns.running_jobs() if turns is not None else 0,
         }
 
     def _build_backend(self) -> Backend:
@@ -270,7 +310,8 @@ class Worker:
         self._loop = asyncio.get_running_loop()
         check_ffmpeg()
         self.backend = self._build_backend()
-        metrics = WorkerMetrics(self.backend.name)
+        metrics = self.metrics = WorkerMetrics(self.backend.name)
+        self.db_status.on_change = lambda up: metrics.database_up.set(1 if up else 0)
         executor = concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="turn")
         http = None
         try:
@@ -278,7 +319,10 @@ class Worker:
             if self.metrics_port:
                 http = await self._serve_metrics(metrics)
             self._install_signals()
-            async with open_database(self.settings, migrate=self.migrate, url=self.url) as db:
+            async with open_database(self.settings, url=self.url) as db:
+                await self._check_database(db)
+                if self.migrate:
+                    await self._migrate(db)
                 log.info("loading backend %s for %s", self.backend.name, ", ".join(self.films))
                 try:
                     await asyncio.to_thread(self.backend.load)
@@ -294,6 +338,27 @@ class Worker:
             executor.shutdown(wait=False, cancel_futures=True)
         log.info("worker stopped")
 
+    async def _check_database(self, db) -> None:
+        """Wait for a database that is not up yet (a transient error: refused, starting up...);
+        any other error (wrong credentials, no such database) is a start error."""
+
+        async def attempt():
+            if self._stop.is_set():
+                return
+            async with db.engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+
+        await retry_transient(attempt, status=self.db_status, what="connecting to the database", give_up=self._stop.is_set, cap=10.0)
+
+    async def _migrate(self, db) -> None:
+        from db.migrate import upgrade
+
+        async def attempt():
+            if not self._stop.is_set():
+                await upgrade(db.engine)
+
+        await retry_transient(attempt, status=self.db_status, what="applying migrations", give_up=self._stop.is_set, cap=10.0)
+
     async def _serve_metrics(self, metrics: WorkerMetrics):
         try:
             http, self.bound_metrics_port = await start_server(metrics, self.metrics_host, max(0, self.metrics_port), self._health)
@@ -305,45 +370,98 @@ class Worker:
         return http
 
     async def _serve(self, db, metrics: WorkerMetrics, executor) -> None:
-        """Run the turn worker and the maintenance worker until stop() (or until one dies)."""
+        """Run the turn worker and the sweep until stop(). A turn worker that ends on its own
+        (it should not: its job manager rides through outages) is started again, with backoff;
+        the backend stays loaded."""
         stalled_after = self.settings.stalled_after
         runner = TurnRunner(
             sessions=db.sessions, backend=self.backend, settings=self.settings, metrics=metrics,
             executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
+            db_status=self.db_status, give_up=self._giving_up,
         )
-        app = queue.make_app(db.url, stalled_after=stalled_after, pool_size=self.concurrency + 3)
-        common = dict(
-            install_signal_handlers=False, update_heartbeat_interval=min(10.0, stalled_after / 4),
-            stalled_worker_timeout=stalled_after,
-        )
-        turns = _TurnWorker(
-            app, queues=queue.queues_for(self.films), name=self.name, concurrency=self.concurrency,
-            fetch_job_polling_interval=self.settings.queue_poll_interval, shutdown_graceful_timeout=self.grace,
-            additional_context={"turn_runner": runner}, **common,
-        )
-        maintenance = procrastinate_worker.Worker(
-            app, queues=[queue.MAINTENANCE_QUEUE], name=f"{self.name}-maintenance", concurrency=1,
-            fetch_job_polling_interval=1.0, listen_notify=False, delete_jobs="always",
-            additional_context={"sessions": db.sessions, "stalled_after": stalled_after}, **common,
-        )
-        self._workers = [turns, maintenance]
-        async with app.open_async():
-            tasks = [asyncio.create_task(w.run(), name=w.worker_name) for w in self._workers]
-            while not all(w.worker_id for w in self._workers) and not any(t.done() for t in tasks):
-                await asyncio.sleep(0.01)
-            self.ready.set()
-            log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
-            stop_wait = asyncio.create_task(self._stop.wait())
-            await asyncio.wait([stop_wait, *tasks], return_when=asyncio.FIRST_COMPLETED)
-            stop_wait.cancel()
-            unexpected = not self._stop.is_set()
-            for w in self._workers:
-                w.stop()
-            for r in await asyncio.gather(*tasks, return_exceptions=True):
-                if isinstance(r, BaseException):
-                    raise r
-            if unexpected:
-                raise RuntimeError("a queue worker stopped on its own (database gone?); see the log above")
+        app = queue.make_app(db.url, pool_size=self.concurrency + 3, status=self.db_status, give_up=self._giving_up)
+        try:
+            await app.open_async()
+        except Exception as e:  # the pool exists and keeps connecting; the worker waits for it
+            if not is_transient(e):
+                raise
+            self.db_status.failed(e)
+        sweeper = asyncio.create_task(self._sweep_loop(db, app, stalled_after), name="sweep")
+        delays = backoff(1.0, 30.0)
+        try:
+            while not self._stop.is_set():
+                self._turns = TurnWorker(
+                    app, queues=queue.queues_for(self.films), name=self.name, concurrency=self.concurrency,
+                    fetch_job_polling_interval=self.settings.queue_poll_interval, shutdown_graceful_timeout=self.grace,
+                    additional_context={"turn_runner": runner}, install_signal_handlers=False,
+                    update_heartbeat_interval=queue.heartbeat_interval(stalled_after), stalled_worker_timeout=stalled_after,
+                )
+                task = asyncio.create_task(self._turns.run(), name=self.name)
+                if await self._wait_registered(task) and not self.ready.is_set():
+                    self.ready.set()
+                    log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
+                stop_wait = asyncio.create_task(self._stop.wait())
+                await asyncio.wait([stop_wait, task], return_when=asyncio.FIRST_COMPLETED)
+                stop_wait.cancel()
+                self._turns.stop()
+                try:
+                    await task
+                except Exception as e:
+                    if self._stop.is_set():
+                        log.warning("turn worker ended with %s while stopping", e)
+                        break
+                    log.error("the turn worker stopped (%s); starting it again, the backend stays loaded", e, exc_info=True)
+                if self._stop.is_set():
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), next(delays))
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(app.close_async(), 10)
+
+    async def _wait_registered(self, task: asyncio.Task) -> bool:
+        """Until the turn worker has its worker row (it waits for the database if it must)."""
+        while self._turns.worker_id is None and not task.done() and not self._stop.is_set():
+            await asyncio.sleep(0.01)
+        return self._turns.worker_id is not None
+
+    async def _sweep_loop(self, db, app, stalled_after: float) -> None:
+        """Every few seconds: recover dead workers' turns and repair lost status writes
+        (inference.queue.sweep), hourly: prune old finished jobs. Heartbeats are judged only once
+        this process has reached the database for `stalled_after` seconds in a row: just after an
+        outage every worker's heartbeat looks old."""
+        interval = queue.sweep_interval(stalled_after)
+        next_prune = time.monotonic() + 60
+        while not self._stop.is_set():
+            try:
+                judge = self.db_status.up and self.db_status.up_for() >= stalled_after
+                async with db.sessions() as s, s.begin():
+                    report = await queue.sweep(s, stalled_after, judge_heartbeats=judge)
+                self.db_status.ok()
+                self.sweeps += 1
+                if report.retried:
+                    log.warning("retried %d job(s) of dead workers: %s", len(report.retried), report.retried)
+                if report.pruned_workers:
+                    log.warning("removed %d dead worker row(s): %s", len(report.pruned_workers), report.pruned_workers)
+                if report.finished:
+                    log.warning("finished %d job(s) left running after their turn's result: %s", len(report.finished), report.finished)
+                if report.lost:
+                    log.warning("failed %d turn(s) whose job ended without a result: %s", len(report.lost), report.lost)
+                if time.monotonic() > next_prune:
+                    await queue.prune_finished_jobs(app)
+                    next_prune = time.monotonic() + 3600
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                if is_transient(e):
+                    self.db_status.failed(e)
+                else:
+                    log.exception("sweep failed")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), interval)
 
     def _install_signals(self) -> None:
         if not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():

@@ -9,8 +9,8 @@ import asyncio
 import logging
 
 from aiohttp import web
-from sqlalchemy import exc as sa_exc
 
+from db.transient import classify, is_transient
 from game.errors import GameError, InternalError, ServiceDown
 from game.sanitize import InputRefused
 
@@ -52,10 +52,9 @@ def json_error(status: int, code: str, message: str, field: str | None = None, h
 
 
 def database_unavailable(exc: BaseException) -> bool:
-    """The one place that decides "the database is unreachable" (answered 503, nothing changed)."""
-    return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, ConnectionError)) or (
-        isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
-    )
+    """The page's 503: the database went away for a moment (a restart, a killed connection, a full
+    pool...), as db.transient classifies it for every process."""
+    return is_transient(exc)
 
 
 @web.middleware
@@ -78,7 +77,7 @@ async def errors_middleware(request: web.Request, handler):
         raise
     except Exception as e:
         if database_unavailable(e):
-            log.warning("%s %s: database unavailable: %s", request.method, request.path, e)
+            log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
             down = ServiceDown()
             return json_error(503, down.code, down.message)
         log.exception("%s %s failed", request.method, request.path)

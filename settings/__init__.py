@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     motion_scope_otherwise: float | None = None
     mp4_max_bytes: int = Field(10 * 1024 * 1024, ge=100_000)
     queue_poll_interval: float = Field(0.3, gt=0, le=10)  # seconds; see docs/ARCHITECTURE.md
-    stalled_after: float = Field(60.0, gt=0)  # seconds without a worker heartbeat
+    stalled_after: float = Field(10.0, gt=0)  # seconds without a heartbeat before a worker counts as dead (heartbeats: every stalled_after / 4)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
 

@@ -135,7 +135,7 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
         await s.execute(text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :j"), {"j": t2.job_id})
         live = await s.scalar(text("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id"))
     async with sessions() as s, s.begin():
-        assert await retry_stalled(s, 60) == [t1.job_id]
+        assert await retry_stalled(s, 60) == [t1.job_id]  # (the server started over a minute ago)
         assert await retry_stalled(s, 60) == []  # already back in the queue: not retried twice
         assert await fail_orphaned_turns(s) == [t2.id]
     jobs = {j.id: j for j in await job_rows(sessions)}
@@ -147,9 +147,41 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
         assert await retry_stalled(s, 60) == []
 
 
-def test_worker_without_database_says_so():
+def test_worker_with_a_missing_database_says_so(database_url):
+    # A database that does not exist is a configuration error (exit 2); an unreachable server is
+    # not: the worker waits for it (tests/faults).
+    missing = database_url.rpartition("/")[0] + "/agtest_no_such_database"
     r = subprocess.run(
         [sys.executable, "-m", "animegamer.cli", "worker", "--metrics-port", "0"],
-        cwd=ROOT, env=worker_env("postgresql://postgres@127.0.0.1:1/nowhere"), capture_output=True, text=True, timeout=60,
+        cwd=ROOT, env=worker_env(missing), capture_output=True, text=True, timeout=60,
     )
-    assert r.returncode == 2 and "cannot use the database" in r.stderr
+    assert r.returncode == 2 and "cannot use the database" in r.stderr and "agtest_no_such_database" in r.stderr
+
+
+async def test_sweep_repairs_lost_status_writes_whatever_the_heartbeats(sessions):
+    # A live worker (fresh heartbeat) whose job status write was lost: its turn is done but the
+    # job is still `doing`, holding the session's lock. Another turn's job finished without its
+    # turn's result. The sweep repairs both, without judging heartbeats at all.
+    from inference.queue import LOST_TURN, sweep
+
+    gs = await new_session(sessions, 541)
+    t1 = await submit(sessions, gs, "walk")
+    t2 = await submit(sessions, gs, "run")
+    gs2 = await new_session(sessions, 542)
+    t3 = await submit(sessions, gs2, "walk")
+    async with sessions() as s, s.begin():
+        live = await s.scalar(text("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id"))
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id IN (:a, :b)"),
+                        {"w": live, "a": t1.job_id, "b": t3.job_id})
+        await s.execute(text("UPDATE turns SET status = 'done', finished_at = now() - interval '1 minute' WHERE id = :t"), {"t": t1.id})
+        await s.execute(text("UPDATE turns SET status = 'running' WHERE id = :t"), {"t": t3.id})
+        await s.execute(text("UPDATE procrastinate_jobs SET status = 'succeeded' WHERE id = :j"), {"j": t3.job_id})
+    async with sessions() as s, s.begin():
+        report = await sweep(s, 60, judge_heartbeats=False)
+    assert report.finished == [t1.job_id] and report.lost == [t3.id] and report.retried == []
+    jobs = {j.id: j for j in await job_rows(sessions)}
+    assert jobs[t1.job_id].status == "succeeded" and jobs[t2.job_id].status == "todo"
+    rows = {t.id: t for t in await turn_rows(sessions)}
+    assert rows[t3.id].status == "failed" and rows[t3.id].error == LOST_TURN
+    async with sessions() as s, s.begin():  # nothing left to repair
+        assert not await sweep(s, 60)

@@ -1,0 +1,469 @@
+"""Every use of procrastinate beyond its public API, in one module.
+
+procrastinate (3.10, schema vendored in migrations/) runs the turn queue. Its public API covers
+the App, tasks, the JobManager's methods and the connector; what it does not cover is used here
+only, so an upgrade has one file to check (tests/queue/test_procrastinate_adapter.py fails,
+naming the version, when any of it changes):
+
+- its versioned SQL functions, called on the *app's* SQLAlchemy session so a turn and its job
+  commit together: `procrastinate_defer_jobs_v1`, `procrastinate_cancel_job_v1`,
+  `procrastinate_retry_job_v2`, `procrastinate_finish_job_v1`;
+- its tables' columns (`procrastinate_jobs.status/worker_id/lock/args/task_name/queue_name`,
+  `procrastinate_workers.id/last_heartbeat`) for the sweep, the heartbeat and queue positions;
+- one private worker hook, `Worker._persist_job_status` and `Worker._new_job_event` (fetch again
+  as soon as a job ends), and `Worker._running_jobs` (how many turns run, for /healthz).
+
+`ResilientJobManager` subclasses the public JobManager so that the worker rides through a
+database outage instead of stopping: fetching finds nothing, heartbeats and the LISTEN connection
+retry with backoff, job status writes are retried until they land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from datetime import datetime, timezone
+from collections.abc import Callable
+
+import procrastinate
+import psycopg
+from procrastinate import manager as procrastinate_manager
+from procrastinate import worker as procrastinate_worker
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_VERSION = "3.10"  # the release whose schema migrations/ vendors and whose internals this module uses
+
+
+def installed_version() -> str:
+    return procrastinate.__version__
+
+
+def check_version() -> None:
+    """Raise if the installed procrastinate is not the release this module was written against."""
+    v = installed_version()
+    if not (v == SUPPORTED_VERSION or v.startswith(SUPPORTED_VERSION + ".")):
+        raise RuntimeError(
+            f"procrastinate {v} is installed; inference/procrastinate_adapter.py uses the internals of "
+            f"{SUPPORTED_VERSION} (SQL functions, tables, Worker._persist_job_status): re-check them and "
+            "add a migration with the new release's sql/migrations/"
+        )
+
+
+# --- its SQL functions, on the app's session (same transaction as the turn)
+
+_DEFER = text(
+    """
+    SELECT unnest(procrastinate_defer_jobs_v1(ARRAY[ROW(
+        CAST(:queue AS varchar), CAST(:task AS varchar), CAST(:priority AS integer),
+        CAST(:lock AS text), CAST(NULL AS text), CAST(:args AS jsonb), CAST(NULL AS timestamptz)
+    )]::procrastinate_job_to_defer_v1[])) AS id
+    """
+)
+
+
+async def defer_job(s: AsyncSession, *, queue: str, task: str, priority: int, lock: str | None, args: dict) -> int:
+    """Insert a job in the caller's transaction (procrastinate's insert trigger NOTIFYs the
+    workers at commit). Returns the job id."""
+    return await s.scalar(_DEFER, {"queue": queue, "task": task, "priority": priority, "lock": lock, "args": json.dumps(args)})
+
+
+async def cancel_job(s: AsyncSession, job_id: int) -> bool:
+    """Cancel a job no worker has taken yet; False if it is running or finished."""
+    return await s.scalar(text("SELECT procrastinate_cancel_job_v1(:id, false, false)"), {"id": job_id}) is not None
+
+
+async def cancel_jobs_where(s: AsyncSession, where_sql: str, params: dict) -> int:
+    """Cancel the waiting jobs `j` matching a condition (which may join `turns t` on the job's
+    turn id); returns how many were cancelled."""
+    rows = await s.execute(
+        text(
+            f"""
+            SELECT procrastinate_cancel_job_v1(j.id, false, false)
+              FROM procrastinate_jobs j
+              LEFT JOIN turns t ON t.id = (j.args->>'turn_id')::bigint
+             WHERE j.status = 'todo' AND {where_sql}
+            """
+        ),
+        params,
+    )
+    return sum(1 for (job_id,) in rows if job_id is not None)
+
+
+async def retry_job_now(s: AsyncSession, job_id: int) -> None:
+    """A `doing` (or failed) job back to `todo`, runnable at once; same id, so it keeps its place
+    among its lock's jobs."""
+    await s.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
+
+
+async def finish_job(s: AsyncSession, job_id: int, status: str = "succeeded") -> None:
+    await s.execute(text("SELECT procrastinate_finish_job_v1(:id, CAST(:st AS procrastinate_job_status), false)"),
+                    {"id": job_id, "st": status})
+
+
+# The server's start time bounds how stale a heartbeat may look for reasons other than death:
+# after a restart every worker's last heartbeat predates it.
+_HEARTBEAT_AGE = "now() - GREATEST(w.last_heartbeat, pg_postmaster_start_time())"
+
+
+async def dead_workers_jobs(s: AsyncSession, stalled_after: float) -> list[int]:
+    """`doing` jobs whose worker has sent no heartbeat for `stalled_after` seconds (counted from
+    the server's start at the earliest) or has no row at all; locked FOR UPDATE."""
+    return list(
+        (
+            await s.scalars(
+                text(
+                    f"""
+                    SELECT j.id FROM procrastinate_jobs j
+                      LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
+                     WHERE j.status = 'doing'
+                       AND (w.id IS NULL OR {_HEARTBEAT_AGE} > make_interval(secs => :secs))
+                     ORDER BY j.id
+                     FOR UPDATE OF j
+                    """
+                ),
+                {"secs": stalled_after},
+            )
+        ).all()
+    )
+
+
+async def prune_dead_workers(s: AsyncSession, stalled_after: float) -> list[int]:
+    """Delete the rows of workers silent for `stalled_after` seconds (their jobs' worker_id goes
+    NULL; dead_workers_jobs then finds them)."""
+    return list(
+        (
+            await s.scalars(
+                text(
+                    f"""
+                    DELETE FROM procrastinate_workers w
+                     WHERE {_HEARTBEAT_AGE} > make_interval(secs => :secs)
+                    RETURNING w.id
+                    """
+                ),
+                {"secs": stalled_after},
+            )
+        ).all()
+    )
+
+
+async def forgotten_jobs(s: AsyncSession, grace: float) -> list[int]:
+    """`doing` generation jobs whose turn already has its final state (done, failed, cancelled)
+    since `grace` seconds or no longer exists: the worker's own status write was lost. Locked."""
+    return list(
+        (
+            await s.scalars(
+                text(
+                    """
+                    SELECT j.id FROM procrastinate_jobs j
+                      LEFT JOIN turns t ON t.id = (j.args->>'turn_id')::bigint
+                     WHERE j.status = 'doing' AND j.task_name = 'generate_turn'
+                       AND (t.id IS NULL
+                            OR (t.status IN ('done', 'failed', 'cancelled')
+                                AND coalesce(t.finished_at, t.created_at) < now() - make_interval(secs => :grace)))
+                     ORDER BY j.id
+                     FOR UPDATE OF j SKIP LOCKED
+                    """
+                ),
+                {"grace": grace},
+            )
+        ).all()
+    )
+
+
+async def turns_without_live_job(s: AsyncSession) -> list[int]:
+    """Queued or running turns whose job has ended (any final status) or vanished: nothing will
+    ever run them."""
+    return list(
+        (
+            await s.scalars(
+                text(
+                    """
+                    SELECT t.id FROM turns t LEFT JOIN procrastinate_jobs j ON j.id = t.job_id
+                     WHERE t.status IN ('queued', 'running') AND t.job_id IS NOT NULL
+                       AND (j.id IS NULL OR j.status IN ('succeeded', 'failed', 'aborted', 'cancelled'))
+                     ORDER BY t.id
+                    """
+                )
+            )
+        ).all()
+    )
+
+
+async def turn_job(s: AsyncSession, turn_id: int):
+    """A turn's status with its job's id, status, priority and queue (None columns: no job)."""
+    return (
+        await s.execute(
+            text(
+                """
+                SELECT t.status AS turn_status, j.id, j.status, j.priority, j.queue_name
+                  FROM turns t LEFT JOIN procrastinate_jobs j ON j.id = t.job_id
+                 WHERE t.id = :id
+                """
+            ),
+            {"id": turn_id},
+        )
+    ).first()
+
+
+async def queued_turn_jobs_ahead(s: AsyncSession, queue: str, task: str, priority: int, job_id: int) -> int:
+    """How many waiting jobs of queued turns a worker of `queue` takes before job `job_id`."""
+    return int(
+        await s.scalar(
+            text(
+                """
+                SELECT count(*) FROM procrastinate_jobs j
+                  JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+                 WHERE j.queue_name = :queue AND j.status = 'todo' AND j.task_name = :task
+                   AND (j.priority > :priority OR (j.priority = :priority AND j.id < :id))
+                """
+            ),
+            {"queue": queue, "task": task, "priority": priority, "id": job_id},
+        )
+    )
+
+
+async def job_turn_id(s: AsyncSession, job_id: int) -> int | None:
+    v = await s.scalar(text("SELECT (args->>'turn_id')::bigint FROM procrastinate_jobs WHERE id = :id"), {"id": job_id})
+    return int(v) if v is not None else None
+
+
+# --- the worker side: a JobManager that rides through outages
+
+
+def _worker_row_missing(e: BaseException) -> bool:
+    """procrastinate_fetch_job_v2 refused our worker id: its row was deleted (a sweep)."""
+    cause = e.__cause__ or e
+    return getattr(cause, "sqlstate", None) == "23503" and "procrastinate_jobs_worker_id_fkey" in str(cause)
+
+
+class ResilientJobManager(procrastinate_manager.JobManager):
+    """procrastinate's JobManager, made to survive the database going away.
+
+    - fetch_job: a transient error means "no job now" (the worker polls again);
+    - update_heartbeat: on its own connection (not the pool), retried at the next beat; it also
+      re-creates the worker's row if a sweep deleted it meanwhile (a long outage of this worker
+      alone), re-attaches the jobs it holds, and hands back any job the database says it holds
+      but it never received (a fetch whose answer was lost);
+    - finish_job / retry_job: retried until they land (or `give_up()`), so a finished turn's
+      job never stays `doing`; a job that is no longer `doing` (the sweep settled it or handed
+      it back) is left alone;
+    - listen_for_jobs: reconnects forever (polling covers the gap);
+    - prune_stalled_workers: none at start (the sweep prunes, knowing about restarts);
+    - list_jobs_to_abort_async: nothing to abort while the database is away;
+    - register/unregister: retried / best effort.
+    """
+
+    def __init__(self, connector, *, conninfo: str, status: DatabaseStatus, give_up: Callable[[], bool]) -> None:
+        super().__init__(connector)
+        self.status = status
+        self.give_up = give_up
+        self.held: set[int] = set()  # job ids fetched and not yet finished or retried
+        self._fetching = asyncio.Lock()
+        self.conninfo = conninfo
+        self._beat_conn: psycopg.AsyncConnection | None = None
+
+    async def _transient(self, e: Exception, what: str) -> None:
+        self.status.failed(e)
+        log.debug("%s: transient database error: %s", what, e)
+
+    async def fetch_job(self, queues, worker_id):
+        async with self._fetching:
+            try:
+                job = await super().fetch_job(queues, worker_id)
+            except Exception as e:
+                if _worker_row_missing(e):  # a sweep took us for dead while we were cut off
+                    await self._reregister(worker_id)
+                    return None
+                if not is_transient(e):
+                    raise
+                await self._transient(e, "fetch_job")
+                await asyncio.sleep(0.5)  # the worker loops straight back here when it gets None
+                return None
+            self.status.ok()
+            if job is not None:
+                self.held.add(job.id)
+            return job
+
+    async def update_heartbeat(self, worker_id: int) -> None:
+        """The heartbeat goes over its own connection, not the pool: it says that this process
+        is alive, which must stay true while the pool is busy re-filling after connections were
+        killed (a stale heartbeat would let a sweep take our running turns)."""
+        # (Nothing here may raise: procrastinate stops the worker when its heartbeat task dies.)
+        try:
+            updated = await self._beat(worker_id)
+        except Exception as e:
+            if is_transient(e):
+                await self._transient(e, "heartbeat")
+            else:
+                log.exception("heartbeat failed")
+            return
+        self.status.ok()
+        if not updated:
+            await self._reregister(worker_id)
+        try:
+            async with self._fetching:
+                await self._hand_back_strays(worker_id)
+        except Exception as e:
+            if is_transient(e):
+                await self._transient(e, "heartbeat")
+            else:
+                log.exception("handing back stray jobs failed")
+
+    async def _beat(self, worker_id: int) -> bool:
+        for attempt in (1, 2):  # a connection killed since the last beat: one fresh try at once
+            try:
+                if self._beat_conn is None or self._beat_conn.closed:
+                    self._beat_conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True, connect_timeout=5)
+                cur = await self._beat_conn.execute(
+                    "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %s", (worker_id,)
+                )
+                return cur.rowcount > 0
+            except Exception as e:
+                await self.close_heartbeat()
+                if attempt == 2 or not is_transient(e):
+                    raise
+        return False
+
+    async def close_heartbeat(self) -> None:
+        conn, self._beat_conn = self._beat_conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def _reregister(self, worker_id: int) -> None:
+        """Put back the worker row a sweep deleted while this worker was cut off (same id), and
+        re-attach the jobs it is still running."""
+        log.warning("worker %d's row was removed while it was cut off; re-registering it", worker_id)
+        try:
+            await self.connector.execute_query_async(
+                query="""
+                INSERT INTO procrastinate_workers (id, last_heartbeat) OVERRIDING SYSTEM VALUE VALUES (%(worker_id)s, now())
+                ON CONFLICT (id) DO UPDATE SET last_heartbeat = now()
+                """,
+                worker_id=worker_id,
+            )
+            await self.connector.execute_query_async(
+                query="""
+                UPDATE procrastinate_jobs SET worker_id = %(worker_id)s
+                 WHERE id = ANY(%(held)s) AND status = 'doing' AND worker_id IS NULL
+                """,
+                worker_id=worker_id, held=sorted(self.held),
+            )
+        except Exception as e:  # never let the heartbeat task die of it (procrastinate would stop the worker)
+            if is_transient(e):
+                await self._transient(e, "re-registering")
+            else:
+                log.exception("could not re-register worker %d", worker_id)
+
+    async def _hand_back_strays(self, worker_id: int) -> None:
+        strays = await self.connector.execute_query_all_async(
+            query="""
+            SELECT id FROM procrastinate_jobs
+             WHERE worker_id = %(worker_id)s AND status = 'doing' AND NOT (id = ANY(%(held)s))
+            """,
+            worker_id=worker_id, held=sorted(self.held),
+        )
+        for r in strays:
+            log.warning("job %d is marked as ours but was never received (a lost fetch answer); putting it back", r["id"])
+            await super().retry_job_by_id_async(r["id"], retry_at=datetime.now(timezone.utc))
+
+    async def _settle(self, what: str, fn) -> None:
+        try:
+            await retry_transient(fn, status=self.status, what=what, give_up=self.give_up)
+        except Exception as e:
+            if is_transient(e):
+                raise
+            if "Job was not found" in str(e.__cause__ or e):
+                log.info("%s: the job was already settled by the sweep (%s)", what, e.__cause__ or e)
+                return
+            raise
+
+    async def finish_job(self, job, status, delete_job) -> None:
+        """Like procrastinate's, but only while the job is still `doing` (its function also
+        finishes a `todo` job: one a sweep handed back meanwhile must run again, not end)."""
+
+        async def finish():
+            await self.connector.execute_query_async(
+                query="""
+                SELECT procrastinate_finish_job_v1(j.id, %(status)s::procrastinate_job_status, %(delete_job)s)
+                  FROM (SELECT id FROM procrastinate_jobs WHERE id = %(job_id)s AND status = 'doing' FOR UPDATE) j
+                """,
+                job_id=job.id, status=status.value, delete_job=delete_job,
+            )
+
+        await self._settle(f"finishing job {job.id}", finish)
+        self.held.discard(job.id)
+
+    async def retry_job(self, job, retry_at=None, priority=None, queue=None, lock=None) -> None:
+        await self._settle(
+            f"retrying job {job.id}",
+            lambda: super(ResilientJobManager, self).retry_job(job, retry_at=retry_at, priority=priority, queue=queue, lock=lock),
+        )
+        self.held.discard(job.id)
+
+    async def list_jobs_to_abort_async(self, queue=None):
+        try:
+            return await super().list_jobs_to_abort_async(queue)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            await self._transient(e, "abort poll")  # (procrastinate would log a traceback every 5 s)
+            return []
+
+    async def register_worker(self) -> int:
+        return await retry_transient(super().register_worker, status=self.status, what="registering the worker")
+
+    async def unregister_worker(self, worker_id: int) -> None:
+        await self.close_heartbeat()
+        try:
+            await super().unregister_worker(worker_id)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            log.warning("could not unregister worker %d (%s); the sweep of another worker will remove it", worker_id, e)
+
+    async def prune_stalled_workers(self, seconds_since_heartbeat: float) -> list[int]:
+        return []
+
+    async def listen_for_jobs(self, *, on_notification, queues=None) -> None:
+        delays = backoff(0.5, 10.0)
+        while True:
+            try:
+                await super().listen_for_jobs(on_notification=on_notification, queues=queues)
+                delay = next(delays)
+            except Exception as e:
+                delay = next(delays)
+                if is_transient(e):
+                    await self._transient(e, "listen")
+                else:
+                    log.warning("job LISTEN connection failed (%s); polling meanwhile", e)
+                log.info("job LISTEN connection lost; reconnecting in %.1f s", delay)
+            await asyncio.sleep(delay)
+
+
+def make_app(url: str, *, pool_size: int, status: DatabaseStatus, give_up: Callable[[], bool] = lambda: False) -> procrastinate.App:
+    """A procrastinate App whose JobManager rides through outages. (procrastinate's pool already
+    checks each connection before handing it out, so one the server killed is replaced.)"""
+    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, timeout=5.0)
+    app = procrastinate.App(connector=connector)
+    app.job_manager = ResilientJobManager(connector, conninfo=url, status=status, give_up=give_up)
+    return app
+
+
+class TurnWorker(procrastinate_worker.Worker):
+    """procrastinate's worker, fetching again as soon as a job ends: the finished job held a
+    session lock that the session's next turn may be waiting for."""
+
+    async def _persist_job_status(self, *args, **kwargs):
+        await super()._persist_job_status(*args, **kwargs)
+        self._new_job_event.set()
+
+    def running_jobs(self) -> int:
+        return len(self._running_jobs)
