@@ -6,13 +6,14 @@ exception is and delivers it (as the first response, or as a follow-up once defe
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import secrets
 
 import discord
 from discord import app_commands
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, TimeoutError as PoolTimeout
 
+from db.engine import is_connection_failure
 from game.errors import GameError, InternalError, ServiceDown, TextRefused
 from game.sanitize import InputRefused
 
@@ -32,7 +33,8 @@ class QueueDown(RuntimeError):
 
 
 def _service_down(exc: BaseException) -> bool:
-    if isinstance(exc, (OperationalError, InterfaceError, PoolTimeout, OSError, asyncio.TimeoutError)):
+    # Only network-level OSErrors are the database's: a missing program or file is a bug of ours.
+    if isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)) or is_connection_failure(exc):
         return True
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return True
@@ -71,12 +73,22 @@ async def send_ephemeral(interaction: discord.Interaction, text: str) -> None:
         log.warning("could not deliver a reply to interaction %s", interaction.id)
 
 
+def new_reference() -> str:
+    """A short id that ties what a member is shown to the logged traceback (8 hex digits)."""
+    return secrets.token_hex(4)
+
+
 async def report(interaction: discord.Interaction, exc: BaseException) -> None:
     """Answer a failed command or button with what to do next."""
     err = as_game_error(exc)
     if err is None:
-        log.error("unexpected error in %s", interaction.command or interaction.data, exc_info=exc)
-        await send_ephemeral(interaction, InternalError().message)
+        if isinstance(exc, app_commands.CommandInvokeError):
+            exc = exc.original
+        ref = new_reference()
+        where = interaction.command.qualified_name if interaction.command else interaction.data
+        log.error("internal error (reference %s) in %s by user %s in channel %s", ref, where,
+                  interaction.user.id, interaction.channel_id, exc_info=exc)
+        await send_ephemeral(interaction, InternalError(ref).message)
     else:
         # Refusals quote what people typed (names, reasons): shown as typed, not as Markdown.
         await send_ephemeral(interaction, discord.utils.escape_markdown(err.message))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -44,3 +45,14 @@ def make_engine(url: str, **kw) -> AsyncEngine:
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+# The OSErrors with which connecting to the server fails (asyncpg and psycopg raise them
+# unwrapped): refused, reset or aborted connections, an unknown host name, a timeout. Any other
+# OSError (a missing file or program, a full disk) says nothing about the database.
+_CONNECTION_ERRORS = (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, socket.gaierror, TimeoutError)
+
+
+def is_connection_failure(exc: BaseException) -> bool:
+    """Whether `exc` is a failure to reach the database server at the network level."""
+    return isinstance(exc, _CONNECTION_ERRORS)
