@@ -3,7 +3,9 @@
 # (requirements/*.txt, refreshed by scripts/lock.sh), plus the system programs the tests use.
 # torch is installed first, pinned (requirements/torch.txt), so pip keeps that build and does
 # not fetch a multi-GB CUDA build on a CPU machine.
-# Environment: PYTHON (default python3.11), VENV (default .venv), SETUP_SYSTEM=0 skips apt.
+# Environment: PYTHON (default python3.11), VENV (default .venv), SETUP_SYSTEM=0 skips apt,
+# TORCH_INDEX_URL: where torch comes from (PyPI's Linux wheels are CUDA builds; a CPU machine
+# without a local CPU wheel wants https://download.pytorch.org/whl/cpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3.11}
@@ -35,7 +37,7 @@ fi
 # --- the virtual environment, at the locked versions
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -r requirements/torch.txt
+"$VENV/bin/python" -m pip install -q ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} -r requirements/torch.txt
 "$VENV/bin/python" -m pip install -q -c requirements/test.txt -e '.[models,test]'
 
 if [ ${#after_venv[@]} -gt 0 ]; then
