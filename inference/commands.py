@@ -58,7 +58,7 @@ def run_worker_command(args) -> int:
         return 2
     except OSError as e:
         if is_connection_failure(e):
-            print(f"animegamer worker: cannot reach the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
+            print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
         else:  # a model file, a folder or a program: named as what it is, with the path
             print(f"animegamer worker: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
