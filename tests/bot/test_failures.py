@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text as sql
 
 from db.runtime import open_database
 from db.engine import make_engine
@@ -98,11 +98,14 @@ async def test_database_down_gives_a_clear_message(world, start_bot, qsettings):
 
 
 async def test_queue_down_writes_nothing(world, start_bot, qsettings):
-    """A database without the job queue's schema: deferring fails, and the turn is not inserted."""
+    """A database whose job queue is gone (its jobs table dropped): deferring fails, and the turn is
+    not inserted."""
     w = world
     with fresh_database() as url:
         engine = make_engine(url)
-        await upgrade(engine, "0001")
+        await upgrade(engine)
+        async with engine.begin() as conn:
+            await conn.execute(sql("DROP TABLE procrastinate_jobs CASCADE"))
         await engine.dispose()
         async with open_database(qsettings, url=url) as db:
             bot = await start_bot(db=db)
