@@ -30,7 +30,6 @@ def run_worker_command(args) -> int:
     from sqlalchemy.exc import DBAPIError
 
     from db.engine import is_connection_failure
-
     from game.catalogue import load_checked_settings as load_settings
     from inference.backends import BackendUnavailable
     from inference.worker import Worker, WorkerStartError
@@ -53,13 +52,10 @@ def run_worker_command(args) -> int:
     except (WorkerStartError, BackendUnavailable) as e:
         print(f"animegamer worker: {e}", file=sys.stderr)
         return 2
-    except DBAPIError as e:
-        print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
-        return 2
-    except OSError as e:
-        if is_connection_failure(e):
+    except (DBAPIError, OSError) as e:
+        if isinstance(e, DBAPIError) or is_connection_failure(e):
             print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
-        else:  # a model file, a folder or a program: named as what it is, with the path
+        else:  # a model file, a folder or a program: named as what it is, with its path
             print(f"animegamer worker: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     return 0
