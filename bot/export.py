@@ -43,7 +43,9 @@ class Export:
 
 async def _ffmpeg(stream) -> None:
     """Run an ffmpeg-python stream with the worker's ffmpeg binary, off the event loop."""
-    args = stream.global_args("-hide_banner", "-loglevel", "error", "-y")
+    # -xerror: without it the concat demuxer stops at a clip it cannot open and still exits 0,
+    # which would deliver a video cut short without a word.
+    args = stream.global_args("-hide_banner", "-loglevel", "error", "-xerror", "-y")
     try:
         await asyncio.to_thread(args.run, cmd=ffmpeg_binary(), capture_stdout=True, capture_stderr=True)
     except ffmpeg.Error as e:

@@ -67,8 +67,9 @@ async def test_unexpected_failure_gives_a_reference_that_is_logged(world, start_
     w = world
     await play_two_turns(w, start_bot, start_worker)
     await posted_turns(sessions, 2)
-    async with sessions() as s, s.begin():  # a stored clip that is not an MP4 at all
-        await s.execute(update(Turn).where(Turn.seq == 1).values(mp4=b"not an mp4 " * 100))
+    async with sessions() as s, s.begin():  # a stored clip that is not an MP4 at all (the last one:
+        # ffmpeg's concat would otherwise stop there and still succeed, with the video cut short)
+        await s.execute(update(Turn).where(Turn.seq == 2).values(mp4=b"not an mp4 " * 100))
 
     with caplog.at_level(logging.ERROR, logger="bot.replies"):
         text = await say(w, w.alice, "export", timeout=60)
@@ -78,6 +79,6 @@ async def test_unexpected_failure_gives_a_reference_that_is_logged(world, start_
     assert "database" not in text
     (record,) = [r for r in caplog.records if ref.group(1) in r.getMessage()]
     assert "export" in record.getMessage() and record.exc_info is not None
-    assert "ffmpeg failed" in str(record.exc_info[1])
+    assert "ffmpeg failed" in str(record.exc_info[1]) and "000002.mp4" in str(record.exc_info[1])
     # a failed export does not start the member's cooldown: the refusal is the same failure again
     assert "reference" in await say(w, w.alice, "export", timeout=60)
