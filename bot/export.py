@@ -1,75 +1,140 @@
 """/export: a session's shots stitched into one MP4 that fits the upload limit.
 
+The clips go from the database to a temporary folder one at a time and the result is uploaded from
+its file, so the bot never holds more than one clip in memory. ffmpeg (through ffmpeg-python) is
+the binary the worker encodes with: the system's, or the static one of the imageio-ffmpeg wheel;
+no ffprobe is needed, because each turn stores its clip's length.
+
 The clips share their encoding (one backend, one encoder), so they are first joined without
 re-encoding; only if that fails or is too large is the video re-encoded, at a bitrate computed
-from the limit and, if needed, at a smaller size.
+from the limit and the stored lengths and, if needed, at a smaller size.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import tempfile
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from game.errors import ExportTooLarge
+import ffmpeg
+
+from db import turns as turn_service
+from game.errors import ExportBusy, ExportCooldown, ExportTooLarge, NothingToExport
 from inference.mp4 import ffmpeg_binary
+
+# Clips stored before turns recorded their length: the released decoder's 17 frames at 8 fps.
+FALLBACK_CLIP_SECONDS = 17 / 8
 
 
 class ExportFailed(RuntimeError):
-    pass
+    """ffmpeg could not join the clips (the message ends with ffmpeg's own words)."""
 
 
-async def _run(*args: str) -> None:
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-    _, err = await proc.communicate()
-    if proc.returncode != 0:
-        raise ExportFailed(err.decode(errors="replace")[-800:])
+@dataclass(frozen=True)
+class Export:
+    path: Path  # the stitched MP4, inside the caller's folder
+    shots: int
+    first_seq: int
+    last_seq: int
 
 
-async def _duration(path: Path) -> float:
-    ffprobe = os.path.join(os.path.dirname(ffmpeg_binary()), "ffprobe")
-    if not os.path.exists(ffprobe):
-        ffprobe = "ffprobe"
-    proc = await asyncio.create_subprocess_exec(
-        ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "json", str(path),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )
-    out, _ = await proc.communicate()
+async def _ffmpeg(stream) -> None:
+    """Run an ffmpeg-python stream with the worker's ffmpeg binary, off the event loop."""
+    # -xerror: without it the concat demuxer stops at a clip it cannot open and still exits 0,
+    # which would deliver a video cut short without a word.
+    args = stream.global_args("-hide_banner", "-loglevel", "error", "-xerror", "-y")
     try:
-        return float(json.loads(out)["format"]["duration"])
-    except (ValueError, KeyError):
-        return 0.0
+        await asyncio.to_thread(args.run, cmd=ffmpeg_binary(), capture_stdout=True, capture_stderr=True)
+    except ffmpeg.Error as e:
+        raise ExportFailed(f"ffmpeg failed: {e.stderr.decode(errors='replace')[-800:].strip()}") from e
 
 
-async def stitch(clips: list[bytes], limit: int) -> bytes:
-    """Join MP4 clips in order into one MP4 of at most `limit` bytes (ExportTooLarge otherwise)."""
-    ff = ffmpeg_binary()
-    with tempfile.TemporaryDirectory(prefix="ag-export-") as tmp:
-        d = Path(tmp)
-        listing = d / "clips.txt"
-        names = []
-        for i, clip in enumerate(clips):
-            p = d / f"{i:05d}.mp4"
-            p.write_bytes(clip)
-            names.append(f"file '{p.name}'")
-        listing.write_text("\n".join(names) + "\n")
-        out = d / "joined.mp4"
-        concat = (ff, "-y", "-v", "error", "-f", "concat", "-safe", "0", "-i", str(listing))
+async def stitch(listing: Path, seconds: float, limit: int, out_dir: Path) -> Path:
+    """Join the clips of an ffconcat `listing` (in order, `seconds` long in all) into one MP4 of at
+    most `limit` bytes; ExportTooLarge if even the smaller re-encode does not fit."""
+
+    def concat():
+        return ffmpeg.input(str(listing), f="concat", safe=0)
+
+    joined = out_dir / "joined.mp4"
+    try:
+        await _ffmpeg(concat().output(str(joined), c="copy", movflags="+faststart"))
+    except ExportFailed:  # clips of different encodings: re-encode them together
+        await _ffmpeg(concat().output(str(joined), vcodec="libx264", pix_fmt="yuv420p", crf=23, movflags="+faststart"))
+    if joined.stat().st_size <= limit:
+        return joined
+    kbps = max(50, int(limit * 8 * 0.85 / max(seconds, 1.0) / 1000))
+    for scale in (1.0, 0.5):
+        small = out_dir / f"small-{scale}.mp4"
+        vf = f"scale=trunc(iw*{scale}/2)*2:trunc(ih*{scale}/2)*2,format=yuv420p"
+        await _ffmpeg(concat().output(str(small), vf=vf, vcodec="libx264", video_bitrate=f"{kbps}k",
+                                      maxrate=f"{kbps}k", bufsize=f"{kbps * 2}k", movflags="+faststart"))
+        if small.stat().st_size <= limit:
+            return small
+    raise ExportTooLarge(limit)
+
+
+async def export_session(sessions: Callable, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
+    """The latest `count` shots of a session stitched under `limit` bytes, in `out_dir`.
+
+    `sessions` is the bot's session factory; each clip is read in its own short transaction and
+    written straight to disk."""
+    async with sessions() as s:
+        shots = await turn_service.exportable_shots(s, session_id, count)
+    lines, written, seconds = [], [], 0.0
+    for shot in shots:
+        async with sessions() as s:
+            data = await turn_service.clip_bytes(s, shot.turn_id)
+        if data is None:  # pruned since it was listed
+            continue
+        path = out_dir / f"{shot.seq:06d}.mp4"
+        await asyncio.to_thread(path.write_bytes, data)
+        del data
+        lines.append(f"file '{path.name}'")
+        written.append(shot)
+        seconds += shot.clip_seconds or FALLBACK_CLIP_SECONDS
+    if not written:
+        raise NothingToExport()
+    listing = out_dir / "clips.ffconcat"
+    listing.write_text("ffconcat version 1.0\n" + "\n".join(lines) + "\n")
+    video = await stitch(listing, seconds, limit, out_dir)
+    return Export(video, len(written), written[0].seq, written[-1].seq)
+
+
+class ExportLimiter:
+    """Per-member rate limit of /export: one stitch at a time per member, a pause of
+    `cooldown` seconds after each delivered video, and at most `parallel` stitches bot-wide
+    (the rest wait their turn; each is a CPU-bound ffmpeg run)."""
+
+    def __init__(self, cooldown: float, parallel: int = 2, clock: Callable[[], float] = time.monotonic):
+        self.cooldown = cooldown
+        self.clock = clock
+        self._running: set[int] = set()
+        self._last: dict[int, float] = {}
+        self._slots = asyncio.Semaphore(parallel)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, user_id: int) -> AsyncIterator[None]:
+        """Raise the refusal if `user_id` may not export now; else run the body in a slot. Only a
+        body that completes starts the cooldown: a refused or failed export costs nothing."""
+        if user_id in self._running:
+            raise ExportBusy()
+        left = self._last.get(user_id, float("-inf")) + self.cooldown - self.clock()
+        if left > 0:
+            raise ExportCooldown(left)
+        self._running.add(user_id)
         try:
-            await _run(*concat, "-c", "copy", "-movflags", "+faststart", str(out))
-        except ExportFailed:  # clips of different encodings: re-encode them together
-            await _run(*concat, "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "23", "-movflags", "+faststart", str(out))
-        if out.stat().st_size <= limit:
-            return out.read_bytes()
-        seconds = await _duration(out) or max(1.0, len(clips) * 2.125)
-        for scale in (1.0, 0.5):
-            kbps = max(50, int(limit * 8 * 0.85 / seconds / 1000))
-            small = d / f"small-{scale}.mp4"
-            vf = f"scale=trunc(iw*{scale}/2)*2:trunc(ih*{scale}/2)*2,format=yuv420p"
-            await _run(*concat, "-vf", vf, "-c:v", "libx264", "-b:v", f"{kbps}k", "-maxrate", f"{kbps}k",
-                       "-bufsize", f"{kbps * 2}k", "-movflags", "+faststart", str(small))
-            if small.stat().st_size <= limit:
-                return small.read_bytes()
-        raise ExportTooLarge(limit)
+            async with self._slots:
+                yield
+            self._last[user_id] = self.clock()
+            self._forget_expired()
+        finally:
+            self._running.discard(user_id)
+
+    def _forget_expired(self) -> None:
+        now = self.clock()
+        for uid in [u for u, t in self._last.items() if now - t >= self.cooldown]:
+            del self._last[uid]

@@ -12,7 +12,7 @@ import discord
 from discord import app_commands
 
 from db.transient import is_transient
-from game.errors import GameError, InternalError, ServiceDown, TextRefused
+from game.errors import GameError, InternalError, ServiceDown, TextRefused, new_reference
 from game.sanitize import InputRefused
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,13 @@ async def report(interaction: discord.Interaction, exc: BaseException) -> None:
     """Answer a failed command or button with what to do next."""
     err = as_game_error(exc)
     if err is None:
-        log.error("unexpected error in %s", interaction.command or interaction.data, exc_info=exc)
-        await send_ephemeral(interaction, InternalError().message)
+        if isinstance(exc, app_commands.CommandInvokeError):
+            exc = exc.original
+        ref = new_reference()
+        where = interaction.command.qualified_name if interaction.command else interaction.data
+        log.error("internal error (reference %s) in %s by user %s in channel %s", ref, where,
+                  interaction.user.id, interaction.channel_id, exc_info=exc)
+        await send_ephemeral(interaction, InternalError(ref).message)
     else:
         # Refusals quote what people typed (names, reasons): shown as typed, not as Markdown.
         await send_ephemeral(interaction, discord.utils.escape_markdown(err.message))

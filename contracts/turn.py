@@ -51,3 +51,4 @@ class TurnResult:
     representation: np.ndarray | None = None  # (226, 1920) float32
     is_preview: bool = False
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    clip_seconds: float | None = None  # the MP4's length: its frames / its fps

@@ -211,6 +211,7 @@ class Turn(Base):
     representation: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     mp4: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     mp4_size: Mapped[int | None] = mapped_column(Integer)
+    clip_seconds: Mapped[float | None] = mapped_column(Float)  # the clip's length (frames / fps)
     blobs_pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str | None] = mapped_column(Text)
     timings: Mapped[dict | None] = mapped_column(JSONB)  # seconds: queue_wait, mllm, decoder, encode, total

@@ -73,8 +73,10 @@ def _own_class(exc: BaseException) -> str | None:
         return "connection_lost"
     if isinstance(exc, ConnectionRefusedError):
         return "connection_refused"
-    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+    if isinstance(exc, (ConnectionResetError, ConnectionAbortedError)):
         return "connection_reset"
+    if isinstance(exc, BrokenPipeError):  # a subprocess that died (ffmpeg): drivers wrap their own sockets' errors
+        return None
     if isinstance(exc, (ConnectionError, socket.gaierror)):
         return "connection_lost"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -82,8 +84,6 @@ def _own_class(exc: BaseException) -> str | None:
     # Drivers' own "the connection is unusable" errors, by class name (asyncpg, psycopg).
     if name in ("ConnectionDoesNotExistError", "ConnectionFailureError", "ClientConnectionError"):
         return "connection_lost"
-    if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
-        return "connection_lost"  # a socket error the driver did not wrap
     return None
 
 

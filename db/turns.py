@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import func, or_, select, update
@@ -158,6 +158,31 @@ async def history(s: AsyncSession, session_id: int, count: int = 10, *, blobs: b
     return list(reversed((await s.scalars(q)).all()))
 
 
+@dataclass(frozen=True)
+class Shot:
+    """A finished turn's clip as /export lists it; the bytes are read one clip at a time."""
+
+    turn_id: int
+    seq: int
+    clip_seconds: float | None  # None for clips stored before the length was recorded
+
+
+async def exportable_shots(s: AsyncSession, session_id: int, count: int) -> list[Shot]:
+    """The latest `count` finished turns of a session that still have their clip, oldest first."""
+    q = (
+        select(Turn.id, Turn.seq, Turn.clip_seconds)
+        .where(Turn.session_id == session_id, Turn.status == "done", Turn.mp4_size.is_not(None), Turn.blobs_pruned_at.is_(None))
+        .order_by(Turn.seq.desc())
+        .limit(count)
+    )
+    return [Shot(*row) for row in reversed((await s.execute(q)).all())]
+
+
+async def clip_bytes(s: AsyncSession, turn_id: int) -> bytes | None:
+    """One turn's MP4 (None once pruned)."""
+    return await s.scalar(select(Turn.mp4).where(Turn.id == turn_id))
+
+
 async def session_of(s: AsyncSession, turn: Turn) -> GameSession:
     return await s.get(GameSession, turn.session_id)
 
@@ -264,6 +289,7 @@ async def complete_turn(s: AsyncSession, turn_id: int, result: TurnResult, backe
     turn.representation = None if result.representation is None else representation.encode(result.representation)
     turn.mp4 = result.mp4
     turn.mp4_size = None if result.mp4 is None else len(result.mp4)
+    turn.clip_seconds = None if result.mp4 is None else result.clip_seconds
     turn.timings = {k: round(float(v), 4) for k, v in result.timings.items()}
     turn.finished_at = func.now()
     await s.flush()
@@ -333,7 +359,7 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
                 .values(**st, updated_at=func.now())
             )
     for col in ("motion_level", "delta_social", "delta_entertainment", "delta_stamina", "motion_scope",
-                "states_before", "states_after", "representation", "mp4", "mp4_size", "error", "timings",
+                "states_before", "states_after", "representation", "mp4", "mp4_size", "clip_seconds", "error", "timings",
                 "started_at", "finished_at", "posted_message_id", "posted_at", "post_claimed_at",
                 "post_claimed_by", "status_message_id", "backend"):
         setattr(turn, col, None)

@@ -8,6 +8,9 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
+# The locked dependencies first (their own layer, rebuilt only when the lock changes).
+COPY requirements/bot.txt requirements/bot.txt
+RUN pip install --no-cache-dir -r requirements/bot.txt
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
 COPY contracts/ contracts/
@@ -18,8 +21,9 @@ COPY migrations/ migrations/
 COPY inference/ inference/
 COPY bot/ bot/
 COPY play/ play/
-# Non-editable install: the venv alone is copied to the final image.
-RUN pip install --no-cache-dir .
+# Non-editable install without dependencies (they are locked above): the venv alone is copied to
+# the final image. pip check fails the build if the lock misses one.
+RUN pip install --no-cache-dir --no-deps . && pip check
 
 FROM ${PYTHON_IMAGE}
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 \

@@ -10,7 +10,6 @@
 ARG CUDA_IMAGE=nvidia/cuda:13.0.0-runtime-ubuntu24.04
 
 FROM ${CUDA_IMAGE}
-ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=https://pypi.org/simple
 ENV DEBIAN_FRONTEND=noninteractive PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -24,12 +23,14 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv ffmpeg ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
-# torch first, pinned, from the chosen index, so the project's looser `torch>=` is satisfied
-# and pip does not pick another build.
-RUN python3 -m venv /opt/venv \
-    && pip install --no-cache-dir --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"
-
+# torch first, at requirements/torch.txt's version, from the chosen index, so the project's looser
+# `torch>=` is satisfied and pip does not pick another build; then the locked `models` extra
+# (which leaves torch and its CUDA packages as they are).
 WORKDIR /src
+COPY requirements/torch.txt requirements/models.txt requirements/
+RUN python3 -m venv /opt/venv \
+    && pip install --no-cache-dir --index-url "${TORCH_INDEX_URL}" -r requirements/torch.txt \
+    && pip install --no-cache-dir -r requirements/models.txt
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
 COPY contracts/ contracts/
@@ -40,9 +41,10 @@ COPY migrations/ migrations/
 COPY inference/ inference/
 COPY bot/ bot/
 COPY play/ play/
-# The project itself, from the build context (its dependency ranges live in pyproject.toml).
-# hadolint ignore=DL3013
-RUN pip install --no-cache-dir ".[models]" \
+# The project itself, from the build context, without dependencies (they are locked above);
+# pip check fails the build if the lock misses one.
+RUN pip install --no-cache-dir --no-deps . \
+    && pip check \
     && python -c "import torch, transformers, diffusers, peft" \
     && rm -rf /src
 

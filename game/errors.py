@@ -6,7 +6,9 @@ here, once.
 
 from __future__ import annotations
 
+
 import math
+import secrets
 
 
 def size_text(n: int) -> str:
@@ -220,6 +222,21 @@ class ExportTooLarge(GameError):
         )
 
 
+class ExportBusy(GameError):
+    code = "export_busy"
+
+    def __init__(self) -> None:
+        super().__init__("Your previous /export is still being stitched. Wait for it to arrive, then try again.")
+
+
+class ExportCooldown(GameError):
+    code = "export_cooldown"
+
+    def __init__(self, seconds_left: float) -> None:
+        self.seconds_left = seconds_left
+        super().__init__(f"You exported a video a moment ago; you can export again in {math.ceil(seconds_left)} s.")
+
+
 class PlayerNotInGame(GameError):
     code = "player_not_in_game"
 
@@ -234,13 +251,23 @@ class GameEnded(GameError):
         super().__init__("That turn belongs to a game that has ended (reset or archived). Play on with /act.")
 
 
+def new_reference() -> str:
+    """A short id that ties what a person is shown to the logged traceback (8 hex digits)."""
+    return secrets.token_hex(4)
+
+
 class InternalError(GameError):
-    """A bug on our side (logged); the member is told to retry or tell an admin."""
+    """A bug on our side, logged with its traceback under `reference`; the member is told to retry
+    or to give an admin the reference, which finds the traceback in the log."""
 
     code = "internal"
 
-    def __init__(self) -> None:
-        super().__init__("Something went wrong on our side. Please try again; if it keeps failing, tell a server admin.")
+    def __init__(self, reference: str) -> None:
+        self.reference = reference
+        super().__init__(
+            f"Something went wrong on our side (reference {reference}). Please try again; if it keeps "
+            "failing, tell a server admin and give them the reference."
+        )
 
 
 class OutOfRange(GameError):

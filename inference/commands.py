@@ -31,6 +31,7 @@ def register(sub) -> None:
 def run_worker_command(args) -> int:
     from sqlalchemy.exc import DBAPIError
 
+    from db.transient import is_transient
     from game.catalogue import film_selection, load_checked_settings as load_settings
     from game.errors import UnknownFilm
     from inference.backends import BackendUnavailable
@@ -59,7 +60,10 @@ def run_worker_command(args) -> int:
     except (WorkerStartError, BackendUnavailable) as e:
         print(f"animegamer worker: {e}", file=sys.stderr)
         return 2
-    except (OSError, DBAPIError) as e:
-        print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
+    except (DBAPIError, OSError) as e:
+        if isinstance(e, DBAPIError) or is_transient(e):
+            print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
+        else:  # a model file, a folder or a program: named as what it is, with its path
+            print(f"animegamer worker: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     return 0

@@ -11,7 +11,7 @@ import logging
 from aiohttp import web
 
 from db.transient import classify, is_transient
-from game.errors import GameError, InternalError, ServiceDown
+from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ async def errors_middleware(request: web.Request, handler):
             log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
             down = ServiceDown()
             return json_error(503, down.code, down.message)
-        log.exception("%s %s failed", request.method, request.path)
-        bug = InternalError()
+        ref = new_reference()
+        log.exception("%s %s failed (reference %s)", request.method, request.path, ref)
+        bug = InternalError(ref)
         return json_error(500, bug.code, bug.message)

@@ -93,6 +93,7 @@ class Settings(BaseSettings):
     films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
     max_instruction_len: int = Field(300, ge=40, le=2000)
     cooldown_seconds: float = Field(15.0, ge=0)
+    export_cooldown_seconds: float = Field(60.0, ge=0)  # per member, after each delivered /export
     backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
     idle_pause_minutes: float = Field(120.0, gt=0)
     blob_retention_days: float = Field(30.0, gt=0)

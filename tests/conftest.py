@@ -18,6 +18,15 @@ APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_session
 QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 
 
+def pytest_sessionstart(session):
+    """Say which Postgres the tests use (shown with -q too)."""
+    from tests import pg
+
+    line = f"postgres: {pg.describe()}"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    reporter.write_line(line) if reporter else print(line)
+
+
 @pytest.fixture(scope="session")
 def database_url():
     """One migrated database for the whole test session (tests clean their rows)."""

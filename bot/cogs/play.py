@@ -6,8 +6,9 @@ than Discord's 3 s; what the whole channel should see is sent to the channel."""
 
 from __future__ import annotations
 
-import io
 import logging
+import tempfile
+from pathlib import Path
 
 import discord
 from discord import app_commands
@@ -15,17 +16,17 @@ from discord.ext import commands
 
 from bot import checks
 from bot.embeds import esc, history_embed, states_embed
-from bot.export import stitch
+from bot.export import ExportLimiter, export_session
 from bot.status import position_text
 from db import games as past_games, guilds, sessions as game_sessions, turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
-from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
+from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter
 from game.instruction import build_instruction
 
 log = logging.getLogger(__name__)
 
-EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video)
+EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video; read one clip at a time)
 
 
 def split_names(text: str | None) -> list[str]:
@@ -37,6 +38,7 @@ class Play(commands.Cog):
 
     def __init__(self, bot) -> None:
         self.bot = bot
+        self.exports = ExportLimiter(bot.settings.export_cooldown_seconds)
 
     # --- shared look-ups
 
@@ -256,19 +258,18 @@ class Play(commands.Cog):
     @app_commands.describe(game="A game's number from /games (default: the current game)")
     async def export(self, interaction: discord.Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        async with self.bot.db.sessions() as s:
-            gs = await self._game(s, interaction, game)
-            # The latest EXPORT_MAX shots at most: their clips are held in memory while stitching.
-            turns = [t for t in await turn_service.history(s, gs.id, count=EXPORT_MAX, blobs=True) if t.status == "done" and t.mp4]
-        if not turns:
-            raise NothingToExport()
-        video = await stitch([t.mp4 for t in turns], interaction.filesize_limit)
-        film = display_film(gs.film_id)
-        await interaction.followup.send(
-            f"{film.title}: {len(turns)} shot(s), turns #{turns[0].seq} to #{turns[-1].seq}.",
-            file=discord.File(io.BytesIO(video), filename=f"{film.id}-game-{gs.id}.mp4"),
-            ephemeral=True,
-        )
+        async with self.exports.hold(interaction.user.id):
+            async with self.bot.db.sessions() as s:
+                gs = await self._game(s, interaction, game)
+            film = display_film(gs.film_id)
+            with tempfile.TemporaryDirectory(prefix="animegamer-export-") as tmp:
+                done = await export_session(self.bot.db.sessions, gs.id, count=EXPORT_MAX,
+                                            limit=interaction.filesize_limit, out_dir=Path(tmp))
+                await interaction.followup.send(
+                    f"{film.title}: {done.shots} shot(s), turns #{done.first_seq} to #{done.last_seq}.",
+                    file=discord.File(done.path, filename=f"{film.id}-game-{gs.id}.mp4"),
+                    ephemeral=True,
+                )
 
 
 async def setup(bot) -> None:

@@ -142,10 +142,11 @@ class AnimeGamerBackend:
         timings["decode"] = time.perf_counter() - t1
         progress(0.9, "encode")
         t2 = time.perf_counter()
-        mp4 = encode_mp4(frames, fps=int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS))
+        fps = int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS)
+        mp4 = encode_mp4(frames, fps=fps)
         timings["encode"] = time.perf_counter() - t2
         progress(1.0, "done")
-        return TurnResult(prediction, scope, mp4, rep, timings=timings)
+        return TurnResult(prediction, scope, mp4, rep, timings=timings, clip_seconds=len(frames) / fps)
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""

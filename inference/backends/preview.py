@@ -104,7 +104,8 @@ class PreviewBackend:
             timings["encode"] = time.perf_counter() - t2
         progress(1.0, "done")
         timings["generate"] = time.perf_counter() - t0
-        return TurnResult(prediction=pred, motion_scope=scope, mp4=mp4, representation=None, is_preview=True, timings=timings)
+        return TurnResult(prediction=pred, motion_scope=scope, mp4=mp4, representation=None, is_preview=True,
+                          timings=timings, clip_seconds=self.frames / self.fps)
 
     # --- drawing
 

@@ -52,7 +52,6 @@ def _wrapped_by_sqlalchemy(cause: BaseException, invalidated: bool = False) -> B
         (psycopg.errors.lookup("53300")("sorry, too many clients already"), "too_many_connections"),
         (asyncpg.exceptions.TooManyConnectionsError("too many connections for role"), "too_many_connections"),
         (ConnectionResetError(104, "Connection reset by peer"), "connection_reset"),
-        (BrokenPipeError(32, "Broken pipe"), "connection_reset"),
         (ConnectionRefusedError(111, "Connection refused"), "connection_refused"),
         (psycopg_pool.PoolTimeout("couldn't get a connection after 10.00 sec"), "pool_timeout"),
         (sa_exc.TimeoutError("QueuePool limit of size 5 overflow 10 reached"), "pool_timeout"),
@@ -84,6 +83,8 @@ def test_invalidated_connection_is_transient():
         ValueError("bad"),
         KeyError("k"),
         FileNotFoundError(2, "No such file"),
+        OSError(28, "No space left on device"),  # a full disk says nothing about the database
+        BrokenPipeError(32, "Broken pipe"),  # a subprocess that died (drivers wrap their sockets' errors)
         asyncio.CancelledError(),
         procrastinate_exceptions.ConnectorException(),  # nothing underneath
     ],

@@ -174,5 +174,11 @@ def test_bot_image_has_no_models_extra_and_worker_has():
     worker = (DOCKER / "worker.Dockerfile").read_text()
     instructions = [line for line in bot.splitlines() if not line.lstrip().startswith("#")]
     assert not any("[models]" in line or "torch" in line for line in instructions)
-    assert '".[models]"' in worker and "torch==" in worker and "ffmpeg" in worker
+    assert "-r requirements/bot.txt" in bot
+    bot_lock = (DOCKER.parent / "requirements" / "bot.txt").read_text()
+    assert not re.search(r"^(torch|transformers|diffusers|peft)==", bot_lock, re.M)
+    # the worker: torch at requirements/torch.txt's version first, then the locked `models` extra
+    assert worker.index("-r requirements/torch.txt") < worker.index("-r requirements/models.txt")
+    models_lock = (DOCKER.parent / "requirements" / "models.txt").read_text()
+    assert re.search(r"^transformers==", models_lock, re.M) and "ffmpeg" in worker
     assert re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:[\w.]+-runtime-", worker, re.M)

@@ -26,7 +26,8 @@ from tests.play.helpers import ARTIFACTS, PlayProcess, ffprobe, play_env, save_a
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# The system's Chromium (Debian's package); None: Playwright's own (`playwright install chromium`).
+CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",

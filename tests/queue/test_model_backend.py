@@ -131,3 +131,25 @@ def test_per_model_devices_and_memory_mode_are_routed(msettings):
     low = msettings.model_copy(update={"memory_mode": "low_vram"})
     backend = make_backend(low, "animegamer", films=["qiqi"])
     assert backend.settings.quantize == "int8"
+
+
+def test_missing_decoder_weights_are_named_not_the_database(models_root, database_url, tmp_path):
+    """A decoder folder without its weights stops `animegamer worker` with diffusers' error about
+    the file, never with a word about the database (which is up)."""
+    import shutil
+    import sys
+
+    from tests.queue.helpers import ROOT, worker_env
+
+    root = tmp_path / "models"
+    shutil.copytree(models_root, root)
+    transformer = film_paths(root, FILMS["qiqi"]).decoder / "transformer"
+    for weights in transformer.glob("diffusion_pytorch_model*"):
+        weights.unlink()
+    env = worker_env(database_url, models_dir=root, device="cpu", dtype="float32", metrics_port=0)
+    cmd = [sys.executable, "-m", "animegamer.cli", "worker", "--backend", "animegamer", "--film", "qiqi", "--no-migrate"]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("animegamer worker: cannot start: OSError:") and str(transformer) in last, last
+    assert "database" not in last.lower() and "DATABASE_URL" not in done.stderr

@@ -1,7 +1,7 @@
 """vote mode: per-channel mode, rounds (deadline in the row), proposals, one ballot per member
 
-Revision ID: 0003_community
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-30 23:56:02.384684
 """
 
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = '0003_community'
-down_revision = '0002'
+revision = '0004'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
