@@ -13,16 +13,32 @@ from tests.bot.helpers import audit_actions, field, is_result, posted_turns, res
 from tests.queue.helpers import wait_until
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
+EDITS = ("PATCH", "/channels/{channel_id}/messages/{message_id}")
 
 
 def result_posts(server, turn_id: int):
+    """New messages carrying the turn's post (only when its status message is missing)."""
     return [r for r in server.requests_to(*RESULT_POSTS) if f"ag:regen:{turn_id}" in str(r.json.get("components"))]
+
+
+def post_edits(server, message_id: int):
+    """Edits that turned a status message into its post (they upload the clip)."""
+    return [r for r in server.requests_to(*EDITS) if r.files and r.params["message_id"] == str(message_id)]
 
 
 async def setup_game(w) -> None:
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     await say(w, w.alice, "game start")
     await say(w, w.alice, "game join", {"character": "qiqi"})
+
+
+async def _lose_the_mark(sessions, turn_id: int) -> None:
+    """As if the poster died after Discord had the post but before the database recorded it, and
+    its claim's lease then ran out."""
+    async with sessions.begin() as s:
+        await s.execute(
+            update(Turn).where(Turn.id == turn_id).values(posted_at=None, posted_message_id=None, post_claimed_at=func.now() - text("interval '10 minutes'"))
+        )
 
 
 async def test_restart_between_finish_and_post(world, start_bot, start_worker, sessions):
@@ -37,27 +53,49 @@ async def test_restart_between_finish_and_post(world, start_bot, start_worker, s
     await wait_until(lambda: _all_done(sessions), timeout=30)
     assert results(w) == []
 
-    await start_bot()  # the sweep at start posts what was missed
+    await start_bot()  # the sweep at start posts what was missed, into the turn's status message
     first = await result(w, 1)
     (turn,) = await posted_turns(sessions, 1)
-    assert turn.posted_message_id == first.id and first.attachments[0].data == turn.mp4
-    await server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · posted")
+    assert turn.posted_message_id == first.id == turn.status_message_id and first.attachments[0].data == turn.mp4
     await asyncio.sleep(2.5)  # two more sweeps and wake-ups: nothing is posted twice
-    assert len(results(w)) == 1 and len(result_posts(server, turn.id)) == 1
+    assert len(results(w)) == 1 and len(post_edits(server, first.id)) == 1 and result_posts(server, turn.id) == []
 
-    # A poster that died between channel.send and mark_posted: its claim expires and the turn is
-    # sent again with the same nonce, which Discord (enforce_nonce) answers with the first message.
-    async with sessions.begin() as s:
-        await s.execute(
-            update(Turn).where(Turn.id == turn.id).values(posted_at=None, posted_message_id=None, post_claimed_at=func.now() - text("interval '10 minutes'"))
-        )
+    # A poster that died between the edit and mark_posted: the claim expires and the same message
+    # is edited again (an edit is idempotent), however long after.
+    await _lose_the_mark(sessions, turn.id)
     await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
-    first_send, again = result_posts(server, turn.id)
-    assert again.json["nonce"] == first_send.json["nonce"] and again.json["enforce_nonce"] is True
-    # Discord returned the first message: still one post in the channel, and it is the one recorded.
+    assert len(post_edits(server, first.id)) == 2 and result_posts(server, turn.id) == []
     assert len(results(w)) == 1
     (turn,) = await posted_turns(sessions, 1)
     assert turn.posted_message_id == first.id
+
+
+async def test_deleted_status_message_is_replaced_once(world, start_bot, start_worker, sessions):
+    """Someone deleted the status message: the post is sent as a new message (with a nonce) and
+    recorded at once; a re-post after a lost mark finds that message in the channel instead of
+    sending again, even once Discord has forgotten the nonce."""
+    w, server = world, world.server
+    bot = await start_bot()
+    await setup_game(w)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await stop_bot(w, bot)
+    (turn,) = await turns_of(sessions)
+    server._delete_message(server.messages[turn.status_message_id])  # as a moderator would
+
+    await start_worker(films=["qiqi"])
+    await start_bot()
+    posted = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert posted.id != turn.status_message_id and turn.posted_message_id == posted.id
+    (send,) = result_posts(server, turn.id)
+    assert send.json["nonce"] and send.json["enforce_nonce"] is True
+
+    server._nonces.clear()  # Discord keeps nonces only a few minutes
+    await _lose_the_mark(sessions, turn.id)
+    await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
+    assert len(result_posts(server, turn.id)) == 1 and len(results(w)) == 1
+    (turn,) = await posted_turns(sessions, 1)
+    assert turn.posted_message_id == posted.id
 
 
 async def _all_done(sessions) -> bool:
