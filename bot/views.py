@@ -98,7 +98,9 @@ class RegenerateButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], t
             latest = await turn_service.latest_turn(s, gs.id)
             if latest.id != turn.id:
                 raise NotLatestTurn(turn.seq, latest.seq)
-            old_message = turn.posted_message_id
+            # The take's message (its status message, edited into the post; the post may be
+            # visible a moment before it is recorded).
+            old_message = turn.posted_message_id or turn.status_message_id
             turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
             position = await bot.queue.position(s, turn)
             await _audit_if_moderator(s, interaction, turn, "regenerate_turn")

@@ -388,7 +388,8 @@ async def mark_posted(s: AsyncSession, turn_id: int, message_id: int | None, err
     """The turn is done with: in `message_id`, or (None) not in Discord, `error` saying why."""
     await s.execute(
         update(Turn)
-        .where(Turn.id == turn_id)
+        # Only a finished turn: one regenerated meanwhile (queued again) is posted afresh later.
+        .where(Turn.id == turn_id, Turn.status.in_(("done", "failed")))
         .values(posted_message_id=message_id, posted_at=func.now(), post_retry_at=None, post_error=error and error[:2000])
     )
 
