@@ -272,11 +272,14 @@ class Notifier:
         the turn's result."""
         custom_id = f"ag:regen:{turn.id}"
         after = turn.finished_at - timedelta(seconds=1) if turn.finished_at else None
-        async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=after):
-            if m.author.id == self.bot.user.id and any(
-                getattr(c, "custom_id", None) == custom_id for row in m.components for c in getattr(row, "children", [row])
-            ):
-                return m.id
+        try:
+            async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=after):
+                if m.author.id == self.bot.user.id and any(
+                    getattr(c, "custom_id", None) == custom_id for row in m.components for c in getattr(row, "children", [row])
+                ):
+                    return m.id
+        except discord.Forbidden:  # no Read Message History here: the nonce is all there is
+            log.info("turn %s: cannot read channel %s's history to look for an earlier post", turn.id, channel.id)
         return None
 
     async def _failed(self, turn: Turn, gs: GameSession, channel, error: BaseException) -> None:
