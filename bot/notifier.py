@@ -74,6 +74,7 @@ class Notifier:
         self._tasks: list[asyncio.Task] = []
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self.listening = asyncio.Event()  # set once LISTEN is in place (the caches can be trusted)
 
     def start(self) -> None:
         self._tasks = [
@@ -109,6 +110,7 @@ class Notifier:
 
     async def _on_connect(self) -> None:
         self.bot.config.clear()  # configuration changes may have been missed
+        self.listening.set()
         self.wake()  # sweep for what finished while we were not listening
 
     async def _listen(self) -> None:

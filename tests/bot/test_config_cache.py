@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from sqlalchemy import event
 
-from db import guilds, sessions as game_sessions
+from db import guilds, notify, sessions as game_sessions
 from game.catalogue import FILMS
 from tests.bot.helpers import say
 
@@ -29,6 +30,32 @@ def counted_queries(engine):
         event.remove(engine.sync_engine, "before_cursor_execute", count)
 
 
+async def bot_world_wait(predicate, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "the bot did not handle the marker NOTIFY"
+        await asyncio.sleep(0.02)
+
+
+async def settled(bot, sessions) -> None:
+    """Wait until the bot has handled every NOTIFY sent so far: they arrive in order, so once a
+    marker sent now is handled, the earlier ones (which drop cache entries) are too."""
+    seen: list = []
+    handle = bot.config.config_changed
+
+    def spy(guild_id):
+        seen.append(guild_id)
+        handle(guild_id)
+
+    bot.config.config_changed = spy
+    try:
+        async with sessions.begin() as s:
+            await notify.notify(s, notify.CONFIG_CHANGED, guild_id=0)
+        await bot_world_wait(lambda: 0 in seen)
+    finally:
+        bot.config.config_changed = handle
+
+
 async def choices(w, member, command: str, options: dict, focused: str) -> list[str]:
     h = await w.server.autocomplete(w.guild, w.games, member, command, options, focused=focused)
     return [c["name"] for c in (await h.wait_response()).choices]
@@ -37,9 +64,11 @@ async def choices(w, member, command: str, options: dict, focused: str) -> list[
 async def test_keystrokes_do_not_query_and_writes_are_seen(world, start_bot, bot_db, sessions, qsettings):
     w = world
     bot = await start_bot()
+    await asyncio.wait_for(bot.notifier.listening.wait(), 10)  # (re)connecting LISTEN empties the cache
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     await say(w, w.alice, "game start")
     await say(w, w.alice, "game join", {"character": "qiqi"})
+    await settled(bot, sessions)
     assert "Jiji" in await choices(w, w.bob, "game join", {"character": ""}, "character")  # warms the cache
 
     with counted_queries(bot_db.engine) as queries:
@@ -49,7 +78,7 @@ async def test_keystrokes_do_not_query_and_writes_are_seen(world, start_bot, bot
             assert await choices(w, w.alice, "act", {"motion": "x", "with": typed}, "with") == ["Jiji"]
         assert "Qiqi (played by alice)" in await choices(w, w.bob, "game join", {"character": ""}, "character")
         assert RIGHTS in await say(w, w.carol, "mod pause")  # the rights check reads the cached roles
-    assert queries == []
+    assert queries == [], queries
 
     # A write through the bot is seen by the next keystroke.
     assert "Jiji" not in await say(w, w.erin, "admin character", {"character": "jiji", "enabled": False})
