@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from sqlalchemy import func, text, update
 
 from db.models import Turn
@@ -80,7 +82,11 @@ async def test_deleted_status_message_is_replaced_once(world, start_bot, start_w
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     await stop_bot(w, bot)
     (turn,) = await turns_of(sessions)
-    server._delete_message(server.messages[turn.status_message_id])  # as a moderator would
+    async with aiohttp.ClientSession() as http:  # deleted through the API, as a moderator would
+        url = f"{server.api_base}/channels/{w.games.id}/messages/{turn.status_message_id}"
+        async with http.delete(url, headers={"Authorization": f"Bot {server.token}"}) as r:
+            assert r.status == 204
+    assert server.messages[turn.status_message_id].deleted
 
     await start_worker(films=["qiqi"])
     await start_bot()
