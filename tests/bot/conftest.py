@@ -55,6 +55,8 @@ async def world():
             for bot, task in w.bots:
                 if not bot.is_closed():
                     await stop_client(bot, task)
+        # The fake serves only the routes the bot uses: a new call needs a handler there (@route).
+        assert not server.unhandled, f"the bot called routes the fake Discord lacks: {server.unhandled}"
 
 
 @pytest_asyncio.fixture

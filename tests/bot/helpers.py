@@ -38,6 +38,15 @@ async def say(w, member, name: str, options: dict | None = None, channel=None, t
     return text
 
 
+async def setup_game(w, *players, channel=None) -> None:
+    """erin sets the guild's film (Qiqi), alice starts a game; each (member, character) joins it
+    (default: alice plays qiqi)."""
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, w.alice, "game start", channel=channel)
+    for member, character in players or [(w.alice, "qiqi")]:
+        await say(w, member, "game join", {"character": character}, channel=channel)
+
+
 def is_result(m: FakeMessage, seq: int | None = None) -> bool:
     """A posted turn (done or failed): it carries a Regenerate button."""
     if not any(c.startswith("ag:regen:") for c in m.custom_ids) or not m.embeds:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from db import sessions as game_sessions
-from tests.bot.helpers import field, result, results, say, status_message, turns_of
+from tests.bot.helpers import field, result, results, say, setup_game, status_message, turns_of
 
 
 async def test_two_channels_play_at_once(world, start_bot, start_worker, sessions):
@@ -63,9 +63,7 @@ async def test_queued_status_messages_follow_the_queue(world, start_bot, start_w
     """A turn waiting behind others shows its place, and the message moves up as the queue does."""
     w = world
     await start_bot()
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, w.alice, "game join", {"character": "qiqi"})
+    await setup_game(w)
     await say(w, w.bob, "game start", channel=w.games2)
     await say(w, w.bob, "game join", {"character": "jiji"}, channel=w.games2)
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})

@@ -11,7 +11,7 @@ from db.models import GameSession, Turn
 from inference.backend import BackendError
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot
-from tests.bot.helpers import field, patches_with_files, posted_turns, result, say, turn_messages
+from tests.bot.helpers import field, patches_with_files, posted_turns, result, say, setup_game, turn_messages
 from tests.pg import fresh_database
 
 NOT_REACHABLE = "is not reachable right now. Nothing was changed; please try again shortly."
@@ -27,18 +27,11 @@ class ExplodingPreview(PreviewBackend):
         return super().generate(request, progress)
 
 
-async def setup_game(w, *players) -> None:
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    for member, character in players:
-        await say(w, member, "game join", {"character": character})
-
-
 async def test_failed_turn_is_announced_with_its_reason(world, start_bot, start_worker, sessions):
     w = world
     await start_bot()
     await start_worker(films=["qiqi"], backend=ExplodingPreview(width=96, height=64))
-    await setup_game(w, (w.alice, "qiqi"))
+    await setup_game(w)
 
     await say(w, w.alice, "act", {"motion": "explode", "background": "town"})
     failed = await result(w, 1)
@@ -64,7 +57,7 @@ async def test_clips_over_the_upload_limit(world, start_bot, start_worker, sessi
     w, server = world, world.server
     await start_bot()
     await start_worker(films=["qiqi"])
-    await setup_game(w, (w.alice, "qiqi"))
+    await setup_game(w)
 
     # the limit the bot learnt from the interaction is below the clip: the embed says so
     w.guild.upload_limit = 2048
@@ -112,7 +105,7 @@ async def test_queue_down_writes_nothing(world, start_bot, qsettings):
         await engine.dispose()
         async with open_database(qsettings, url=url) as db:
             bot = await start_bot(db=db)
-            await setup_game(w, (w.alice, "qiqi"))
+            await setup_game(w)
             text = await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
             assert text == f"Sorry, the generation queue {NOT_REACHABLE}"
             async with db.sessions() as s:

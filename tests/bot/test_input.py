@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from discord.utils import escape_markdown
 
-from tests.bot.helpers import posted_turns, result, say, turns_of
+from tests.bot.helpers import posted_turns, result, say, setup_game, turns_of
 
 
 async def test_hostile_act_text(world, start_bot, start_worker, sessions):
@@ -13,9 +13,7 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
     await start_bot()
     await start_worker(films=["qiqi"])
     mallory = w.guild.create_member("**mal_lory**")
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, mallory, "game join", {"character": "jiji"})
+    await setup_game(w, (mallory, "jiji"))
     joined = await server.wait_for_message(w.games, lambda m: "plays Jiji" in m.content)
     assert joined.content == "\\*\\*mal\\_lory\\*\\* plays Jiji."
 

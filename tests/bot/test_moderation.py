@@ -9,7 +9,7 @@ from sqlalchemy import func, text, update
 from db import sessions as game_sessions
 from db.models import GameSession
 from game.states import CharacterState
-from tests.bot.helpers import audit_actions, field, say, status_message, turns_of
+from tests.bot.helpers import audit_actions, field, say, setup_game, status_message, turns_of
 
 RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
 
@@ -24,10 +24,7 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
     await start_bot()  # no worker: the turns stay queued
     mo = w.guild.create_member("mo", roles=[w.mod_role])  # moderator through the bot's configured role
 
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, w.alice, "game join", {"character": "qiqi"})
-    await say(w, w.bob, "game join", {"character": "jiji"})
+    await setup_game(w, (w.alice, "qiqi"), (w.bob, "jiji"))
     assert "Turn #1 is queued (next in the queue)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert "Turn #2 is queued (position 2 in the queue)" in await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     assert field(status_message(w, 2).embeds[0], "Queue position") == "2"
@@ -97,9 +94,7 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
 async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot, sessions, qsettings):
     w = world
     bot = await start_bot()
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, w.alice, "game join", {"character": "qiqi"})
+    await setup_game(w)
     async with sessions.begin() as s:
         await s.execute(update(GameSession).values(last_activity_at=func.now() - timedelta(minutes=qsettings.idle_pause_minutes + 1)))
     assert len(await bot.maintenance.pause_idle()) == 1

@@ -14,15 +14,6 @@ from tests.queue.helpers import wait_until
 EDIT_LIMIT, EDIT_WINDOW = 5, 5.0  # Discord: about 5 edits per 5 s per channel
 
 
-def edit_times(server, channel) -> list[float]:
-    """When the fake received each edit of a message in `channel` (any message, any turn)."""
-    return sorted(e["at"] for m in server.channel_messages(channel) for e in m.edits)
-
-
-def most_edits_in_a_window(times: list[float], window: float = EDIT_WINDOW) -> int:
-    return max((sum(1 for u in times if t <= u < t + window) for t in times), default=0)
-
-
 async def start_game(w, channel, member) -> None:
     await say(w, w.alice, "game start", channel=channel)
     await say(w, member, "game join", {"character": "qiqi"}, channel=channel)
@@ -68,10 +59,10 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
             (m,) = turn_messages(w, seq, channel)
             assert is_result(m) and m.attachments and m.edits[-1]["files"] == [f"turn-{seq}.mp4"]
         assert len([m for m in server.channel_messages(channel) if m.embeds]) == 5, "no other turn message"
-        times = edit_times(server, channel)
+        times = [at for at, _ in server.channel_edits(channel)]
         shown = [json.dumps(e["body"]) for m in server.channel_messages(channel) for e in m.edits]
         assert any("Queue position" in b for b in shown) and any("generating" in b for b in shown)
-        assert most_edits_in_a_window(times) <= EDIT_LIMIT, f"{channel.name}: {times}"
+        assert server.max_edits_in_window(channel, EDIT_WINDOW) <= EDIT_LIMIT, f"{channel.name}: {times}"
         assert all(b - a >= 0.05 for a, b in zip(times, times[1:])), "no two edits at once"
     assert all(t.posted_message_id == t.status_message_id for t in turns)
     # Positions are refreshed when the queue changes, not on every progress NOTIFY: one look-up per

@@ -11,7 +11,9 @@ from sqlalchemy import func, text, update
 from db.models import Turn
 from game.states import STATE_START
 from tests.bot.conftest import stop_bot
-from tests.bot.helpers import audit_actions, field, is_result, posted_turns, result, results, say, status_message, turns_of
+from tests.bot.helpers import (
+    audit_actions, field, is_result, posted_turns, result, results, say, setup_game, status_message, turns_of,
+)
 from tests.queue.helpers import wait_until
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
@@ -26,12 +28,6 @@ def result_posts(server, turn_id: int):
 def post_edits(server, message_id: int):
     """Edits that turned a status message into its post (they upload the clip)."""
     return [r for r in server.requests_to(*EDITS) if r.files and r.params["message_id"] == str(message_id)]
-
-
-async def setup_game(w) -> None:
-    await say(w, w.erin, "admin film", {"film": "qiqi"})
-    await say(w, w.alice, "game start")
-    await say(w, w.alice, "game join", {"character": "qiqi"})
 
 
 async def _lose_the_mark(sessions, turn_id: int) -> None:

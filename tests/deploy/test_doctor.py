@@ -6,7 +6,6 @@ import asyncio
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -22,15 +21,10 @@ from db.migrate import upgrade
 from game.catalogue import get_film
 from inference.model_paths import film_paths
 from tests.pg import fresh_database
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "MTEyMjMzNDQ1NTY2Nzc4ODk5.Gabcde.fake-signature"  # first part: base64 of a snowflake
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def doctor(tmp_path: Path, env: dict[str, str], *args: str, gpu: bool = False) -> tuple[int, dict[str, tuple[str, str]], str]:
@@ -68,7 +62,7 @@ def test_broken_settings_and_missing_ffmpeg(tmp_path):
 
 
 def test_unreachable_database_and_missing_models(tmp_path):
-    url = f"postgresql://postgres@127.0.0.1:{closed_port()}/animegamer"
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/animegamer"
     rc, rows, out = doctor(tmp_path, {"DATABASE_URL": url, "ANIMEGAMER_BACKEND": "animegamer",
                                       "ANIMEGAMER_MODELS_DIR": str(tmp_path / "models")}, "--film", "ponyo")
     assert rc == 1, out
@@ -142,7 +136,7 @@ def test_discord_token_validity(fake_discord):
     bad = check_discord_token(TOKEN[:-3] + "xyz", api=fake_discord)
     assert bad.status == FAIL and "401" in bad.detail
     assert check_discord_token("not-a-token", api=fake_discord).status == FAIL
-    unreachable = check_discord_token(TOKEN, api=f"http://127.0.0.1:{closed_port()}/api/v10", timeout=2)
+    unreachable = check_discord_token(TOKEN, api=f"http://127.0.0.1:{free_port()}/api/v10", timeout=2)
     assert unreachable.status == SKIP
     assert check_discord_token(None).status == SKIP
 

@@ -18,6 +18,7 @@ from game.catalogue import FILMS, get_film
 from inference import models_cli
 from inference.model_paths import film_paths
 from inference.models_cli import Expected, ModelsError, fetch_plan, inventory, verify_files
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,15 +33,9 @@ def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tu
     return r, time.monotonic() - t0
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("endpoint, reason", [
     ("https://hub.invalid", "does not resolve"),  # .invalid never resolves: no DNS route
-    (f"http://127.0.0.1:{closed_port()}", "failed"),  # a host that refuses
+    (f"http://127.0.0.1:{free_port()}", "failed"),  # a host that refuses
 ])
 def test_download_fails_fast_without_a_route(tmp_path, endpoint, reason):
     r, elapsed = run_cli(tmp_path, "models", "download", "qiqi", "--models-dir", str(tmp_path / "models"),

@@ -34,17 +34,17 @@ suites can ``from tests.fake_discord.conftest import fake_discord``.
 Test-facing API (FakeDiscord)
 -----------------------------
 World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
-``create_user(name)``, ``dm_channel(user)``; on the guild: ``create_text_channel``,
-``create_category``, ``create_role(name, permissions=)``, ``create_member(name, roles=)``,
-``add_member(user)``, ``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the
-bot), ``upload_limit`` (mutable, checked per request); channel
-``set_overwrite(role_or_member, allow=, deny=)``; member ``add_role`` / ``remove_role``. Changes made
-while a client is connected reach it as gateway events (GUILD_CREATE, CHANNEL_CREATE, GUILD_MEMBER_*).
+``create_user(name)``; on the guild: ``create_text_channel``, ``create_category``,
+``create_role(name, permissions=)``, ``create_member(name, roles=)``, ``add_member(user)``,
+``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the bot), ``upload_limit``
+(mutable, checked per request); channel ``set_overwrite(role_or_member, allow=, deny=)``; member
+``add_role`` / ``remove_role``. Changes made while a client is connected reach it as gateway events
+(GUILD_CREATE, CHANNEL_*, GUILD_ROLE_*, GUILD_MEMBER_*).
 Permissions follow Discord's algorithm (owner and administrator get everything; overwrites apply).
 
 Drive the bot: ``await slash(guild, channel, member, "group sub", options)``,
 ``await autocomplete(..., options, focused="name")``, ``await click(message, member, custom_id)``,
-``await select(message, member, custom_id, values)``, ``await handle.submit_modal({custom_id: value})``,
+``await select(message, member, custom_id, values)``,
 ``await user_message(channel, member, content)``, ``post_message(channel, components=...)`` (seed a
 message, e.g. one posted before a restart), ``make_attachment(filename, data)`` for attachment options.
 Option types come from the synced definition; unknown/missing-required options raise before sending.
@@ -54,6 +54,8 @@ Interactions carry ``attachment_size_limit`` (discord.py: ``Interaction.filesize
 Observe: ``InteractionHandle`` (``wait_response``, ``response``, ``wait_followup``, ``followups``,
 ``wait_original``, ``original``), ``wait_for_message(channel, predicate, after=, author=)``,
 ``wait_for_edits(message, n)``, ``wait_for_request(method, route)``, ``wait_until(predicate)``,
+``channel_edits(channel, via="channel")`` ((time, message) per edit) and
+``max_edits_in_window(channel, 5.0)`` (most edits in any 5 s: Discord's per-channel edit budget),
 ``channel_messages(channel)``, ``messages`` (id -> FakeMessage with ``content``, ``embeds``,
 ``components``, ``attachments`` (bytes in ``.data``), ``edit_count``, ``edits``, ``ephemeral``,
 ``deleted``), ``requests`` (every REST request: method, path, route template, JSON or payload_json,
@@ -61,9 +63,12 @@ files, status, response) and ``requests_to(method, route)``, ``commands(guild=No
 ``command(name)`` (what tree.sync stored), ``unhandled`` (requests to routes the fake lacks: assert
 it is empty). Waits raise ``FakeDiscordTimeout`` (an AssertionError) describing what was there.
 
-Faults and gateway: ``fail_next(method, path_regex, status=, code=)``, ``drop_gateway()`` (client
-RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7), ``invalidate_sessions()``
-(op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
+Faults and gateway: ``fail_next(method, path_regex | route=template, status=, code=, times=,
+retry_after=)`` answers the next ``times`` matching requests with an error and returns the ``Fault``
+(``hits``: the requests it answered, ``remaining``); ``status=429`` answers like Discord's rate limit
+(``retry_after`` in the body, ``Via`` header), so discord.py sleeps and retries as in production.
+``drop_gateway()`` (client RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7),
+``invalidate_sessions()`` (op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
 ``gateway.log`` (("connect", query), ("identify", sid), ("resume", sid, seq), ("resumed", sid),
 ("invalid_session", sid), ("close", code, "client"|"server")), ``gateway.sessions`` (each with the
 ``identify`` payload and every dispatched frame, ``s`` numbered 1, 2, 3, ...).
@@ -71,9 +76,9 @@ RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7), ``inv
 Discord behaviour emulated
 --------------------------
 * Errors use Discord's bodies: unknown channel 10003, message 10008, interaction 10062, webhook
-  10015, member 10007, role 10011, user 10013; second ack 40060; empty message 50006; oversize
+  10015, guild 10004; second ack 40060; empty message 50006; oversize
   upload 413 / 40005 (each file against the guild's ``upload_limit``); missing access 50001 and
-  missing permissions 50013 (the bot's channel permissions: send, attach files, manage messages);
+  missing permissions 50013 (the bot's channel permissions: view, send, attach files, manage messages);
   bad token 401 (``LoginFailure``); invalid command definitions 50035.
 * With ``FakeDiscord(interaction_ack_timeout=3.0)`` a first response later than that gets 404 /
   10062 like on Discord; every ``InteractionCallback`` records its ``delay`` either way.
@@ -81,32 +86,48 @@ Discord behaviour emulated
   replaces; type 6/7 answers make @original the clicked message; ephemeral messages are not in the
   channel and get no gateway events; follow-ups need an acknowledged interaction.
 * MESSAGE_CREATE/UPDATE/DELETE follow the intents the client identified with; without
-  MESSAGE_CONTENT other users' guild messages arrive without content unless they mention the bot;
+  MESSAGE_CONTENT other users' messages arrive without content unless they mention the bot;
   without GUILD_MEMBERS the GUILD_CREATE member list holds only the bot.
-* Rate-limit headers are present but never exhausted, so discord.py never sleeps.
+* Rate-limit headers are present but never exhausted, so discord.py never sleeps unless a test
+  injects a 429 with ``fail_next``.
 
-Limitations
------------
-One application per server; one shard (a ``shard`` in IDENTIFY is echoed, not enforced); no voice,
-threads, forum posts, stickers, polls, emojis, webhooks other than interaction tokens, audit logs,
-or gateway ETF; interaction tokens do not expire; 429s are only produced via ``fail_next``; user,
-role and channel select menus carry no ``resolved`` data; attachment metadata has no image sizes.
-Interactions go to the newest connected session; run one bot per server at a time.
+Scope and limitations
+---------------------
+The fake serves what the bot calls and the tests need, nothing more: login (``/users/@me``,
+``/oauth2/applications/@me``, ``/gateway/bot``), ``tree.sync`` (PUT global and guild commands), a
+channel (GET), messages (POST, GET, PATCH, DELETE), interaction callbacks, follow-ups and
+``@original``/follow-up messages (GET, PATCH, DELETE). Any other route is answered 404 and recorded
+in ``unhandled``: add a handler with ``@route`` in the resource's module when the bot needs one.
+Guilds only: no DMs, modals, reactions, typing, member or role REST routes, voice, threads, forum
+posts, stickers, polls, emojis, webhooks other than interaction tokens, audit logs or gateway ETF.
+One application per server; one shard (a ``shard`` in IDENTIFY is echoed, not enforced);
+interaction tokens do not expire; user, role and channel select menus carry no ``resolved`` data;
+attachment metadata has no image sizes. Interactions go to the newest connected session; run one
+bot per server at a time.
+
+Layout
+------
+``server.py`` (FakeDiscord: state, lifecycle, waits) is assembled from one mixin per resource:
+``guilds.py`` (guilds, members, permissions, world building), ``messages.py`` (channels and
+messages), ``attachments.py``, ``application.py`` (login, commands, slash option building),
+``interaction_routes.py`` (pushing interactions and their answer routes), ``rest.py`` (routing,
+request recording, faults); plus ``gateway.py`` (the websocket), ``interactions.py`` (handles),
+``models.py`` (payload objects), ``errors.py`` and ``client.py`` (pointing discord.py at the fake).
+A new route is one method in its resource's mixin; it is found by its decorator::
+
+    @route("POST", "/channels/{channel_id}/typing")
+    async def _typing(self, rec: RecordedRequest, channel_id: str) -> Reply:
+        self._require(self._channel_or_404(channel_id), SEND_MESSAGES)  # Discord's 10003 / 50001 / 50013
+        return 204, None
 """
 
 from .client import patch_discord, running_client, start_client, stop_client
+from .errors import ApiError, FakeDiscordTimeout
+from .guilds import FakeGuild, FakeMember
 from .interactions import InteractionCallback, InteractionHandle
-from .models import (
-    FakeAttachment,
-    FakeChannel,
-    FakeGuild,
-    FakeMember,
-    FakeMessage,
-    FakeRole,
-    FakeUser,
-    RecordedRequest,
-)
-from .server import ApiError, FakeDiscord, FakeDiscordTimeout
+from .models import FakeAttachment, FakeChannel, FakeMessage, FakeRole, FakeUser, RecordedRequest
+from .rest import Fault
+from .server import FakeDiscord
 
 __all__ = [
     "ApiError",
@@ -119,6 +140,7 @@ __all__ = [
     "FakeMessage",
     "FakeRole",
     "FakeUser",
+    "Fault",
     "InteractionCallback",
     "InteractionHandle",
     "RecordedRequest",

@@ -17,3 +17,4 @@ async def fake_discord() -> AsyncIterator[FakeDiscord]:
     """A started FakeDiscord, fresh for each test."""
     async with FakeDiscord() as server:
         yield server
+    assert not server.unhandled, f"requests to routes the fake lacks: {server.unhandled}"

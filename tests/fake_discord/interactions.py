@@ -1,18 +1,20 @@
-"""Interaction handles returned by FakeDiscord.slash/autocomplete/click, and option building."""
+"""Interaction handles returned by FakeDiscord.slash/autocomplete/click/select, and Discord's
+interaction, callback and option type numbers."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
-from .models import FakeAttachment, FakeChannel, FakeMember, FakeMessage, FakeRole, FakeUser, RecordedRequest
+from .guilds import FakeMember
+from .models import FLAG_EPHEMERAL, FakeAttachment, FakeChannel, FakeMessage, FakeUser, RecordedRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import FakeDiscord
 
 # Interaction types
-PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 1, 2, 3, 4, 5
+PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE = 1, 2, 3, 4
 
 # Interaction callback (response) types
 PONG = 1
@@ -21,7 +23,6 @@ DEFERRED_CHANNEL_MESSAGE = 5
 DEFERRED_UPDATE_MESSAGE = 6
 UPDATE_MESSAGE = 7
 AUTOCOMPLETE_RESULT = 8
-MODAL = 9
 
 # Application command option types
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
@@ -57,17 +58,12 @@ class InteractionCallback:
 
     @property
     def ephemeral(self) -> bool:
-        return bool(self.flags & (1 << 6))
+        return bool(self.flags & FLAG_EPHEMERAL)
 
     @property
     def choices(self) -> List[Dict[str, Any]]:
         """Autocomplete choices (type 8)."""
         return self.data.get("choices") or []
-
-    @property
-    def custom_id(self) -> Optional[str]:
-        """Modal custom_id (type 9)."""
-        return self.data.get("custom_id")
 
 
 @dataclass(eq=False)
@@ -138,29 +134,25 @@ class InteractionHandle:
         await self.server.wait_until(ok, timeout, f"@original of interaction {self.id} (now {self.original})")
         return self.original  # type: ignore[return-value]
 
-    async def submit_modal(self, values: Mapping[str, Any], member: Optional[FakeMember] = None) -> "InteractionHandle":
-        """Submit the modal this interaction answered with (type 9): values by component custom_id."""
-        cb = self.response
-        if cb is None or cb.type != MODAL:
-            raise AssertionError(f"interaction {self.id} was not answered with a modal: {cb}")
-        submitter = member or self.user
-        return await self.server._modal_submit(self, cb.data, dict(values), submitter)
-
-
-def infer_option_type(value: Any) -> int:
-    """Option type for an unsynced command, from the Python value."""
-    if isinstance(value, bool):
-        return BOOLEAN
-    if isinstance(value, int):
-        return INTEGER
-    if isinstance(value, float):
-        return NUMBER
-    if isinstance(value, (FakeMember, FakeUser)):
-        return USER
-    if isinstance(value, FakeChannel):
-        return CHANNEL
-    if isinstance(value, FakeRole):
-        return ROLE
-    if isinstance(value, FakeAttachment):
-        return ATTACHMENT
-    return STRING
+    def tie(self, msg: FakeMessage, *, followup: bool) -> None:
+        """Mark msg as sent on this interaction's token (webhook, application, interaction_metadata)."""
+        server = self.server
+        msg.webhook_id = msg.application_id = server.application_id
+        if followup:
+            msg.type = 19  # follow-ups reply to the original response
+        elif self.type == APPLICATION_COMMAND:
+            msg.type = 20  # CHAT_INPUT_COMMAND
+        user = self.user.user if isinstance(self.user, FakeMember) else self.user
+        meta: Dict[str, Any] = {
+            "id": str(self.id),
+            "type": self.type,
+            "user": user.payload(),
+            "authorizing_integration_owners": self.payload.get("authorizing_integration_owners", {}),
+        }
+        if self.type == APPLICATION_COMMAND:
+            meta["name"] = self.payload["data"]["name"]
+        if followup and self.original_id:
+            meta["original_response_message_id"] = str(self.original_id)
+        if self.source_message_id:
+            meta["interacted_message_id"] = str(self.source_message_id)
+        msg.interaction_metadata = meta

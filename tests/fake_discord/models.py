@@ -1,4 +1,5 @@
-"""State objects of the fake Discord server and their JSON payloads.
+"""State objects of the fake Discord server (users, roles, channels, messages, attachments, recorded
+requests) and their JSON payloads; guilds and members are in guilds.py.
 
 Payload shapes follow Discord's API v10 as discord.py 2.7 parses them (see discord/types/ in the
 installed package). Only fields discord.py reads, or that tests may want to assert on, are filled.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional,
 import discord
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .guilds import FakeMember
     from .server import FakeDiscord
 
 DISCORD_EPOCH_MS = 1420070400000
@@ -68,7 +69,6 @@ FLAG_LOADING = 1 << 7
 
 # Channel types
 TEXT = 0
-DM = 1
 VOICE = 2
 CATEGORY = 4
 
@@ -96,10 +96,6 @@ def as_int(value: Any) -> int:
     if value is None:
         return 0
     return int(getattr(value, "value", value))
-
-
-def _id(obj: Any) -> int:
-    return int(getattr(obj, "id", obj))
 
 
 @dataclass(eq=False)
@@ -166,8 +162,8 @@ class FakeRole:
 @dataclass(eq=False)
 class FakeChannel:
     id: int
-    guild_id: Optional[int]
-    name: Optional[str]
+    guild_id: int
+    name: str
     type: int = TEXT
     position: int = 0
     topic: Optional[str] = None
@@ -175,18 +171,10 @@ class FakeChannel:
     nsfw: bool = False
     # Discord's overwrite objects: {"id", "type" (0 role, 1 member), "allow", "deny"} with int bits.
     overwrites: List[Dict[str, Any]] = field(default_factory=list)
-    recipients: List[FakeUser] = field(default_factory=list)  # DMs only
     last_message_id: Optional[int] = None
     _server: Optional["FakeDiscord"] = field(default=None, repr=False)
 
     def payload(self) -> Dict[str, Any]:
-        if self.type == DM:
-            return {
-                "id": str(self.id),
-                "type": DM,
-                "last_message_id": str(self.last_message_id) if self.last_message_id else None,
-                "recipients": [u.payload() for u in self.recipients],
-            }
         return {
             "id": str(self.id),
             "guild_id": str(self.guild_id),
@@ -217,292 +205,6 @@ class FakeChannel:
     @property
     def mention(self) -> str:
         return f"<#{self.id}>"
-
-
-@dataclass(eq=False)
-class FakeMember:
-    user: FakeUser
-    guild_id: int
-    roles: List[int] = field(default_factory=list)  # role ids, never @everyone
-    nick: Optional[str] = None
-    joined_at: str = field(default_factory=iso_now)
-    _server: Optional["FakeDiscord"] = field(default=None, repr=False)
-
-    @property
-    def id(self) -> int:
-        return self.user.id
-
-    @property
-    def mention(self) -> str:
-        return self.user.mention
-
-    def payload(self, *, permissions: Optional[int] = None, with_user: bool = True) -> Dict[str, Any]:
-        data: Dict[str, Any] = {
-            "roles": [str(r) for r in self.roles],
-            "nick": self.nick,
-            "avatar": None,
-            "joined_at": self.joined_at,
-            "premium_since": None,
-            "deaf": False,
-            "mute": False,
-            "flags": 0,
-            "pending": False,
-            "communication_disabled_until": None,
-        }
-        if with_user:
-            data["user"] = self.user.payload()
-        if permissions is not None:
-            data["permissions"] = str(permissions)
-        return data
-
-    def add_role(self, role: "FakeRole") -> None:
-        """Give the member a role; a connected client gets GUILD_MEMBER_UPDATE (members intent)."""
-        if role.id not in self.roles:
-            self.roles.append(role.id)
-            self._member_updated()
-
-    def remove_role(self, role: "FakeRole") -> None:
-        if role.id in self.roles:
-            self.roles.remove(role.id)
-            self._member_updated()
-
-    def _member_updated(self) -> None:
-        if self._server is not None:
-            data = self.payload()
-            data["guild_id"] = str(self.guild_id)
-            self._server._dispatch_guild_event(self.guild_id, "GUILD_MEMBER_UPDATE", data, intent=1 << 1)
-
-
-@dataclass(eq=False)
-class FakeGuild:
-    id: int
-    name: str
-    owner_id: int
-    upload_limit: int = DEFAULT_UPLOAD_LIMIT
-    locale: str = "en-US"
-    roles: Dict[int, FakeRole] = field(default_factory=dict)
-    channels: Dict[int, FakeChannel] = field(default_factory=dict)
-    members: Dict[int, FakeMember] = field(default_factory=dict)
-    joined_at: str = field(default_factory=iso_now)
-    _server: Optional["FakeDiscord"] = field(default=None, repr=False)
-
-    # -- test-facing builders ------------------------------------------------------------------
-
-    @property
-    def everyone(self) -> FakeRole:
-        return self.roles[self.id]
-
-    @property
-    def owner(self) -> FakeMember:
-        return self.members[self.owner_id]
-
-    @property
-    def me(self) -> FakeMember:
-        assert self._server is not None
-        return self.members[self._server.bot_user.id]
-
-    def create_text_channel(
-        self, name: str, *, topic: Optional[str] = None, category: Optional[FakeChannel] = None
-    ) -> FakeChannel:
-        """Add a text channel (CHANNEL_CREATE reaches a connected client)."""
-        return self._add_channel(name, TEXT, topic=topic, parent_id=category.id if category else None)
-
-    def create_category(self, name: str) -> FakeChannel:
-        return self._add_channel(name, CATEGORY)
-
-    def create_voice_channel(self, name: str) -> FakeChannel:
-        return self._add_channel(name, VOICE)
-
-    def _add_channel(self, name: str, kind: int, **kw: Any) -> FakeChannel:
-        assert self._server is not None
-        ch = FakeChannel(
-            id=self._server.snowflake(),
-            guild_id=self.id,
-            name=name,
-            type=kind,
-            position=len(self.channels),
-            _server=self._server,
-            **kw,
-        )
-        self.channels[ch.id] = ch
-        self._server._channels[ch.id] = ch
-        self._server._dispatch_guild_event(self.id, "CHANNEL_CREATE", ch.payload())
-        return ch
-
-    def create_role(
-        self, name: str, *, permissions: Any = 0, color: int = 0, hoist: bool = False, mentionable: bool = False
-    ) -> FakeRole:
-        """Add a role; `permissions` is an int or discord.Permissions."""
-        assert self._server is not None
-        role = FakeRole(
-            id=self._server.snowflake(),
-            guild_id=self.id,
-            name=name,
-            permissions=as_int(permissions),
-            position=len(self.roles),
-            color=color,
-            hoist=hoist,
-            mentionable=mentionable,
-        )
-        self.roles[role.id] = role
-        self._server._dispatch_guild_event(
-            self.id, "GUILD_ROLE_CREATE", {"guild_id": str(self.id), "role": role.payload()}
-        )
-        return role
-
-    def create_member(
-        self,
-        name: str,
-        *,
-        roles: Iterable[FakeRole] = (),
-        nick: Optional[str] = None,
-        bot: bool = False,
-        global_name: Optional[str] = None,
-    ) -> FakeMember:
-        """Create a new user and add them to this guild."""
-        assert self._server is not None
-        user = self._server.create_user(name, bot=bot, global_name=global_name)
-        return self.add_member(user, roles=roles, nick=nick)
-
-    def add_member(self, user: FakeUser, *, roles: Iterable[FakeRole] = (), nick: Optional[str] = None) -> FakeMember:
-        """Add an existing user (e.g. one who is in another guild too)."""
-        member = FakeMember(user=user, guild_id=self.id, roles=[r.id for r in roles], nick=nick, _server=self._server)
-        self.members[user.id] = member
-        if self._server is not None:
-            data = member.payload()
-            data["guild_id"] = str(self.id)
-            self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_ADD", data, intent=1 << 1)
-        return member
-
-    def edit_role(self, role: FakeRole, *, name: Optional[str] = None, permissions: Any = None) -> FakeRole:
-        """Change a role (GUILD_ROLE_UPDATE reaches a connected client, so its permission cache follows)."""
-        if name is not None:
-            role.name = name
-        if permissions is not None:
-            role.permissions = as_int(permissions)
-        if self._server is not None:
-            self._server._dispatch_guild_event(
-                self.id, "GUILD_ROLE_UPDATE", {"guild_id": str(self.id), "role": role.payload()}
-            )
-        return role
-
-    def remove_member(self, member: FakeMember) -> None:
-        """The member leaves (GUILD_MEMBER_REMOVE with the members intent)."""
-        self.members.pop(member.id, None)
-        if self._server is not None:
-            data = {"guild_id": str(self.id), "user": member.user.payload()}
-            self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_REMOVE", data, intent=1 << 1)
-
-    def channel(self, name: str) -> FakeChannel:
-        """Look up a channel by name."""
-        for ch in self.channels.values():
-            if ch.name == name:
-                return ch
-        raise KeyError(name)
-
-    def role(self, name: str) -> FakeRole:
-        for role in self.roles.values():
-            if role.name == name:
-                return role
-        raise KeyError(name)
-
-    def member(self, name: str) -> FakeMember:
-        for m in self.members.values():
-            if m.user.username == name:
-                return m
-        raise KeyError(name)
-
-    # -- permissions (Discord's documented algorithm) ------------------------------------------
-
-    def base_permissions(self, member: FakeMember) -> int:
-        if member.id == self.owner_id:
-            return ALL_PERMISSIONS
-        perms = self.everyone.permissions
-        for rid in member.roles:
-            role = self.roles.get(rid)
-            if role is not None:
-                perms |= role.permissions
-        if perms & ADMINISTRATOR:
-            return ALL_PERMISSIONS
-        return perms
-
-    def permissions_in(self, member: FakeMember, channel: Optional[FakeChannel]) -> int:
-        perms = self.base_permissions(member)
-        if perms & ADMINISTRATOR or channel is None:
-            return perms
-        overwrites = {o["id"]: o for o in channel.overwrites}
-        everyone = overwrites.get(self.id)
-        if everyone:
-            perms = (perms & ~everyone["deny"]) | everyone["allow"]
-        allow = deny = 0
-        for rid in member.roles:
-            o = overwrites.get(rid)
-            if o and o["type"] == 0:
-                allow |= o["allow"]
-                deny |= o["deny"]
-        perms = (perms & ~deny) | allow
-        o = overwrites.get(member.id)
-        if o and o["type"] == 1:
-            perms = (perms & ~o["deny"]) | o["allow"]
-        return perms
-
-    # -- payloads ------------------------------------------------------------------------------
-
-    def payload(self) -> Dict[str, Any]:
-        """The REST guild object."""
-        return {
-            "id": str(self.id),
-            "name": self.name,
-            "icon": None,
-            "splash": None,
-            "discovery_splash": None,
-            "banner": None,
-            "description": None,
-            "owner_id": str(self.owner_id),
-            "region": None,
-            "afk_channel_id": None,
-            "afk_timeout": 300,
-            "verification_level": 0,
-            "default_message_notifications": 0,
-            "explicit_content_filter": 0,
-            "roles": [r.payload() for r in self.roles.values()],
-            "emojis": [],
-            "stickers": [],
-            "features": [],
-            "mfa_level": 0,
-            "system_channel_id": None,
-            "system_channel_flags": 0,
-            "rules_channel_id": None,
-            "public_updates_channel_id": None,
-            "safety_alerts_channel_id": None,
-            "vanity_url_code": None,
-            "premium_tier": 0,
-            "premium_subscription_count": 0,
-            "preferred_locale": self.locale,
-            "nsfw_level": 0,
-            "premium_progress_bar_enabled": False,
-        }
-
-    def gateway_payload(self, *, include_all_members: bool) -> Dict[str, Any]:
-        """GUILD_CREATE data. Without the members intent Discord sends only the bot's own member."""
-        data = self.payload()
-        me_id = self._server.bot_user.id if self._server else None
-        members = [m for m in self.members.values() if include_all_members or m.id == me_id]
-        data.update(
-            joined_at=self.joined_at,
-            large=len(self.members) >= 250,
-            unavailable=False,
-            member_count=len(self.members),
-            members=[m.payload() for m in members],
-            channels=[c.payload() for c in self.channels.values()],
-            threads=[],
-            presences=[],
-            voice_states=[],
-            stage_instances=[],
-            guild_scheduled_events=[],
-            soundboard_sounds=[],
-        )
-        return data
 
 
 @dataclass(eq=False)
@@ -553,7 +255,6 @@ class FakeMessage:
     application_id: Optional[int] = None
     interaction_metadata: Optional[Dict[str, Any]] = None
     message_reference: Optional[Dict[str, Any]] = None
-    reactions: Dict[str, int] = field(default_factory=dict)
     mentions: List[FakeUser] = field(default_factory=list)  # parsed from <@id> in content
     mention_roles: List[int] = field(default_factory=list)  # parsed from <@&id>
     edits: List[Dict[str, Any]] = field(default_factory=list)
@@ -599,10 +300,6 @@ class FakeMessage:
             "pinned": False,
             "type": self.type,
             "flags": self.flags,
-            "reactions": [
-                {"emoji": {"id": None, "name": e}, "count": n, "me": True, "count_details": {"burst": 0, "normal": n}}
-                for e, n in self.reactions.items()
-            ],
         }
         if self.webhook_id is not None:
             data["webhook_id"] = str(self.webhook_id)
@@ -651,15 +348,6 @@ class RecordedRequest:
     def __repr__(self) -> str:
         files = f" files={[f.filename for f in self.files]}" if self.files else ""
         return f"<{self.method} {self.path} -> {self.status}{files}>"
-
-
-_ROUTE_PARAM = re.compile(r"\{(\w+)\}")
-
-
-def compile_route(template: str) -> "re.Pattern[str]":
-    escaped = re.escape(template).replace(r"\{", "{").replace(r"\}", "}")
-    pattern = _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", escaped)
-    return re.compile(f"^{pattern}$")
 
 
 _counter = itertools.count(1)

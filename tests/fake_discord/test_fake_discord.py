@@ -63,18 +63,6 @@ class ModeSelect(discord.ui.View):
         await interaction.response.send_message(f"mode {select.values[0]}")
 
 
-class SettingsModal(discord.ui.Modal, title="Game settings"):
-    speed = discord.ui.TextInput(label="Speed", custom_id="settings:speed")
-
-    def __init__(self, rec: Recorder) -> None:
-        super().__init__(custom_id="settings:modal")
-        self.rec = rec
-
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        self.rec.calls.append({"cmd": "settings", "speed": self.speed.value})
-        await interaction.response.send_message(f"speed={self.speed.value}", ephemeral=True)
-
-
 class TinyBot(commands.Bot):
     def __init__(self, rec: Recorder, *, intents: Optional[discord.Intents] = None) -> None:
         if intents is None:
@@ -154,10 +142,6 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
         data = await image.read()  # fetched from the fake's attachment URL
         rec.calls.append({"cmd": "upload", "filename": image.filename, "data": data})
         await interaction.response.send_message(f"got {image.filename} ({len(data)} bytes)", ephemeral=True)
-
-    @game.command(name="settings", description="Change settings")
-    async def settings(interaction: discord.Interaction) -> None:
-        await interaction.response.send_modal(SettingsModal(rec))
 
     return game
 
@@ -242,7 +226,7 @@ async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDis
 async def test_tree_sync_is_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
     game = fake_discord.command("game")
     subs = {o["name"]: o for o in game["options"]}
-    assert set(subs) == {"start", "render", "play", "slow", "pick", "upload", "settings"}
+    assert set(subs) == {"start", "render", "play", "slow", "pick", "upload"}
     start_opts = {o["name"]: o for o in subs["start"]["options"]}
     assert start_opts["title"]["required"] and start_opts["title"]["type"] == 3
     assert start_opts["rounds"]["min_value"] == 1 and start_opts["rounds"]["max_value"] == 10
@@ -358,9 +342,6 @@ async def test_channel_send_file_embed_and_edit_counting(fake_discord: FakeDisco
 
     await sent.delete()
     assert stored.deleted and fake_discord.channel_messages(world.games) == []
-    async with channel.typing():
-        pass
-    assert fake_discord.requests_to("POST", "/channels/{channel_id}/typing")
 
 
 async def test_autocomplete_results(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -398,25 +379,6 @@ async def test_string_select(fake_discord: FakeDiscord, world: World, bot: TinyB
     handle = await fake_discord.select(sent.id, world.alice, "game:mode", ["duel"])
     assert (await handle.wait_response()).content == "mode duel"
     assert bot.rec.calls[-1] == {"cmd": "mode", "values": ["duel"]}
-
-
-async def test_dm_slash_command(fake_discord: FakeDiscord, world: World, bot: TinyBot):
-    dm = fake_discord.dm_channel(world.alice)
-    handle = await fake_discord.slash(None, dm, world.alice.user, "game pick", {"character": "Rei"})
-    assert (await handle.wait_response()).content == "picked Rei"
-    assert fake_discord.channel_messages(dm)[0].content == "picked Rei"
-    sent = await (await bot.fetch_user(world.alice.id)).send("hi in DM")
-    assert fake_discord.messages[sent.id].channel_id == dm.id
-
-
-async def test_modal_round_trip(fake_discord: FakeDiscord, world: World, bot: TinyBot):
-    handle = await fake_discord.slash(world.guild, world.general, world.alice, "game settings")
-    modal = await handle.wait_response()
-    assert modal.type == 9 and modal.custom_id == "settings:modal"
-    submit = await handle.submit_modal({"settings:speed": "fast"})
-    response = await submit.wait_response()
-    assert response.content == "speed=fast" and response.ephemeral
-    assert bot.rec.calls[-1] == {"cmd": "settings", "speed": "fast"}
 
 
 async def test_oversize_upload_is_413(fake_discord: FakeDiscord, world: World, bot: TinyBot):
@@ -604,3 +566,60 @@ async def test_enforce_nonce_returns_the_first_message(fake_discord):
         other = await ch.send("other", nonce="xyz789")
     assert again.id == first.id and other.id != first.id
     assert [m.content for m in fake_discord.channel_messages(channel)] == ["hello", "other"]
+
+
+async def test_injected_faults_by_route_and_rate_limit_retry(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    channel = bot.get_channel(world.games.id)
+    sent = await channel.send("status")
+    # Two 429s on the edit route: discord.py sleeps retry_after each time, then the third try lands.
+    edit_route = "/channels/{channel_id}/messages/{message_id}"
+    limited = fake_discord.fail_next("PATCH", route=edit_route, status=429, retry_after=0.05, times=2)
+    await sent.edit(content="edited")
+    assert len(limited.hits) == 2 and limited.remaining == 0
+    assert [r.status for r in fake_discord.requests_to("PATCH", edit_route)] == [429, 429, 200]
+    assert limited.hits[0].response["retry_after"] == 0.05
+    assert fake_discord.messages[sent.id].content == "edited" and fake_discord.messages[sent.id].edit_count == 1
+    # A 502 is retried by discord.py too (after 1 s); a 403 is not.
+    post_route = "/channels/{channel_id}/messages"
+    fake_discord.fail_next("POST", route=post_route, status=502)
+    await channel.send("after a bad gateway")
+    fake_discord.fail_next("POST", route=post_route, status=403, code=50013, message="Missing Permissions")
+    with pytest.raises(discord.Forbidden):
+        await channel.send("refused")
+    assert [m.content for m in fake_discord.channel_messages(world.games)] == ["edited", "after a bad gateway"]
+    with pytest.raises(ValueError, match="no route"):
+        fake_discord.fail_next("POST", route="/channels/{channel_id}/typing")
+    with pytest.raises(ValueError, match="exactly one"):
+        fake_discord.fail_next("POST")
+
+
+async def test_edits_per_channel_and_window(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    channel = bot.get_channel(world.games.id)
+    first, second = await channel.send("one"), await channel.send("two")
+    for i in range(3):
+        await first.edit(content=f"one {i}")
+    await asyncio.sleep(0.3)
+    await second.edit(content="two 0")
+    await second.edit(content="two 1")
+    other = await bot.get_channel(world.general.id).send("elsewhere")
+    await other.edit(content="elsewhere, edited")
+
+    edits = fake_discord.channel_edits(world.games)
+    assert [m.id for _, m in edits] == [first.id] * 3 + [second.id] * 2
+    assert [at for at, _ in edits] == sorted(at for at, _ in edits)
+    assert fake_discord.max_edits_in_window(world.games, 0.2) == 3  # the pause splits the two bursts
+    assert fake_discord.max_edits_in_window(world.games, 5.0) == 5
+    assert fake_discord.max_edits_in_window(world.general) == 1
+    # A button's type 7 answer edits through the interaction, not the channel route.
+    posted = fake_discord.post_message(world.games, content="Lobby", components=JoinView(bot.rec).to_components())
+    await (await fake_discord.click(posted, world.alice, "game:join")).wait_response()
+    assert fake_discord.max_edits_in_window(world.games, 5.0) == 5
+    assert fake_discord.max_edits_in_window(world.games, 5.0, via=None) == 6
+
+
+async def test_routes_the_fake_lacks_are_404_and_recorded(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    with pytest.raises(discord.NotFound):
+        await bot.get_channel(world.general.id).typing()  # the bot never shows "typing..."
+    (rec,) = fake_discord.unhandled
+    assert (rec.method, rec.path, rec.route, rec.status) == ("POST", f"/channels/{world.general.id}/typing", None, 404)
+    fake_discord.unhandled.clear()  # the fixture asserts none are left

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 
 import aiohttp
 import pytest_asyncio
@@ -13,12 +12,7 @@ from db.runtime import Database
 from db.engine import make_sessionmaker
 from play.events import EventHub
 from play.server import PLAY_CHANNEL_ID, PlayServices, build_app, ensure_film
-
-
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.ports import free_port
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.play.conftest import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

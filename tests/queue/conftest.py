@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from settings import Settings
 from inference.worker import Worker
+from tests.queue.helpers import wait_started
 
 
 @pytest.fixture
@@ -34,12 +35,7 @@ async def start_worker(qsettings, sessions):
         w = Worker(kw.pop("settings", qsettings), backend=kw.pop("backend", "preview"), backend_options=options, **kw)
         task = asyncio.create_task(w.run())
         started.append((w, task))
-        ready = asyncio.create_task(w.ready.wait())
-        await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED, timeout=30)
-        ready.cancel()
-        if task.done():
-            task.result()  # raises the start error
-        assert w.ready.is_set(), "worker did not start"
+        await wait_started(w, task)
         w.task = task
         return w
 

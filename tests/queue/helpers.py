@@ -64,6 +64,16 @@ async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05):
         await asyncio.sleep(interval)
 
 
+async def wait_started(worker, task: asyncio.Task, timeout: float = 30.0) -> None:
+    """Wait until a worker whose run() is `task` is ready; a start failure is raised here."""
+    ready = asyncio.create_task(worker.ready.wait())
+    await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED, timeout=timeout)
+    ready.cancel()
+    if task.done():
+        task.result()  # raises the start error
+    assert worker.ready.is_set(), f"worker did not start within {timeout} s"
+
+
 async def all_finished(sessions, n: int) -> bool:
     rows = await turn_rows(sessions)
     return len(rows) >= n and all(t.status in ("done", "failed", "cancelled") for t in rows)

@@ -23,7 +23,7 @@ from inference.backends import BackendUnavailable, make_backend
 from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 from inference.model_paths import film_paths
 from inference.worker import Worker
-from tests.queue.helpers import new_session, submit, turn_rows, wait_until
+from tests.queue.helpers import new_session, submit, turn_rows, wait_started, wait_until
 
 REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 
@@ -65,11 +65,7 @@ async def model_worker(msettings, sessions):
     w = Worker(msettings, backend="animegamer", films=["qiqi"], install_signal_handlers=False, migrate=False,
                metrics_port=0, progress_interval=0.1)
     task = asyncio.create_task(w.run())
-    ready = asyncio.create_task(w.ready.wait())
-    await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED, timeout=120)
-    ready.cancel()
-    if task.done():
-        task.result()  # raises the start error
+    await wait_started(w, task, timeout=120)
     yield w
     w.stop()
     await asyncio.wait_for(task, 60)
