@@ -84,14 +84,6 @@ class EditScheduler:
         self._kick(channel_id, ch)
         return await waiter
 
-    def forget(self, message_id: int) -> None:
-        """Drop a waiting routine edit of a message (its turn closed without an edit)."""
-        self._mark_final(message_id)
-        for ch in self._channels.values():
-            e = ch.pending.get(message_id)
-            if e is not None and not e.final:
-                del ch.pending[message_id]
-
     def _mark_final(self, message_id: int) -> None:
         self._final[message_id] = None
         while len(self._final) > 10_000:
