@@ -54,6 +54,10 @@ class JobQueue:
     async def position(self, s: AsyncSession, turn: Turn) -> int | None:
         return await self._q.queue_position(s, turn)
 
+    async def positions(self, s: AsyncSession, turn_ids) -> dict[int, int]:
+        """Positions of many waiting turns in one query (those not waiting are left out)."""
+        return await self._q.queue_positions(s, turn_ids)
+
 
 class GameTree(app_commands.CommandTree):
     async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:

@@ -134,16 +134,15 @@ class StatusBoard:
             guild_ids = [g.id for g in self.bot.guilds]
             if not guild_ids:
                 return
-            try:
+            try:  # two queries, however many turns wait
                 async with self.bot.db.sessions() as s:
-                    waiting = [
-                        (turn, channel_id, await self.bot.queue.position(s, turn))
-                        for turn, channel_id in await turn_service.queued_with_status_message(s, guild_ids)
-                    ]
+                    queued = await turn_service.queued_with_status_message(s, guild_ids)
+                    positions = await self.bot.queue.positions(s, [turn.id for turn, _ in queued])
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
-            for turn, channel_id, position in waiting:
+            for turn, channel_id in queued:
+                position = positions.get(turn.id)
                 if not position or self._shown_position.get(turn.id) == position or turn.id in self._closed:
                     continue  # started meanwhile (0), no job (None), unchanged, or closed
                 self._shown_position[turn.id] = position
