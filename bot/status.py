@@ -104,7 +104,7 @@ class StatusBoard:
                 msg = await self.channel(gs.channel_id, gs.guild_id).send(
                     embed=embed, view=view_of(CancelButton(turn.id)), nonce=status_nonce(turn)
                 )
-            except discord.HTTPException as e:  # the turn is queued all the same; it is posted with a new message
+            except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:  # queued all the same; posted as a new message
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
             async with self.bot.db.sessions.begin() as s:
