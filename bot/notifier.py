@@ -8,9 +8,11 @@ One message per turn: posting edits the turn's status message (sent when it was 
 recorded then) into the post: the MP4, the final embed and a Regenerate button. An edit is
 idempotent, so a poster that died between the edit and `mark_posted` only repeats it. Only when
 the turn has no status message (it could not be sent, or someone deleted it) is a new message
-sent; that send carries a nonce (`enforce_nonce`), its id is recorded at once, and a later try
-first looks in the channel for a message of this turn posted since it finished, so a re-post
-after the claim's lease cannot duplicate even once Discord has forgotten the nonce.
+sent; that send carries a nonce (`enforce_nonce`) and its id is recorded at once. Before sending,
+the notifier looks in the channel for this turn's message whose recording was lost (a bot that
+died between Discord creating it and the database recording it): a post is taken as it is, a
+status message is edited into the post. So a re-post after the claim's lease cannot duplicate,
+even once Discord has forgotten the nonce.
 
 Failures: a try that fails (any HTTP error but 403/404, a timeout, a dropped connection) is
 retried after `retry_delays` (a few tries over minutes); after the last one the turn is marked as
@@ -42,7 +44,7 @@ from game.errors import size_text
 log = logging.getLogger(__name__)
 
 RETRY_DELAYS = (30.0, 120.0, 300.0)  # seconds before the 2nd, 3rd and 4th try (about 7.5 minutes in all)
-FOUND_POST_LOOKBACK = 50  # messages searched for a post whose recording was lost
+FOUND_POST_LOOKBACK = 50  # messages searched for a turn's message whose recording was lost
 
 
 def message_nonce(turn: Turn) -> str:
@@ -254,35 +256,45 @@ class Notifier:
             return await self._edit_or_send(turn, channel, self._post_fields(turn, film, channel, clip_too_big=True), nonce_suffix="n")
 
     async def _edit_or_send(self, turn: Turn, channel, fields: dict, nonce_suffix: str = "") -> int:
-        if turn.status_message_id:
+        if turn.status_message_id is not None:
             try:
                 await self.bot.edits.final(channel.id, turn.status_message_id, **fields)
                 return turn.status_message_id
             except discord.NotFound:
                 log.info("turn %s: its status message was deleted; posting a new one", turn.id)
-        found = await self._find_post(turn, channel)
-        if found is not None:
+        # A message of this turn whose recording was lost (the bot died between Discord creating
+        # it and the database recording it): the post itself, or a status message to edit.
+        found, is_post = await self._find_message(turn, channel)
+        if found is not None and is_post:
             return found
+        if found is not None:
+            try:
+                await self.bot.edits.final(channel.id, found, **fields)
+                return found
+            except discord.NotFound:
+                pass
         files = fields.pop("attachments")
         msg = await channel.send(**fields, files=files, nonce=message_nonce(turn) + nonce_suffix)
         await self._mark_posted(turn.id, msg.id)  # recorded at once: the lease never runs out on it
         return msg.id
 
-    async def _find_post(self, turn: Turn, channel) -> int | None:
-        """A message of this generation of the turn already in the channel (sent by a poster that
-        died before recording it): the bot's own, with this turn's Regenerate button, newer than
-        the turn's result."""
-        custom_id = f"ag:regen:{turn.id}"
-        after = turn.finished_at - timedelta(seconds=1) if turn.finished_at else None
+    async def _find_message(self, turn: Turn, channel) -> tuple[int | None, bool]:
+        """This generation's message in the channel, sent by a bot that died before recording it:
+        the bot's own, newer than the turn's (re)queueing, with this turn's Regenerate button (its
+        post: True) or Cancel button (its status message: False). (None, False) if there is none."""
+        wanted = {f"ag:regen:{turn.id}": True, f"ag:cancel:{turn.id}": False}
+        after = turn.created_at - timedelta(seconds=1) if turn.created_at else None
         try:
             async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=after):
-                if m.author.id == self.bot.user.id and any(
-                    getattr(c, "custom_id", None) == custom_id for row in m.components for c in getattr(row, "children", [row])
-                ):
-                    return m.id
+                if m.author.id != self.bot.user.id:
+                    continue
+                for row in m.components:
+                    for c in getattr(row, "children", [row]):
+                        if getattr(c, "custom_id", None) in wanted:
+                            return m.id, wanted[c.custom_id]
         except discord.Forbidden:  # no Read Message History here: the nonce is all there is
-            log.info("turn %s: cannot read channel %s's history to look for an earlier post", turn.id, channel.id)
-        return None
+            log.info("turn %s: cannot read channel %s's history to look for its message", turn.id, channel.id)
+        return None, False
 
     async def _failed(self, turn: Turn, gs: GameSession, channel, error: BaseException) -> None:
         """A try failed: wait and try again, or after the last try give the turn up, say so in the

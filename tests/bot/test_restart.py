@@ -167,3 +167,24 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
     await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second)
     assert ("regenerate_turn", "dave") in await audit_actions(sessions)
     assert server.unhandled == []
+
+
+async def test_status_message_whose_recording_was_lost_becomes_the_post(world, start_bot, start_worker, sessions):
+    """The bot died between Discord creating the status message and the database recording it:
+    the notifier finds that message in the channel and edits it into the post (one message)."""
+    w, server = world, world.server
+    bot = await start_bot()
+    await setup_game(w)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await stop_bot(w, bot)
+    (turn,) = await turns_of(sessions)
+    status_id = turn.status_message_id
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == turn.id).values(status_message_id=None))
+
+    await start_worker(films=["qiqi"])
+    await start_bot()
+    posted = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert posted.id == status_id == turn.posted_message_id
+    assert result_posts(server, turn.id) == [] and len(results(w)) == 1
