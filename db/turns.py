@@ -418,11 +418,12 @@ async def release_claim(s: AsyncSession, turn_id: int) -> None:
 
 
 async def next_post_retry(s: AsyncSession, guild_ids: Collection[int]) -> datetime | None:
-    """When the earliest postponed turn of these guilds may be tried again."""
+    """When the earliest postponed turn of these guilds may be tried again (a time to come: one
+    already due was just claimed, or another poster holds it)."""
     in_guilds = select(GameSession.id).where(GameSession.guild_id.in_(list(guild_ids)))
     return await s.scalar(
         select(func.min(Turn.post_retry_at)).where(
-            Turn.posted_at.is_(None), Turn.post_retry_at.is_not(None), Turn.session_id.in_(in_guilds.scalar_subquery())
+            Turn.posted_at.is_(None), Turn.post_retry_at > func.now(), Turn.session_id.in_(in_guilds.scalar_subquery())
         )
     )
 
