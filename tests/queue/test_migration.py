@@ -63,4 +63,4 @@ async def test_upgrade_downgrade_upgrade(scratch_engine):
     assert await migrate.current_revision(scratch_engine) == "0001"
 
     await migrate.upgrade(scratch_engine)
-    assert await migrate.current_revision(scratch_engine) == migrate.head_revision() == "0002"
+    assert await migrate.current_revision(scratch_engine) == migrate.head_revision()  # the latest revision, whichever it is
