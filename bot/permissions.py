@@ -31,7 +31,7 @@ PERMISSIONS: tuple[Needed, ...] = (
     Needed("attach_files", "Attach Files",
            "upload the turn's MP4 clip"),
     Needed("read_message_history", "Read Message History",
-           "fetch its own progress message after a restart to edit it, and reply to it"),
+           "look through its recent messages for a turn's message whose recording a crash lost, so a turn is never posted twice"),
 )
 
 # Not requested, on purpose: Use External Emojis (the state bars are Unicode), Manage Messages
