@@ -11,9 +11,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit, checks
+from bot.choices import film_choices
 from bot.embeds import INFO, esc
 from db import audit, guilds
-from game.catalogue import FILMS, suggest
+from game.catalogue import suggest
 
 
 class Admin(commands.Cog):
@@ -44,6 +45,7 @@ class Admin(commands.Cog):
 
     @admin.command(name="film", description="Choose the film played on this server or in this channel")
     @app_commands.describe(film="The film", scope="The whole server (default) or only this channel")
+    @app_commands.autocomplete(film=film_choices)
     async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         channel_id = interaction.channel_id if scope == "channel" else None
@@ -52,11 +54,6 @@ class Admin(commands.Cog):
             await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
         where = "this channel" if channel_id else "this server"
         await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
-
-    @film.autocomplete("film")
-    async def _film_choices(self, interaction: discord.Interaction, current: str):
-        titles = {f.title: f.id for f in FILMS.values()}
-        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
 
     @admin.command(name="character", description="Enable or disable a playable character here")
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")

@@ -13,6 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks
+from bot.choices import film_choices
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import stitch
 from bot.status import position_text
@@ -81,6 +82,7 @@ class Play(commands.Cog):
 
     @game.command(name="start", description="Start a game in this channel")
     @app_commands.describe(film="The film to play (admins only; default: the film configured here)")
+    @app_commands.autocomplete(film=film_choices)
     async def start(self, interaction: discord.Interaction, film: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -94,11 +96,6 @@ class Play(commands.Cog):
             await game_sessions.start_session(s, interaction.guild_id, interaction.channel_id, chosen, interaction.user.id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
         await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
-
-    @start.autocomplete("film")
-    async def _film_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        titles = {f.title: f.id for f in FILMS.values()}
-        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
 
     @game.command(name="join", description="Play a character in this channel's game")
     @app_commands.describe(character="A free character of this channel's cast")
