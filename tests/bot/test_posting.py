@@ -132,11 +132,11 @@ async def test_regenerate_after_a_cancelled_turn(world, start_bot, start_worker,
     await say(w, w.bob, "act", {"motion": "talk", "background": "bakery"})
     (_, t2) = await turns_of(sessions)
     h = await server.click(status_message(w, 2), w.bob, f"ag:cancel:{t2.id}")
-    assert (await h.wait_followup()).content == "Turn #2 is cancelled."
+    assert (await h.wait_followup(timeout=15)).content == "Turn #2 is cancelled."
 
     first = await result(w, 1)
     h = await server.click(first, w.alice, first.custom_ids[0])
-    assert (await h.wait_followup()).content == "Turn #1 is being generated again with a new seed."
+    assert (await h.wait_followup(timeout=15)).content == "Turn #1 is being generated again with a new seed."
     again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=first, timeout=30)
     assert server.messages[first.id].components == []  # the first take keeps its clip, loses its button
     (t1, t2) = await posted_turns(sessions, 1)

@@ -133,22 +133,22 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
 
     # someone else's turn: refused, before and after a restart
     h = await server.click(queued, w.bob, f"ag:cancel:{ponyo_turn.id}")
-    assert "Only alice (who asked for this turn) or a moderator can cancel it" in (await h.wait_followup()).content
+    assert "Only alice (who asked for this turn) or a moderator can cancel it" in (await h.wait_followup(timeout=15)).content
     await stop_bot(w, bot)
     await start_bot()
     h = await server.click(posted, w.bob, f"ag:regen:{qiqi_turn.id}")
-    assert "or a moderator can regenerate it" in (await h.wait_followup()).content
+    assert "or a moderator can regenerate it" in (await h.wait_followup(timeout=15)).content
 
     h = await server.click(queued, w.alice, f"ag:cancel:{ponyo_turn.id}")
-    assert (await h.wait_followup()).content == "Turn #1 is cancelled."
+    assert (await h.wait_followup(timeout=15)).content == "Turn #1 is cancelled."
     queued = server.messages[queued.id]
     assert queued.embeds[0]["title"] == "Turn #1 · cancelled" and queued.components == []
     async with sessions() as s:
         assert (await s.scalar(text("SELECT status FROM procrastinate_jobs WHERE id = :id"), {"id": ponyo_turn.job_id})) == "cancelled"
 
     h = await server.click(posted, w.alice, f"ag:regen:{qiqi_turn.id}")
-    assert "generated again with a new seed" in (await h.wait_followup()).content
-    again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=posted)
+    assert "generated again with a new seed" in (await h.wait_followup(timeout=15)).content
+    again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=posted, timeout=30)
     await wait_until(lambda: _posted_as(sessions, qiqi_turn.id, again.id), timeout=10)
     assert server.messages[posted.id].components == []  # the old take keeps its clip, loses its button
     (redo,) = [t for t in await turns_of(sessions) if t.id == qiqi_turn.id]
@@ -161,10 +161,10 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
     await say(w, w.bob, "act", {"motion": "talk", "background": "bakery"})
     second = await result(w, 2)
     h = await server.click(again, w.alice, f"ag:regen:{qiqi_turn.id}")
-    assert "Only the game's latest turn (#2) can be regenerated" in (await h.wait_followup()).content
+    assert "Only the game's latest turn (#2) can be regenerated" in (await h.wait_followup(timeout=15)).content
     h = await server.click(second, w.dave, second.custom_ids[0])
-    assert "generated again" in (await h.wait_followup()).content
-    await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second)
+    assert "generated again" in (await h.wait_followup(timeout=15)).content
+    await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second, timeout=30)
     assert ("regenerate_turn", "dave") in await audit_actions(sessions)
     assert server.unhandled == []
 
