@@ -227,6 +227,7 @@ class Notifier:
             return Outcome.FAILED
         await self._mark_posted(turn.id, message_id)
         self.bot.board.posted(turn.id)
+        log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
     def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
@@ -280,18 +281,21 @@ class Notifier:
 
     async def _find_message(self, turn: Turn, channel) -> tuple[int | None, bool]:
         """This generation's message in the channel, sent by a bot that died before recording it:
-        the bot's own, newer than the turn's (re)queueing, with this turn's Regenerate button (its
-        post: True) or Cancel button (its status message: False). (None, False) if there is none."""
-        wanted = {f"ag:regen:{turn.id}": True, f"ag:cancel:{turn.id}": False}
-        after = turn.created_at - timedelta(seconds=1) if turn.created_at else None
+        the bot's own, with this turn's Cancel button and sent since the turn was (re)queued (its
+        status message: False), or with its Regenerate button and sent since it finished (its post:
+        True; an earlier take's post, not yet stripped of its button, is older). (None, False) if
+        there is none."""
+        cancel, regen = f"ag:cancel:{turn.id}", f"ag:regen:{turn.id}"
+        finished = turn.finished_at.replace(microsecond=turn.finished_at.microsecond // 1000 * 1000)  # snowflakes count ms
         try:
-            async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=after):
+            async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=turn.created_at):
                 if m.author.id != self.bot.user.id:
                     continue
-                for row in m.components:
-                    for c in getattr(row, "children", [row]):
-                        if getattr(c, "custom_id", None) in wanted:
-                            return m.id, wanted[c.custom_id]
+                ids = {getattr(c, "custom_id", None) for row in m.components for c in getattr(row, "children", [row])}
+                if cancel in ids:
+                    return m.id, False
+                if regen in ids and m.created_at >= finished:
+                    return m.id, True
         except discord.Forbidden:  # no Read Message History here: the nonce is all there is
             log.info("turn %s: cannot read channel %s's history to look for its message", turn.id, channel.id)
         return None, False

@@ -104,8 +104,9 @@ class RegenerateButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], t
             turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
             position = await bot.queue.position(s, turn)
             await _audit_if_moderator(s, interaction, turn, "regenerate_turn")
-        # The old take stays in the channel, without its button: only the newest take can be redone.
+        # The new take's status message first (the notifier waits for it rather than send a
+        # message of its own); the old take stays in the channel, without its button.
+        await bot.board.announce_queued(turn, position, regenerated=True)
         if old_message:
             await bot.board.strip_buttons(gs.channel_id, old_message)
-        await bot.board.announce_queued(turn, position, regenerated=True)
         return f"Turn #{turn.seq} is being generated again with a new seed."
