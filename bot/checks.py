@@ -7,11 +7,11 @@ Messages, a configured moderator role, or admin.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import discord
-from discord import app_commands
 
 from bot.replies import Refusal, as_game_error
-from db import guilds
 from game.errors import GuildOnly, MissingRights
 
 
@@ -21,9 +21,7 @@ def _member_role_ids(interaction: discord.Interaction) -> set[int]:
 
 
 async def _configured_roles(interaction: discord.Interaction) -> tuple[frozenset[int], frozenset[int]]:
-    bot = interaction.client
-    async with bot.db.sessions() as s:
-        cfg = await guilds.channel_config(s, bot.settings, interaction.guild_id, interaction.channel_id)
+    cfg = await interaction.client.config.config(interaction.guild_id, interaction.channel_id)  # cached
     return cfg.admin_role_ids, cfg.moderator_role_ids
 
 
@@ -46,30 +44,19 @@ async def is_moderator(interaction: discord.Interaction) -> bool:
     return bool(_member_role_ids(interaction) & (admin_roles | mod_roles))
 
 
-def _require(kind: str, test):
-    async def predicate(interaction: discord.Interaction) -> bool:
-        if interaction.guild_id is None:
-            raise Refusal(GuildOnly())
-        try:
-            ok = await test(interaction)
-        except Exception as e:  # the database being down must read as such, not as "no rights"
-            err = as_game_error(e)
-            if err is None:
-                raise
-            raise Refusal(err) from e
-        if not ok:
-            raise Refusal(MissingRights(kind))
-        return True
-
-    return app_commands.check(predicate)
-
-
-def admin():
-    """Decorator: only admins may run the command."""
-    return _require("admin", is_admin)
-
-
-def moderator():
-    """Decorator: only moderators (or admins) may run the command."""
-    return _require("moderator", is_moderator)
+async def require(interaction: discord.Interaction, kind: Literal["admin", "moderator"]) -> bool:
+    """True, or a Refusal saying what is missing. A cog whose every command needs the rights
+    returns this from its `interaction_check` (one check for the whole cog)."""
+    if interaction.guild_id is None:
+        raise Refusal(GuildOnly())
+    try:
+        ok = await (is_admin if kind == "admin" else is_moderator)(interaction)
+    except Exception as e:  # the database being down must read as such, not as "no rights"
+        err = as_game_error(e)
+        if err is None:
+            raise
+        raise Refusal(err) from e
+    if not ok:
+        raise Refusal(MissingRights(kind))
+    return True
 

@@ -14,8 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.runtime import Database
 from settings import Settings
 from bot import replies
+from bot.config_cache import ConfigCache
+from bot.edits import EditScheduler
 from bot.maintenance import Maintenance
-from bot.notifier import Notifier
+from bot.notifier import RETRY_DELAYS, Notifier
 from bot.permissions import bot_intents
 from bot.status import StatusBoard
 from bot.views import CancelButton, RegenerateButton
@@ -52,6 +54,10 @@ class JobQueue:
     async def position(self, s: AsyncSession, turn: Turn) -> int | None:
         return await self._q.queue_position(s, turn)
 
+    async def positions(self, s: AsyncSession, turn_ids) -> dict[int, int]:
+        """Positions of many waiting turns in one query (those not waiting are left out)."""
+        return await self._q.queue_positions(s, turn_ids)
+
 
 class GameTree(app_commands.CommandTree):
     async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
@@ -65,9 +71,10 @@ class AnimeGamerBot(commands.Bot):
         db: Database,
         *,
         queue: JobQueue | None = None,
-        progress_interval: float = 1.5,
+        edit_budget: tuple[int, float] = (5, 5.0),
         sweep_seconds: float = 30.0,
         post_lease: timedelta = timedelta(minutes=2),
+        post_retry_delays: tuple[float, ...] = RETRY_DELAYS,
         claimant: str | None = None,
         sync_commands: bool = False,
         **options,
@@ -84,8 +91,10 @@ class AnimeGamerBot(commands.Bot):
         self.db = db
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
-        self.board = StatusBoard(self, progress_interval)
-        self.notifier = Notifier(self, lease=post_lease, claimant=claimant)
+        self.config = ConfigCache(self)  # guild and channel configuration, live sessions' films
+        self.edits = EditScheduler(self, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
+        self.board = StatusBoard(self, self.edits)
+        self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
         self._sync_commands = sync_commands
 
@@ -113,4 +122,5 @@ class AnimeGamerBot(commands.Bot):
         self.maintenance.close()
         await self.notifier.close()
         await self.board.close()
+        await self.edits.close()
         await super().close()

@@ -4,6 +4,7 @@ clips and representations."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime, timedelta, timezone
 
@@ -60,8 +61,8 @@ class Maintenance:
             text = f"No turn for {minutes} minutes. {SessionPaused('idle').message}"
             try:
                 await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
-            except discord.HTTPException as e:
-                log.info("could not announce the idle pause in %s: %s", gs.channel_id, e)
+            except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:  # the other channels are still told
+                log.warning("could not announce the idle pause in %s: %s", gs.channel_id, e)
         return [gs.id for gs in paused]
 
     async def pause_withdrawn(self) -> list[int]:

@@ -1,28 +1,39 @@
-"""Posts finished turns to their channels, each exactly once, and relays progress.
+"""Posts finished turns to their channels, each exactly once and in order, and relays progress.
 
 A dedicated LISTEN connection (db.listen) wakes the poster when a turn finishes and feeds progress
-to the status board; the scheduler's sweep (bot.maintenance) and every (re)connection wake it too,
-for anything missed while the bot or its connection was down.
+and queue changes to the status board; the scheduler's sweep (bot.maintenance) and every
+(re)connection wake it too, for anything missed while the bot or its connection was down.
 
-Exactly once: a turn is claimed in the database (claim_unposted, leased) before it is sent, and
-marked posted after. A crash between the send and mark_posted leaves a claim that expires and a
-turn that is sent again: the message nonce (from the turn id and its generation's seed) with
-enforce_nonce makes Discord return the first message instead of creating a second.
+One message per turn: posting edits the turn's status message (sent when it was queued, its id
+recorded then) into the post: the MP4, the final embed and a Regenerate button. An edit is
+idempotent, so a poster that died between the edit and `mark_posted` only repeats it. Only when
+the turn has no status message (it could not be sent, or someone deleted it) is a new message
+sent; that send carries a nonce (`enforce_nonce`) and its id is recorded at once. Before sending,
+the notifier looks in the channel for this turn's message whose recording was lost (a bot that
+died between Discord creating it and the database recording it): a post is taken as it is, a
+status message is edited into the post. So a re-post after the claim's lease cannot duplicate,
+even once Discord has forgotten the nonce.
+
+Failures: a try that fails (any HTTP error but 403/404, a timeout, a dropped connection) is
+retried after `retry_delays` (a few tries over minutes); after the last one the turn is marked as
+not posted (`post_error`) with a short notice in the channel, and the later turns of its channel,
+held back meanwhile, are posted in order after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import hashlib
 import io
 import logging
 import os
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import discord
 
-from bot.embeds import failed_embed, turn_embed
+from bot.embeds import failed_embed, status_embed, turn_embed
 from bot.views import RegenerateButton, view_of
 from db import notify
 from db import turns as turn_service
@@ -32,21 +43,40 @@ from game.errors import size_text
 
 log = logging.getLogger(__name__)
 
+RETRY_DELAYS = (30.0, 120.0, 300.0)  # seconds before the 2nd, 3rd and 4th try (about 7.5 minutes in all)
+FOUND_POST_LOOKBACK = 50  # messages searched for a turn's message whose recording was lost
+
 
 def message_nonce(turn: Turn) -> str:
     """Stable for one generation of a turn, new after a regeneration (new seed); <= 25 chars."""
     return hashlib.blake2b(f"{turn.id}:{turn.seed}:{turn.status}".encode(), digest_size=12).hexdigest()
 
 
+class Outcome(enum.Enum):
+    POSTED = "posted"  # or nothing to post any more
+    LATER = "later"  # not now, and not a failure (its status message is still being sent)
+    FAILED = "failed"  # Discord or the network failed: counts as a try
+
+
 class Notifier:
-    def __init__(self, bot, *, lease: timedelta = timedelta(minutes=2), claimant: str | None = None) -> None:
+    def __init__(
+        self,
+        bot,
+        *,
+        lease: timedelta = timedelta(minutes=2),
+        claimant: str | None = None,
+        retry_delays: tuple[float, ...] = RETRY_DELAYS,
+    ) -> None:
         self.bot = bot
         self.lease = lease
         self.claimant = claimant or f"bot:{socket.gethostname()}:{os.getpid()}"
+        self.retry_delays = tuple(retry_delays)
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
+        self._timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self.listening = asyncio.Event()  # set once LISTEN is in place (the caches can be trusted)
 
     def start(self) -> None:
         self._tasks = [
@@ -56,6 +86,8 @@ class Notifier:
 
     async def close(self) -> None:
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
         if not self._tasks:
             return
         for t in self._tasks:
@@ -66,9 +98,21 @@ class Notifier:
     def wake(self) -> None:
         self._wake.set()
 
+    def wake_at(self, when: datetime) -> None:
+        """Wake the poster at `when` (the next postponed try), unless it wakes sooner anyway."""
+        delay = max(0.0, (when - datetime.now(timezone.utc)).total_seconds()) + 0.05
+        loop = asyncio.get_running_loop()
+        if self._timer is not None and self._timer.when() <= loop.time() + delay:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(delay, self.wake)
+
     # --- listening
 
     async def _on_connect(self) -> None:
+        self.bot.config.clear()  # configuration changes may have been missed
+        self.listening.set()
         self.wake()  # sweep for what finished while we were not listening
 
     async def _listen(self) -> None:
@@ -78,25 +122,33 @@ class Notifier:
         while not self._closed:
             try:
                 async with Listener(
-                    self.bot.db.url, [notify.TURN_FINISHED, notify.TURN_PROGRESS, notify.TURN_QUEUED],
+                    self.bot.db.url,
+                    [notify.TURN_FINISHED, notify.TURN_PROGRESS, notify.TURN_QUEUED, notify.SESSION_CHANGED, notify.CONFIG_CHANGED],
                     on_connect=self._on_connect,
                 ) as listener:
                     delay = 1.0
                     async for n in listener:
-                        if n.channel == notify.TURN_FINISHED:
-                            self.wake()
-                        elif n.channel == notify.TURN_PROGRESS:
-                            p = n.payload
-                            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
-                        # A turn queued, started (its first progress), finished or cancelled can
-                        # move the queue; the refresh is coalesced and edits only what changed.
-                        self.bot.board.positions_changed()
+                        self._dispatch(n.channel, n.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the database is down: keep trying; the sweep covers the gap
                 log.warning("notifier cannot LISTEN (%s); retrying in %.0f s", e, delay)
                 await asyncio.sleep(delay)
                 delay = min(30.0, delay * 2)
+
+    def _dispatch(self, channel: str, p: dict) -> None:
+        if channel == notify.TURN_FINISHED:
+            self.wake()
+            self.bot.board.queue_changed()
+        elif channel == notify.TURN_PROGRESS:
+            # A turn's first progress also tells the board it started (the queue moved).
+            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
+        elif channel == notify.TURN_QUEUED:  # queued, regenerated or cancelled
+            self.bot.board.queue_changed()
+        elif channel == notify.SESSION_CHANGED:
+            self.bot.config.session_changed(p.get("channel_id"))
+        elif channel == notify.CONFIG_CHANGED:
+            self.bot.config.config_changed(p.get("guild_id"))
 
     # --- posting
 
@@ -114,8 +166,8 @@ class Notifier:
 
     async def post_pending(self) -> int:
         """Claim and post every finished, unposted turn of this bot's guilds; returns how many
-        were posted. A turn that cannot be sent now is released, and later turns of its session
-        wait for it, so a channel always gets its turns in order."""
+        were posted. A session's turns are posted in order: while one waits for its next try, the
+        later ones wait too (claim_unposted does not hand them out)."""
         if not self.bot.is_ready():
             return 0
         posted = 0
@@ -127,73 +179,154 @@ class Notifier:
                 async with self.bot.db.sessions.begin() as s:
                     claimed = await turn_service.claim_unposted(s, self.claimant, self.lease, guild_ids=guild_ids)
                 if not claimed:
-                    return posted
-                blocked: set[int] = set()
+                    break
+                held: set[int] = set()
+                later = False
                 for turn in claimed:
-                    ok = turn.session_id not in blocked and await self._post(turn.id)
-                    if ok:
+                    outcome = Outcome.LATER if turn.session_id in held else await self._post(turn.id)
+                    if outcome is Outcome.POSTED:
                         posted += 1
-                    else:
-                        blocked.add(turn.session_id)
+                        continue
+                    held.add(turn.session_id)
+                    if outcome is Outcome.LATER:
+                        later = True
                         async with self.bot.db.sessions.begin() as s:
                             await turn_service.release_claim(s, turn.id)
-                if blocked:
-                    return posted  # try again at the next wake-up or sweep, not in a tight loop
+                if later:  # a status message is on its way; announce_queued wakes us when it is sent
+                    break
+            async with self.bot.db.sessions() as s:
+                retry = await turn_service.next_post_retry(s, guild_ids)
+        if retry is not None:
+            self.wake_at(retry)
+        return posted
 
     def upload_limit(self, guild: discord.Guild | None) -> int:
         if guild is None:
             return 10 * 1024 * 1024
         return self.bot.upload_limits.get(guild.id) or guild.filesize_limit
 
-    async def _post(self, turn_id: int) -> bool:
+    async def _post(self, turn_id: int) -> Outcome:
+        if self.bot.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
+            return Outcome.LATER
         async with self.bot.db.sessions() as s:
             turn = await turn_service.get_turn(s, turn_id, blobs=True)
             gs = await s.get(GameSession, turn.session_id)
         if turn.status not in ("done", "failed") or turn.posted_at is not None:
-            return True  # regenerated or posted by someone else since the claim: nothing to send
-        film = display_film(gs.film_id)
+            return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
         channel = self.bot.get_channel(gs.channel_id)
-        if channel is None:
-            try:
-                channel = await self.bot.fetch_channel(gs.channel_id)
-            except (discord.NotFound, discord.Forbidden):
-                log.warning("turn %s: channel %s is gone or hidden; not posting it", turn.id, gs.channel_id)
-                await self._mark_posted(turn.id, None)
-                return True
-
-        view = view_of(RegenerateButton(turn.id))
-        nonce = message_nonce(turn)
-        if turn.status == "failed":
-            embed, files = failed_embed(turn, film), []
-        else:
-            limit = self.upload_limit(getattr(channel, "guild", None))
-            note = None
-            if turn.mp4 is None:
-                note = "The clip is no longer stored." if turn.blobs_pruned_at else "This turn has no clip."
-            elif len(turn.mp4) > limit:
-                note = f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit ({size_text(limit)}), so it is not attached."
-            embed = turn_embed(turn, film, clip_note=note)
-            files = [] if note else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
         try:
-            try:
-                msg = await channel.send(embed=embed, files=files, view=view, nonce=nonce)
-            except discord.HTTPException as e:
-                if e.status != 413 or not files:
-                    raise
-                # The server's limit was lower than we knew: post the turn without its clip.
-                embed = turn_embed(turn, film, clip_note=f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit, so it is not attached.")
-                msg = await channel.send(embed=embed, view=view, nonce=nonce + "n")
+            if channel is None:
+                channel = await self.bot.fetch_channel(gs.channel_id)
+            message_id = await self._deliver(turn, gs, channel)
         except (discord.NotFound, discord.Forbidden) as e:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)
-            await self._mark_posted(turn.id, None)
-            return True
+            await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
+            return Outcome.POSTED
         except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:
-            log.warning("turn %s: posting failed (%s); will retry", turn.id, e)
-            return False
-        await self._mark_posted(turn.id, msg.id)
-        await self.bot.board.finish(turn, turn.status, channel_id=gs.channel_id, jump_url=msg.jump_url)
-        return True
+            await self._failed(turn, gs, channel, e)
+            return Outcome.FAILED
+        await self._mark_posted(turn.id, message_id)
+        self.bot.board.posted(turn.id)
+        log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
+        return Outcome.POSTED
 
-    async def _mark_posted(self, turn_id: int, message_id: int | None) -> None:
+    def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
+        view = view_of(RegenerateButton(turn.id))
+        if turn.status == "failed":
+            return {"embed": failed_embed(turn, film), "attachments": [], "view": view}
+        limit = self.upload_limit(getattr(channel, "guild", None))
+        note = None
+        if turn.mp4 is None:
+            note = "The clip is no longer stored." if turn.blobs_pruned_at else "This turn has no clip."
+        elif clip_too_big or len(turn.mp4) > limit:
+            shown = "" if clip_too_big and len(turn.mp4) <= limit else f" ({size_text(limit)})"
+            note = f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit{shown}, so it is not attached."
+        files = [] if note else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
+        return {"embed": turn_embed(turn, film, clip_note=note), "attachments": files, "view": view}
+
+    async def _deliver(self, turn: Turn, gs: GameSession, channel) -> int:
+        """Put the post in the channel; returns its message id."""
+        film = display_film(gs.film_id)
+        fields = self._post_fields(turn, film, channel)
+        try:
+            return await self._edit_or_send(turn, channel, fields)
+        except discord.HTTPException as e:
+            if e.status != 413 or not fields["attachments"]:
+                raise
+            # The server's limit was lower than we knew: post the turn without its clip.
+            return await self._edit_or_send(turn, channel, self._post_fields(turn, film, channel, clip_too_big=True), nonce_suffix="n")
+
+    async def _edit_or_send(self, turn: Turn, channel, fields: dict, nonce_suffix: str = "") -> int:
+        if turn.status_message_id is not None:
+            try:
+                await self.bot.edits.final(channel.id, turn.status_message_id, **fields)
+                return turn.status_message_id
+            except discord.NotFound:
+                log.info("turn %s: its status message was deleted; posting a new one", turn.id)
+        # A message of this turn whose recording was lost (the bot died between Discord creating
+        # it and the database recording it): the post itself, or a status message to edit.
+        found, is_post = await self._find_message(turn, channel)
+        if found is not None and is_post:
+            return found
+        if found is not None:
+            try:
+                await self.bot.edits.final(channel.id, found, **fields)
+                return found
+            except discord.NotFound:
+                pass
+        files = fields.pop("attachments")
+        msg = await channel.send(**fields, files=files, nonce=message_nonce(turn) + nonce_suffix)
+        await self._mark_posted(turn.id, msg.id)  # recorded at once: the lease never runs out on it
+        return msg.id
+
+    async def _find_message(self, turn: Turn, channel) -> tuple[int | None, bool]:
+        """This generation's message in the channel, sent by a bot that died before recording it:
+        the bot's own, with this turn's Cancel button and sent since the turn was (re)queued (its
+        status message: False), or with its Regenerate button and sent since it finished (its post:
+        True; an earlier take's post, not yet stripped of its button, is older). (None, False) if
+        there is none."""
+        cancel, regen = f"ag:cancel:{turn.id}", f"ag:regen:{turn.id}"
+        finished = turn.finished_at.replace(microsecond=turn.finished_at.microsecond // 1000 * 1000)  # snowflakes count ms
+        try:
+            async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=turn.created_at):
+                if m.author.id != self.bot.user.id:
+                    continue
+                ids = {getattr(c, "custom_id", None) for row in m.components for c in getattr(row, "children", [row])}
+                if cancel in ids:
+                    return m.id, False
+                if regen in ids and m.created_at >= finished:
+                    return m.id, True
+        except discord.Forbidden:  # no Read Message History here: the nonce is all there is
+            log.info("turn %s: cannot read channel %s's history to look for its message", turn.id, channel.id)
+        return None, False
+
+    async def _failed(self, turn: Turn, gs: GameSession, channel, error: BaseException) -> None:
+        """A try failed: wait and try again, or after the last try give the turn up, say so in the
+        channel, and let the later turns go."""
+        why = f"{type(error).__name__}: {error}"[:300]
+        tries = turn.post_attempts + 1
+        if tries <= len(self.retry_delays):
+            delay = self.retry_delays[tries - 1]
+            log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
+            async with self.bot.db.sessions.begin() as s:
+                await turn_service.postpone_post(s, turn.id, timedelta(seconds=delay), why)
+            return
+        log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
+        await self._mark_posted(turn.id, None, why)
+        self.bot.board.posted(turn.id)
+        notice = f"Turn #{turn.seq} could not be posted: Discord kept failing. It is kept in /history."
+        if turn.status_message_id and channel is not None:
+            embed = status_embed(turn, state="not posted", note=notice)
+            try:
+                await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None)
+            except (discord.HTTPException, OSError, asyncio.TimeoutError):
+                pass
+        try:
+            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice)
+        except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:
+            log.info("turn %s: the notice could not be posted either: %s", turn.id, e)
+        self.wake()  # the later turns of this channel may go now
+
+    async def _mark_posted(self, turn_id: int, message_id: int | None, error: str | None = None) -> None:
         async with self.bot.db.sessions.begin() as s:
-            await turn_service.mark_posted(s, turn_id, message_id)
+            await turn_service.mark_posted(s, turn_id, message_id, error)

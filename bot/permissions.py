@@ -23,7 +23,7 @@ PERMISSIONS: tuple[Needed, ...] = (
     Needed("view_channel", "View Channels",
            "see the channels where games run; without it the bot cannot post there"),
     Needed("send_messages", "Send Messages",
-           "post each finished turn with channel.send (interaction tokens expire after 15 minutes)"),
+           "send each turn's message with channel.send and edit it into the post (interaction tokens expire after 15 minutes)"),
     Needed("send_messages_in_threads", "Send Messages in Threads",
            "games may run in threads; posting there needs this instead of Send Messages"),
     Needed("embed_links", "Embed Links",
@@ -31,7 +31,7 @@ PERMISSIONS: tuple[Needed, ...] = (
     Needed("attach_files", "Attach Files",
            "upload the turn's MP4 clip"),
     Needed("read_message_history", "Read Message History",
-           "fetch its own progress message after a restart to edit it, and reply to it"),
+           "look through its recent messages for a turn's message whose recording a crash lost, so a turn is never posted twice"),
 )
 
 # Not requested, on purpose: Use External Emojis (the state bars are Unicode), Manage Messages

@@ -1,27 +1,30 @@
-"""A turn's status message: posted when the turn is queued (with its queue position and a Cancel
-button), edited in place with a progress bar while it runs, and closed when it is posted,
-cancelled or failed.
+"""A turn's one message in its channel: sent when the turn is queued (its queue position and a
+Cancel button), edited with a progress bar while it runs, and at the end edited into the turn's
+post by the notifier (bot.notifier), or closed here when the turn is cancelled.
 
-Discord limits edits to about 5 per 5 s per channel, so progress edits are coalesced per channel:
-the latest value of each running turn is kept and written at most once per `min_interval`.
+Every edit goes through the channel's edit scheduler (bot.edits), which keeps each channel within
+Discord's edit budget and coalesces progress and positions. Queue positions are refreshed only
+when the queue changes (a turn queued, started, finished or cancelled), never on a mere progress
+NOTIFY; what a status message shows of its turn is kept in memory, so a progress NOTIFY costs no
+query (after a restart, one per turn).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
-import time
+from dataclasses import dataclass
 
 import discord
 
+from bot.edits import EditScheduler
 from bot.embeds import status_embed
 from bot.views import CancelButton, view_of
 from db import turns as turn_service
 from db.models import GameSession, Turn
 
 log = logging.getLogger(__name__)
-
-FINISHED_STATES = ("done", "failed", "cancelled")
 
 
 def position_text(position: int | None) -> str:
@@ -32,88 +35,93 @@ def position_text(position: int | None) -> str:
     return "next in the queue" if position == 1 else f"position {position} in the queue"
 
 
+def status_nonce(turn: Turn) -> str:
+    """The status message's nonce: one message per generation of a turn, even if the send is retried."""
+    return hashlib.blake2b(f"{turn.id}:{turn.seed}:status".encode(), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a status message shows of its turn, and where it is."""
+
+    id: int
+    seq: int
+    instruction: str
+    author_name: str
+    channel_id: int
+    message_id: int
+
+
 class StatusBoard:
-    def __init__(self, bot, min_interval: float = 1.5) -> None:
+    def __init__(self, bot, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
         self.bot = bot
-        self.min_interval = min_interval
-        self._last_edit: dict[int, float] = {}  # channel id -> monotonic time of the last progress edit
-        self._pending: dict[int, dict[int, tuple[float, str]]] = {}  # channel -> turn -> (fraction, stage)
-        self._flushers: dict[int, asyncio.Task] = {}
-        self._locks: dict[int, asyncio.Lock] = {}  # one edit at a time per channel, so a late
-        self._closed: dict[int, None] = {}  # progress edit never lands after the closing one
-        self._shown_position: dict[int, int | None] = {}  # turn id -> position its message shows
+        self.edits = edits
+        self.refresh_delay = refresh_delay  # a burst of queue changes makes one refresh
+        self._cards: dict[int, Card] = {}  # turn id -> its open status message
+        self._loading: dict[int, tuple[int, float, str]] = {}  # turn id -> latest progress while its card loads
+        self._announcing: set[int] = set()  # turns whose status message is being sent
+        self._running: set[int] = set()  # turns seen running (their first progress moves the queue)
+        self._shown_position: dict[int, int | None] = {}
+        self._closed: dict[int, None] = {}  # turns whose message is closed or posted (bounded)
         self._refresher: asyncio.Task | None = None
         self._refresh_again = False
-
-    def _lock(self, channel_id: int) -> asyncio.Lock:
-        return self._locks.setdefault(channel_id, asyncio.Lock())
-
-    def _mark_closed(self, turn_id: int) -> None:
-        self._closed[turn_id] = None
-        while len(self._closed) > 10_000:
-            del self._closed[next(iter(self._closed))]
+        self._tasks: set[asyncio.Task] = set()
 
     def channel(self, channel_id: int, guild_id: int | None = None):
         return self.bot.get_channel(channel_id) or self.bot.get_partial_messageable(channel_id, guild_id=guild_id)
 
-    async def _edit(self, channel_id: int, message_id: int, **fields) -> bool:
-        try:
-            await self.channel(channel_id).get_partial_message(message_id).edit(**fields)
-            return True
-        except discord.NotFound:
-            return False  # someone deleted the status message: nothing left to update
-        except discord.HTTPException as e:
-            log.warning("could not edit status message %s: %s", message_id, e)
-            return False
+    def announcing(self, turn_id: int) -> bool:
+        """Its status message is being sent: the notifier waits rather than send a second message."""
+        return turn_id in self._announcing
+
+    def _spawn(self, coro, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _close_card(self, turn_id: int) -> Card | None:
+        self._closed[turn_id] = None
+        while len(self._closed) > 10_000:
+            del self._closed[next(iter(self._closed))]
+        self._running.discard(turn_id)
+        self._shown_position.pop(turn_id, None)
+        self._loading.pop(turn_id, None)
+        return self._cards.pop(turn_id, None)
+
+    # --- queued
 
     async def announce_queued(self, turn: Turn, position: int | None, *, regenerated: bool = False) -> None:
-        """Post the status message of a turn just queued, and remember it on the turn."""
+        """Send the status message of a turn just queued, and record it on the turn."""
         self._closed.pop(turn.id, None)  # a regenerated turn runs (and shows progress) again
-        async with self.bot.db.sessions() as s:
-            gs = await s.get(GameSession, turn.session_id)
-        note = "Generating this turn again with a new seed." if regenerated else None
-        embed = status_embed(turn, state="queued", position=position, note=note)
-        self._shown_position[turn.id] = position
+        self._running.discard(turn.id)
+        self._announcing.add(turn.id)
         try:
-            msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view_of(CancelButton(turn.id)))
-        except discord.HTTPException as e:  # the turn is queued all the same; it just has no status message
-            log.warning("turn %s: could not post its status message: %s", turn.id, e)
-            return
-        async with self.bot.db.sessions.begin() as s:
-            await turn_service.set_status_message(s, turn.id, msg.id)
-            fresh = await turn_service.get_turn(s, turn.id)
-        # The turn may have finished (or been cancelled) before its status message existed; the
-        # notifier then found no message to close, so close it here.
-        if fresh is not None and (fresh.status == "cancelled" or fresh.posted_at is not None):
-            await self.finish(fresh, fresh.status, channel_id=gs.channel_id)
+            async with self.bot.db.sessions() as s:
+                gs = await s.get(GameSession, turn.session_id)
+            note = "Generating this turn again with a new seed." if regenerated else None
+            embed = status_embed(turn, state="queued", position=position, note=note)
+            try:
+                msg = await self.channel(gs.channel_id, gs.guild_id).send(
+                    embed=embed, view=view_of(CancelButton(turn.id)), nonce=status_nonce(turn)
+                )
+            except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:  # queued all the same; posted as a new message
+                log.warning("turn %s: could not post its status message: %s", turn.id, e)
+                return
+            async with self.bot.db.sessions.begin() as s:
+                await turn_service.set_status_message(s, turn.id, msg.id)
+                fresh = await turn_service.get_turn(s, turn.id)
+            self._shown_position[turn.id] = position
+            self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id)
+        finally:
+            self._announcing.discard(turn.id)
+            self.bot.notifier.wake()  # it may have waited for this message
+        # Cancelled before its status message existed: close it now.
+        if fresh is not None and fresh.status == "cancelled":
+            await self.finish(fresh, "cancelled", channel_id=gs.channel_id)
 
-    def progress(self, turn_id: int, channel_id: int, fraction: float, stage: str | None) -> None:
-        self._pending.setdefault(channel_id, {})[turn_id] = (fraction, stage or "")
-        task = self._flushers.get(channel_id)
-        if task is None or task.done():
-            self._flushers[channel_id] = asyncio.create_task(self._flush(channel_id), name=f"progress-{channel_id}")
-
-    async def _flush(self, channel_id: int) -> None:
-        while self._pending.get(channel_id):
-            wait = self._last_edit.get(channel_id, 0.0) + self.min_interval - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            batch = self._pending.pop(channel_id, {})
-            for turn_id, (fraction, stage) in batch.items():
-                async with self.bot.db.sessions() as s:
-                    turn = await turn_service.get_turn(s, turn_id)
-                if turn is None or turn.status != "running" or not turn.status_message_id:
-                    continue
-                async with self._lock(channel_id):
-                    if turn_id in self._closed:
-                        continue
-                    self._last_edit[channel_id] = time.monotonic()
-                    embed = status_embed(turn, state="generating", position=0, progress=fraction, stage=stage)
-                    await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
-
-    def positions_changed(self) -> None:
-        """A turn started, finished or was cancelled: queued turns may have moved up. Coalesced:
-        one refresh at a time, at most one per `min_interval`."""
+    def queue_changed(self) -> None:
+        """A turn was queued, started, finished or cancelled: waiting turns may have moved.
+        Coalesced: one refresh at a time, and one more if the queue changed during it."""
         if self._refresher is None or self._refresher.done():
             self._refresher = asyncio.create_task(self._refresh_positions(), name="queue-positions")
         else:
@@ -122,56 +130,93 @@ class StatusBoard:
     async def _refresh_positions(self) -> None:
         while True:
             self._refresh_again = False
-            await asyncio.sleep(self.min_interval)
+            await asyncio.sleep(self.refresh_delay)
             guild_ids = [g.id for g in self.bot.guilds]
             if not guild_ids:
                 return
-            async with self.bot.db.sessions() as s:
-                waiting = [
-                    (turn, channel_id, await self.bot.queue.position(s, turn))
-                    for turn, channel_id in await turn_service.queued_with_status_message(s, guild_ids)
-                ]
-            for turn, channel_id, position in waiting:
-                if not position or self._shown_position.get(turn.id) == position:
-                    continue  # started meanwhile (0), no job (None), or unchanged
-                async with self._lock(channel_id):
-                    if turn.id in self._closed:
-                        continue
-                    wait = self._last_edit.get(channel_id, 0.0) + self.min_interval - time.monotonic()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    self._last_edit[channel_id] = time.monotonic()
-                    embed = status_embed(turn, state="queued", position=position)
-                    if await self._edit(channel_id, turn.status_message_id, embed=embed, view=view_of(CancelButton(turn.id))):
-                        self._shown_position[turn.id] = position
+            try:  # two queries, however many turns wait
+                async with self.bot.db.sessions() as s:
+                    queued = await turn_service.queued_with_status_message(s, guild_ids)
+                    positions = await self.bot.queue.positions(s, [turn.id for turn, _ in queued])
+            except Exception as e:  # the database is down: the next change refreshes again
+                log.warning("cannot refresh queue positions: %s", e)
+                return
+            for turn, channel_id in queued:
+                position = positions.get(turn.id)
+                if not position or self._shown_position.get(turn.id) == position or turn.id in self._closed:
+                    continue  # started meanwhile (0), no job (None), unchanged, or closed
+                self._shown_position[turn.id] = position
+                embed = status_embed(turn, state="queued", position=position)
+                self.edits.routine(channel_id, turn.status_message_id, embed=embed, view=view_of(CancelButton(turn.id)))
             if not self._refresh_again:
                 return
 
-    async def finish(self, turn: Turn, state: str, *, note: str | None = None, channel_id: int | None = None,
-                     jump_url: str | None = None) -> None:
-        """Close a turn's status message (no more buttons); progress still pending for it is dropped."""
+    # --- running
+
+    def progress(self, turn_id: int, channel_id: int, fraction: float, stage: str | None) -> None:
+        if turn_id in self._closed:
+            return
+        if turn_id not in self._running:
+            self._running.add(turn_id)
+            self._shown_position.pop(turn_id, None)
+            self.queue_changed()  # it started: the turns behind it moved up
+        card = self._cards.get(turn_id)
+        if card is not None:
+            self._show_progress(card, fraction, stage or "")
+            return
+        first = turn_id not in self._loading
+        self._loading[turn_id] = (channel_id, fraction, stage or "")
+        if first:  # after a restart: learn the turn once
+            self._spawn(self._load_card(turn_id), f"status-card-{turn_id}")
+
+    def _show_progress(self, card: Card, fraction: float, stage: str) -> None:
+        embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
+        self.edits.routine(card.channel_id, card.message_id, embed=embed, view=None)
+
+    async def _load_card(self, turn_id: int) -> None:
+        try:
+            async with self.bot.db.sessions() as s:
+                turn = await turn_service.get_turn(s, turn_id)
+                gs = None if turn is None else await s.get(GameSession, turn.session_id)
+        except Exception as e:
+            log.info("turn %s: progress not shown: %s", turn_id, e)
+            self._loading.pop(turn_id, None)
+            return
+        latest = self._loading.pop(turn_id, None)
+        if turn is None or turn.status != "running" or not turn.status_message_id or latest is None or turn_id in self._closed:
+            return
+        card = self._cards[turn_id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, turn.status_message_id)
+        self._show_progress(card, latest[1], latest[2])
+
+    # --- closed
+
+    def posted(self, turn_id: int) -> None:
+        """The notifier edited the status message into the post: nothing more to show here."""
+        self._close_card(turn_id)
+
+    async def finish(self, turn: Turn, state: str, *, note: str | None = None, channel_id: int | None = None) -> None:
+        """Close a turn's status message without a post (cancelled, or not posted): no buttons,
+        and no progress edit after this one."""
+        self._close_card(turn.id)
+        if not turn.status_message_id:
+            return
         if channel_id is None:
             async with self.bot.db.sessions() as s:
                 channel_id = (await s.get(GameSession, turn.session_id)).channel_id
-        self._pending.get(channel_id, {}).pop(turn.id, None)
-        self._shown_position.pop(turn.id, None)
-        self._mark_closed(turn.id)
-        if not turn.status_message_id:
-            return
-        label = {"done": "posted", "failed": "failed", "cancelled": "cancelled"}.get(state, state)
-        if jump_url and not note:
-            note = f"[See the result]({jump_url})"
-        embed = status_embed(turn, state=label, note=note)
-        async with self._lock(channel_id):
-            self._last_edit[channel_id] = time.monotonic()
-            await self._edit(channel_id, turn.status_message_id, embed=embed, view=None)
+        embed = status_embed(turn, state=state, note=note)
+        try:
+            await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None)
+        except discord.HTTPException as e:  # deleted or hidden: nothing left to close
+            log.info("turn %s: could not close its status message: %s", turn.id, e)
 
     async def strip_buttons(self, channel_id: int, message_id: int) -> None:
-        await self._edit(channel_id, message_id, view=None)
+        try:
+            await self.edits.final(channel_id, message_id, view=None)
+        except discord.HTTPException as e:
+            log.info("could not remove the buttons of message %s: %s", message_id, e)
 
     async def close(self) -> None:
-        for task in self._flushers.values():
-            task.cancel()
-        self._flushers.clear()
         if self._refresher is not None:
             self._refresher.cancel()
+        for t in list(self._tasks):
+            t.cancel()

@@ -39,64 +39,74 @@ async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action:
         await bot_audit.record(s, interaction, action, f"turn #{turn.seq}", turn_id=turn.id, via="button")
 
 
-class CancelButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
+class _TurnButton:
+    """What both buttons share: the turn id in the custom_id, rebuilt from it after a restart, and
+    a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal."""
+
+    label: str
+    style: discord.ButtonStyle
+    prefix: str  # custom_id = f"{prefix}:{turn id}"
+
+    def __init__(self, turn_id: int) -> None:
+        button = discord.ui.Button(label=self.label, style=self.style, custom_id=f"{self.prefix}:{turn_id}")
+        super().__init__(button)  # discord.ui.DynamicItem
+        self.turn_id = turn_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+        return cls(int(match["turn"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            await interaction.followup.send(await self.act(interaction, interaction.client), ephemeral=True)
+        except Exception as e:
+            await replies.report(interaction, e)
+
+    async def act(self, interaction: discord.Interaction, bot) -> str:
+        """Do it; returns what the clicker is told."""
+        raise NotImplementedError
+
+
+class CancelButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
     """On a turn's status message while it is queued: its author or a moderator cancels it."""
 
-    def __init__(self, turn_id: int) -> None:
-        super().__init__(discord.ui.Button(label="Cancel", style=discord.ButtonStyle.secondary, custom_id=f"ag:cancel:{turn_id}"))
-        self.turn_id = turn_id
+    label, style, prefix = "Cancel", discord.ButtonStyle.secondary, "ag:cancel"
 
-    @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
-        return cls(int(match["turn"]))
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        bot = interaction.client
-        try:
-            await interaction.response.defer(ephemeral=True, thinking=True)
-            async with bot.db.sessions.begin() as s:
-                turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
-                await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
-                await _audit_if_moderator(s, interaction, turn, "cancel_turn")
-            await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
-            await interaction.followup.send(f"Turn #{turn.seq} is cancelled.", ephemeral=True)
-        except Exception as e:
-            await replies.report(interaction, e)
+    async def act(self, interaction: discord.Interaction, bot) -> str:
+        async with bot.db.sessions.begin() as s:
+            turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
+            await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
+            await _audit_if_moderator(s, interaction, turn, "cancel_turn")
+        await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
+        return f"Turn #{turn.seq} is cancelled."
 
 
-class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:regen:(?P<turn>\d+)"):
-    """On a posted turn: its author or a moderator generates the session's latest turn again with
-    a new seed (its effect on the characters is undone first)."""
+class RegenerateButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:regen:(?P<turn>\d+)"):
+    """On a posted turn: its author or a moderator generates the session's latest turn (cancelled
+    ones do not count) again with a new seed (its effect on the characters is undone first)."""
 
-    def __init__(self, turn_id: int) -> None:
-        super().__init__(discord.ui.Button(label="Regenerate", style=discord.ButtonStyle.primary, custom_id=f"ag:regen:{turn_id}"))
-        self.turn_id = turn_id
+    label, style, prefix = "Regenerate", discord.ButtonStyle.primary, "ag:regen"
 
-    @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
-        return cls(int(match["turn"]))
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        bot = interaction.client
-        try:
-            await interaction.response.defer(ephemeral=True, thinking=True)
-            async with bot.db.sessions.begin() as s:
-                turn = await _turn_to_act_on(s, interaction, self.turn_id, "regenerate")
-                gs = await s.get(GameSession, turn.session_id)
-                live = await game_sessions.live_session(s, gs.channel_id)
-                if live is None or live.id != gs.id:
-                    raise GameEnded()
-                latest = await turn_service.latest_turn(s, gs.id)
-                if latest.id != turn.id:
-                    raise NotLatestTurn(turn.seq, latest.seq)
-                old_message = turn.posted_message_id
-                turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
-                position = await bot.queue.position(s, turn)
-                await _audit_if_moderator(s, interaction, turn, "regenerate_turn")
-            # The old clip stays in the channel, without its button: only the newest take can be redone.
-            if old_message:
-                await bot.board.strip_buttons(gs.channel_id, old_message)
-            await bot.board.announce_queued(turn, position, regenerated=True)
-            await interaction.followup.send(f"Turn #{turn.seq} is being generated again with a new seed.", ephemeral=True)
-        except Exception as e:
-            await replies.report(interaction, e)
+    async def act(self, interaction: discord.Interaction, bot) -> str:
+        async with bot.db.sessions.begin() as s:
+            turn = await _turn_to_act_on(s, interaction, self.turn_id, "regenerate")
+            gs = await s.get(GameSession, turn.session_id)
+            live = await game_sessions.live_session(s, gs.channel_id)
+            if live is None or live.id != gs.id:
+                raise GameEnded()
+            latest = await turn_service.latest_turn(s, gs.id)
+            if latest.id != turn.id:
+                raise NotLatestTurn(turn.seq, latest.seq)
+            # The take's message (its status message, edited into the post; the post may be
+            # visible a moment before it is recorded).
+            old_message = turn.posted_message_id or turn.status_message_id
+            turn = await turn_service.regenerate_latest(s, gs, bot.queue.enqueue)
+            position = await bot.queue.position(s, turn)
+            await _audit_if_moderator(s, interaction, turn, "regenerate_turn")
+        # The new take's status message first (the notifier waits for it rather than send a
+        # message of its own); the old take stays in the channel, without its button.
+        await bot.board.announce_queued(turn, position, regenerated=True)
+        if old_message:
+            await bot.board.strip_buttons(gs.channel_id, old_message)
+        return f"Turn #{turn.seq} is being generated again with a new seed."

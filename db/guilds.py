@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from settings import Settings
+from db import notify
 from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
@@ -93,9 +94,11 @@ async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, cha
 
 
 async def _upsert(s: AsyncSession, model, key: dict, values: dict) -> None:
+    """Every settings write goes through here, and tells other processes (their caches) at commit."""
     stmt = insert(model).values(**key, **values)
     stmt = stmt.on_conflict_do_update(index_elements=list(key), set_={**values, "updated_at": func.now()})
     await s.execute(stmt)
+    await notify.notify(s, notify.CONFIG_CHANGED, guild_id=key.get("guild_id", values.get("guild_id")))
 
 
 async def set_film(s: AsyncSession, guild_id: int, film_id: str, channel_id: int | None = None) -> Film:

@@ -221,11 +221,15 @@ class Turn(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     # Posting (exactly once): the notifier claims a turn with a lease, then records the message.
-    status_message_id: Mapped[int | None] = mapped_column(BigInteger)  # the progress message
+    status_message_id: Mapped[int | None] = mapped_column(BigInteger)  # the turn's one message (status, then the post)
     post_claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     post_claimed_by: Mapped[str | None] = mapped_column(String(64))
-    posted_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    posted_message_id: Mapped[int | None] = mapped_column(BigInteger)  # NULL once posted: not in Discord
     posted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Bounded retries: failed tries so far, the earliest next try, and why the turn was given up.
+    post_attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    post_retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    post_error: Mapped[str | None] = mapped_column(Text)
 
 
 class AuditLog(Base):

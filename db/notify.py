@@ -15,8 +15,9 @@ TURN_FINISHED = "animegamer_turn_finished"  # done or failed: {"turn_id", "sessi
 TURN_PROGRESS = "animegamer_turn_progress"  # {"turn_id", "session_id", "channel_id", "progress", "stage"}
 TURN_QUEUED = "animegamer_turn_queued"  # {"turn_id", "session_id", "channel_id"}; also on cancel
 SESSION_CHANGED = "animegamer_session_changed"  # {"session_id", "channel_id", "event"}
+CONFIG_CHANGED = "animegamer_config_changed"  # guild or channel settings written: {"guild_id"}
 
-CHANNELS = (TURN_FINISHED, TURN_PROGRESS, TURN_QUEUED, SESSION_CHANGED)
+CHANNELS = (TURN_FINISHED, TURN_PROGRESS, TURN_QUEUED, SESSION_CHANGED, CONFIG_CHANGED)
 
 
 async def notify(s: AsyncSession, channel: str, **payload) -> None:

@@ -335,7 +335,14 @@ async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled") ->
 
 
 async def latest_turn(s: AsyncSession, session_id: int) -> Turn | None:
-    q = select(Turn).where(Turn.session_id == session_id).order_by(Turn.seq.desc()).limit(1)
+    """The session's latest turn that was not cancelled: a cancelled turn never ran, so it
+    cannot be regenerated and must not stop the turn before it from being regenerated."""
+    q = (
+        select(Turn)
+        .where(Turn.session_id == session_id, Turn.status != "cancelled")
+        .order_by(Turn.seq.desc())
+        .limit(1)
+    )
     return (await s.scalars(q)).first()
 
 
@@ -361,11 +368,12 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
     for col in ("motion_level", "delta_social", "delta_entertainment", "delta_stamina", "motion_scope",
                 "states_before", "states_after", "representation", "mp4", "mp4_size", "clip_seconds", "error", "timings",
                 "started_at", "finished_at", "posted_message_id", "posted_at", "post_claimed_at",
-                "post_claimed_by", "status_message_id", "backend"):
+                "post_claimed_by", "post_retry_at", "post_error", "status_message_id", "backend"):
         setattr(turn, col, None)
     turn.status = "queued"
     turn.progress = 0.0
     turn.progress_stage = None
+    turn.post_attempts = 0
     turn.is_preview = False
     turn.seed = new_seed()
     turn.created_at = func.now()
@@ -388,11 +396,23 @@ async def claim_unposted(
 ) -> list[Turn]:
     """Claim finished, unposted turns for posting (a claim expires after `lease`, so a poster
     that died mid-post does not block a turn forever). Oldest first. `guild_ids`, when given,
-    limits the claim to sessions of those guilds (a poster claims only what it can post)."""
+    limits the claim to sessions of those guilds (a poster claims only what it can post).
+
+    A turn waiting for its next try (`post_retry_at`) is not claimed, nor is any later turn of its
+    session while it waits: a channel gets its turns in order."""
+    earlier = aliased(Turn)
+    earlier_unposted = select(earlier.id).where(
+        earlier.session_id == Turn.session_id,
+        earlier.seq < Turn.seq,
+        earlier.status.in_(("done", "failed")),
+        earlier.posted_at.is_(None),
+    )
     conditions = [
         Turn.status.in_(("done", "failed")),
         Turn.posted_at.is_(None),
         or_(Turn.post_claimed_at.is_(None), Turn.post_claimed_at < func.now() - lease),
+        or_(Turn.post_retry_at.is_(None), Turn.post_retry_at <= func.now()),
+        ~earlier_unposted.exists(),
     ]
     if guild_ids is not None:
         in_guilds = select(GameSession.id).where(GameSession.guild_id.in_(list(guild_ids)))
@@ -414,12 +434,48 @@ async def claim_unposted(
     return sorted(rows, key=lambda t: (t.session_id, t.seq))
 
 
-async def mark_posted(s: AsyncSession, turn_id: int, message_id: int | None) -> None:
-    await s.execute(update(Turn).where(Turn.id == turn_id).values(posted_message_id=message_id, posted_at=func.now()))
+async def mark_posted(s: AsyncSession, turn_id: int, message_id: int | None, error: str | None = None) -> None:
+    """The turn is done with: in `message_id`, or (None) not in Discord, `error` saying why."""
+    await s.execute(
+        update(Turn)
+        # Only a finished turn: one regenerated meanwhile (queued again) is posted afresh later.
+        .where(Turn.id == turn_id, Turn.status.in_(("done", "failed")))
+        .values(posted_message_id=message_id, posted_at=func.now(), post_retry_at=None, post_error=error and error[:2000])
+    )
+
+
+async def postpone_post(s: AsyncSession, turn_id: int, delay: timedelta, error: str) -> int:
+    """A try failed: release the claim, count the try, and wait `delay` before the next one.
+    Returns the tries so far."""
+    return (
+        await s.execute(
+            update(Turn)
+            .where(Turn.id == turn_id, Turn.posted_at.is_(None))
+            .values(
+                post_claimed_at=None,
+                post_claimed_by=None,
+                post_attempts=Turn.post_attempts + 1,
+                post_retry_at=func.now() + delay,
+                post_error=error[:2000],
+            )
+            .returning(Turn.post_attempts)
+        )
+    ).scalar() or 0
 
 
 async def release_claim(s: AsyncSession, turn_id: int) -> None:
     await s.execute(update(Turn).where(Turn.id == turn_id, Turn.posted_at.is_(None)).values(post_claimed_at=None, post_claimed_by=None))
+
+
+async def next_post_retry(s: AsyncSession, guild_ids: Collection[int]) -> datetime | None:
+    """When the earliest postponed turn of these guilds may be tried again (a time to come: one
+    already due was just claimed, or another poster holds it)."""
+    in_guilds = select(GameSession.id).where(GameSession.guild_id.in_(list(guild_ids)))
+    return await s.scalar(
+        select(func.min(Turn.post_retry_at)).where(
+            Turn.posted_at.is_(None), Turn.post_retry_at > func.now(), Turn.session_id.in_(in_guilds.scalar_subquery())
+        )
+    )
 
 
 async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> list[tuple[Turn, int]]:

@@ -120,6 +120,31 @@ async def queue_position(s: AsyncSession, turn: Turn) -> int | None:
     return await adapter.queued_turn_jobs_ahead(s, row.queue_name, GENERATE_TURN, row.priority, row.id) + 1
 
 
+async def queue_positions(s: AsyncSession, turn_ids: Iterable[int]) -> dict[int, int]:
+    """queue_position of many queued turns in one query (the turns not waiting are left out):
+    each waiting job's rank in its film's queue, the order workers take them."""
+    ids = list(turn_ids)
+    if not ids:
+        return {}
+    rows = await s.execute(
+        text(
+            """
+            SELECT turn_id, position FROM (
+                SELECT t.id AS turn_id,
+                       row_number() OVER (PARTITION BY j.queue_name ORDER BY j.priority DESC, j.id) AS position
+                  FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+                 WHERE j.status = 'todo' AND j.task_name = :task
+                   AND j.queue_name IN (SELECT j2.queue_name FROM procrastinate_jobs j2 JOIN turns t2 ON t2.job_id = j2.id
+                                         WHERE t2.id = ANY(:ids))
+            ) ranked
+             WHERE turn_id = ANY(:ids)
+            """
+        ),
+        {"task": GENERATE_TURN, "ids": ids},
+    )
+    return {r.turn_id: int(r.position) for r in rows}
+
+
 # --- retries
 
 

@@ -3,6 +3,7 @@ admin role (checked by the bot); every change is written to the audit log in its
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
 import discord
@@ -10,9 +11,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit, checks
+from bot.choices import film_choices
 from bot.embeds import INFO, esc
 from db import audit, guilds
-from game.catalogue import FILMS, suggest
+from game.catalogue import suggest
 
 
 class Admin(commands.Cog):
@@ -26,32 +28,38 @@ class Admin(commands.Cog):
     def __init__(self, bot) -> None:
         self.bot = bot
 
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        """Every /admin command: Manage Server or a configured admin role (autocomplete is not checked)."""
+        return await checks.require(interaction, "admin")
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, interaction: discord.Interaction):
+        """A transaction that writes the guild's settings; this process's cached configuration
+        is dropped once it commits (other processes learn it by NOTIFY)."""
+        async with self.bot.db.sessions.begin() as s:
+            yield s
+        self.bot.config.config_changed(interaction.guild_id)
+
     async def _done(self, interaction: discord.Interaction, text: str) -> None:
         await interaction.followup.send(text, ephemeral=True)
 
     @admin.command(name="film", description="Choose the film played on this server or in this channel")
     @app_commands.describe(film="The film", scope="The whole server (default) or only this channel")
-    @checks.admin()
+    @app_commands.autocomplete(film=film_choices)
     async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         channel_id = interaction.channel_id if scope == "channel" else None
-        async with self.bot.db.sessions.begin() as s:
+        async with self._writing(interaction) as s:
             chosen = await guilds.set_film(s, interaction.guild_id, film, channel_id=channel_id)
             await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
         where = "this channel" if channel_id else "this server"
         await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
 
-    @film.autocomplete("film")
-    async def _film_choices(self, interaction: discord.Interaction, current: str):
-        titles = {f.title: f.id for f in FILMS.values()}
-        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
-
     @admin.command(name="character", description="Enable or disable a playable character here")
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
-    @checks.admin()
     async def character(self, interaction: discord.Interaction, character: str, enabled: bool) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        async with self.bot.db.sessions.begin() as s:
+        async with self._writing(interaction) as s:
             cast = await guilds.set_character_enabled(
                 s, self.bot.settings, interaction.guild_id, interaction.channel_id, character, enabled
             )
@@ -62,8 +70,7 @@ class Admin(commands.Cog):
 
     @character.autocomplete("character")
     async def _character_choices(self, interaction: discord.Interaction, current: str):
-        async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+        cfg = await self.bot.config.config(interaction.guild_id, interaction.channel_id)
         if cfg.film is None:
             return []
         names = {c.name: c.id for c in cfg.film.characters}
@@ -75,7 +82,6 @@ class Admin(commands.Cog):
         backlog="Turns that may wait per game (at most the bot's own)",
         max_length="Characters per instruction (at most the bot's own)",
     )
-    @checks.admin()
     async def limits(
         self,
         interaction: discord.Interaction,
@@ -84,7 +90,7 @@ class Admin(commands.Cog):
         max_length: app_commands.Range[int, 40, 2000] | None = None,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        async with self.bot.db.sessions.begin() as s:
+        async with self._writing(interaction) as s:
             change = await guilds.set_limits(
                 s, self.bot.settings, interaction.guild_id,
                 cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length,
@@ -103,12 +109,11 @@ class Admin(commands.Cog):
 
     @admin.command(name="role", description="Give or take the bot's admin or moderator rights from a role")
     @app_commands.describe(kind="Which rights", role="The role", enabled="Give (default) or take away")
-    @checks.admin()
     async def role(
         self, interaction: discord.Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        async with self.bot.db.sessions.begin() as s:
+        async with self._writing(interaction) as s:
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
             ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
             (ids.add if enabled else ids.discard)(role.id)
@@ -118,7 +123,6 @@ class Admin(commands.Cog):
         await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
-    @checks.admin()
     async def show(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:

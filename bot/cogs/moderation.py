@@ -25,6 +25,10 @@ class Moderation(commands.Cog):
     def __init__(self, bot) -> None:
         self.bot = bot
 
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        """Every /mod command: Manage Messages, a configured moderator role, or an admin."""
+        return await checks.require(interaction, "moderator")
+
     async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
         await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(public)
         await interaction.followup.send(private, ephemeral=True)
@@ -34,7 +38,6 @@ class Moderation(commands.Cog):
 
     @mod.command(name="pause", description="Pause the game: no new turns until it is resumed")
     @app_commands.describe(reason="Shown to the players")
-    @checks.moderator()
     async def pause(self, interaction: discord.Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -45,7 +48,6 @@ class Moderation(commands.Cog):
         await self._announce(interaction, f"{self._by(interaction)} paused the game{why}.", "The game is paused.")
 
     @mod.command(name="resume", description="Resume a paused game")
-    @checks.moderator()
     async def resume(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -55,7 +57,6 @@ class Moderation(commands.Cog):
         await self._announce(interaction, f"{self._by(interaction)} resumed the game. Play on with /act.", "The game is resumed.")
 
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
-    @checks.moderator()
     async def reset(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -74,7 +75,6 @@ class Moderation(commands.Cog):
 
     @mod.command(name="cancel", description="Cancel a queued turn")
     @app_commands.describe(turn="The turn's number (#)", reason="Shown to the players")
-    @checks.moderator()
     async def cancel(
         self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200] | None = None
     ) -> None:
@@ -90,7 +90,6 @@ class Moderation(commands.Cog):
 
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")
     @app_commands.describe(player="The player")
-    @checks.moderator()
     async def kick(self, interaction: discord.Interaction, player: discord.User) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:

@@ -15,6 +15,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks
+from bot.choices import film_choices
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import ExportLimiter, export_session
 from bot.status import position_text
@@ -33,6 +34,28 @@ def split_names(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
 
+async def film_and_cast(interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
+    """The film played in this channel (its game's, else the configured one) and its playable
+    characters, from the bot's cache: autocomplete asks on every keystroke."""
+    cache = interaction.client.config
+    cfg = await cache.config(interaction.guild_id, interaction.channel_id)
+    game = await cache.live_game(interaction.channel_id)
+    film = FILMS.get(game.film_id) if game is not None else cfg.film
+    return film, (cfg.cast_for(film) if film else [])
+
+
+def catalogue_choices(attr: str):
+    """Autocomplete for an /act option offered by the film's catalogue (`Film.<attr>`)."""
+
+    async def choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        film, _ = await film_and_cast(interaction)
+        if film is None:
+            return []
+        return [app_commands.Choice(name=o, value=o) for o in suggest(getattr(film, attr), current)]
+
+    return choices
+
+
 class Play(commands.Cog):
     game = app_commands.Group(name="game", description="Start, join or leave this channel's game", guild_only=True)
 
@@ -45,12 +68,6 @@ class Play(commands.Cog):
     async def _config(self, s, interaction: discord.Interaction) -> ChannelConfig:
         return await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
 
-    async def _film_and_cast(self, interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
-        async with self.bot.db.sessions() as s:
-            cfg = await self._config(s, interaction)
-            gs = await game_sessions.live_session(s, interaction.channel_id)
-        film = FILMS.get(gs.film_id) if gs is not None else cfg.film
-        return film, (cfg.cast_for(film) if film else [])
 
     async def _say(self, interaction: discord.Interaction, text: str) -> None:
         """A line for the whole channel (mentions are off client-wide)."""
@@ -60,6 +77,7 @@ class Play(commands.Cog):
 
     @game.command(name="start", description="Start a game in this channel")
     @app_commands.describe(film="The film to play (admins only; default: the film configured here)")
+    @app_commands.autocomplete(film=film_choices)
     async def start(self, interaction: discord.Interaction, film: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
@@ -73,11 +91,6 @@ class Play(commands.Cog):
             await game_sessions.start_session(s, interaction.guild_id, interaction.channel_id, chosen, interaction.user.id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
         await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
-
-    @start.autocomplete("film")
-    async def _film_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        titles = {f.title: f.id for f in FILMS.values()}
-        return [app_commands.Choice(name=t[:100], value=titles[t]) for t in suggest(tuple(titles), current)]
 
     @game.command(name="join", description="Play a character in this channel's game")
     @app_commands.describe(character="A free character of this channel's cast")
@@ -96,10 +109,9 @@ class Play(commands.Cog):
 
     @join.autocomplete("character")
     async def _join_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        _, cast = await self._film_and_cast(interaction)
-        async with self.bot.db.sessions() as s:
-            gs = await game_sessions.live_session(s, interaction.channel_id)
-            taken = {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)} if gs else {}
+        _, cast = await film_and_cast(interaction)
+        game = await self.bot.config.live_game(interaction.channel_id)
+        taken = game.players if game else {}
         by_name = {c.name: c for c in cast}
         out = []
         for name in suggest(tuple(by_name), current):
@@ -122,6 +134,12 @@ class Play(commands.Cog):
 
     @app_commands.command(name="act", description="Play a turn: your character (and others) in the next shot")
     @app_commands.guild_only()
+    @app_commands.autocomplete(
+        motion=catalogue_choices("motions"),
+        background=catalogue_choices("backgrounds"),
+        adverb=catalogue_choices("adverbs"),
+        time_of_day=catalogue_choices("times"),
+    )
     @app_commands.rename(time_of_day="time", others="with")
     @app_commands.describe(
         motion="What happens, e.g. fly on broomstick",
@@ -174,32 +192,10 @@ class Play(commands.Cog):
             text += "\nYour text was cleaned: " + "; ".join(ins.notes) + "."
         await interaction.followup.send(text, ephemeral=True)
 
-    async def _catalogue_choices(self, interaction: discord.Interaction, current: str, attr: str) -> list[app_commands.Choice[str]]:
-        film, _ = await self._film_and_cast(interaction)
-        if film is None:
-            return []
-        return [app_commands.Choice(name=o, value=o) for o in suggest(getattr(film, attr), current)]
-
-    @act.autocomplete("motion")
-    async def _motion_choices(self, interaction, current: str):
-        return await self._catalogue_choices(interaction, current, "motions")
-
-    @act.autocomplete("background")
-    async def _background_choices(self, interaction, current: str):
-        return await self._catalogue_choices(interaction, current, "backgrounds")
-
-    @act.autocomplete("adverb")
-    async def _adverb_choices(self, interaction, current: str):
-        return await self._catalogue_choices(interaction, current, "adverbs")
-
-    @act.autocomplete("time_of_day")
-    async def _time_choices(self, interaction, current: str):
-        return await self._catalogue_choices(interaction, current, "times")
-
     @act.autocomplete("others")
     async def _others_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         """Completes the last name of a comma-separated list."""
-        _, cast = await self._film_and_cast(interaction)
+        _, cast = await film_and_cast(interaction)
         done, _, typing = current.rpartition(",")
         chosen = {n.casefold() for n in split_names(done)}
         prefix = ", ".join(split_names(done))

@@ -72,7 +72,6 @@ async def start_bot(world, bot_db, qsettings):  # noqa: F811
 
     async def start(db=None, settings=None, **kw) -> AnimeGamerBot:
         nonlocal synced
-        kw.setdefault("progress_interval", 0.3)
         kw.setdefault("sweep_seconds", 1.0)
         bot = AnimeGamerBot(settings or qsettings, db or bot_db, guild_ready_timeout=0.05, **kw)
         task = await start_client(world.server, bot)

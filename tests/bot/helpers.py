@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
@@ -60,14 +62,25 @@ def results(w, channel=None) -> list[FakeMessage]:
     return [m for m in w.server.channel_messages(channel or w.games) if is_result(m)]
 
 
-def status_message(w, seq: int, channel=None) -> FakeMessage:
-    found = [
+def turn_messages(w, seq: int, channel=None) -> list[FakeMessage]:
+    """Every message of turn #seq in the channel (its status message, which becomes its post)."""
+    return [
         m
         for m in w.server.channel_messages(channel or w.games)
-        if m.embeds and m.embeds[0]["title"].startswith(f"Turn #{seq} · ") and not is_result(m)
+        if m.embeds and re.match(rf"Turn #{seq}( |$)", m.embeds[0].get("title") or "")
     ]
+
+
+def status_message(w, seq: int, channel=None) -> FakeMessage:
+    """The turn's one message: queued, generating, then its post (or closed as cancelled)."""
+    found = turn_messages(w, seq, channel)
     assert found, f"no status message for turn #{seq}"
     return found[-1]
+
+
+def patches_with_files(server) -> list:
+    """Message edits that uploaded a file (posts: a status message edited into the turn's post)."""
+    return [r for r in server.requests_to("PATCH", "/channels/{channel_id}/messages/{message_id}") if r.files]
 
 
 def field(embed: dict, name: str) -> str:

@@ -11,7 +11,7 @@ from db.models import GameSession, Turn
 from inference.backend import BackendError
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot
-from tests.bot.helpers import field, posted_turns, result, say, setup_game, status_message
+from tests.bot.helpers import field, patches_with_files, posted_turns, result, say, setup_game, turn_messages
 from tests.pg import fresh_database
 
 NOT_REACHABLE = "is not reachable right now. Nothing was changed; please try again shortly."
@@ -39,7 +39,10 @@ async def test_failed_turn_is_announced_with_its_reason(world, start_bot, start_
     assert embed["title"] == "Turn #1 failed" and failed.attachments == []
     assert field(embed, "Reason") == "The generator ran out of GPU memory; try again in a moment."
     assert "characters are unchanged" in embed["footer"]["text"]
-    await world.server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · failed")
+    # one message for the turn: its status message became the failure's post
+    assert turn_messages(w, 1) == [failed]
+    (t1,) = await posted_turns(sessions, 1)
+    assert failed.id == t1.status_message_id == t1.posted_message_id
 
     # the next turn plays on from the unchanged states; the failed one can be tried again
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
@@ -70,7 +73,8 @@ async def test_clips_over_the_upload_limit(world, start_bot, start_worker, sessi
     w.guild.upload_limit = 2048
     second = await result(w, 2)
     assert second.attachments == [] and "larger than this server's upload limit" in field(second.embeds[0], "Clip")
-    assert [r.status for r in server.requests_to("POST", "/channels/{channel_id}/messages") if r.files] == [413]
+    assert [r.status for r in patches_with_files(server)] == [413]  # the status message's edit into the post
+    assert turn_messages(w, 2) == [second]
 
     # /export: stitched within the interaction's limit, or refused with what to do
     assert "does not fit this server's upload limit (2 KB)" in await say(w, w.alice, "export")

@@ -8,7 +8,7 @@ import tempfile
 
 from db import sessions as game_sessions
 from game.states import STATE_NAMES, describe
-from tests.bot.helpers import answer, command, field, posted_turns, result, say, status_message
+from tests.bot.helpers import answer, command, field, patches_with_files, posted_turns, result, say, turn_messages
 
 CHANNEL_MESSAGES = ("POST", "/channels/{channel_id}/messages")
 
@@ -86,27 +86,27 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
     # the states carried from turn to turn
     assert turns[2].states_before["qiqi"] == turns[1].states_after["qiqi"]
 
-    # status messages: queued with a Cancel button, a progress bar edited in place, then closed
-    for t in turns:
-        await server.wait_until(lambda: status_message(w, t.seq).embeds[0]["title"] == f"Turn #{t.seq} · posted")
-        sm = status_message(w, t.seq)
-        assert sm.id == t.status_message_id and sm.components == []
-        assert "generating" not in json.dumps(sm.edits[-1]["body"], ensure_ascii=False), "closing is the last edit"
-        progress = [e for e in sm.edits if "Turn #%d · generating" % t.seq in json.dumps(e["body"], ensure_ascii=False)]
-        assert progress, f"turn {t.seq}: a running turn shows its progress"
-        assert "\u2588" in json.dumps(progress[-1]["body"], ensure_ascii=False) or "%" in json.dumps(progress[-1]["body"], ensure_ascii=False)
-        running = (t.finished_at - t.started_at).total_seconds()
-        assert len(progress) <= running / 0.3 + 2, "progress edits are coalesced to one per interval"
-    edits = sorted(e["at"] for t in turns for e in status_message(w, t.seq).edits if "generating" in json.dumps(e["body"], ensure_ascii=False))
-    assert all(b - a >= 0.25 for a, b in zip(edits, edits[1:])), "progress edits are throttled per channel"
+    # one message per turn: queued with a Cancel button, a progress bar edited in place, then
+    # edited into the post (the clip, the final embed, Regenerate)
+    progress = []
+    for m, t in zip(posted, turns):
+        assert turn_messages(w, t.seq) == [m] and m.id == t.status_message_id
+        assert m.edits[-1]["files"] == [f"turn-{t.seq}.mp4"], "the post is the last edit"
+        progress += [e for e in m.edits if "Turn #%d · generating" % t.seq in json.dumps(e["body"], ensure_ascii=False)]
+    # running turns show a progress bar (coalesced within the channel's edit budget)
+    assert progress and all("%" in json.dumps(e["body"], ensure_ascii=False) for e in progress)
+    edits = sorted(e["at"] for m in posted for e in m.edits)
+    assert all(later - earlier >= 5.0 for earlier, later in zip(edits, edits[5:])), "at most 5 edits per 5 s in a channel"
     queued_post = [r for r in server.requests_to(*CHANNEL_MESSAGES) if "queued" in json.dumps(r.json)][0]
     assert queued_post.json["components"][0]["components"][0]["custom_id"] == f"ag:cancel:{turns[0].id}"
 
     # nothing posted to the channel may ping anyone
     for r in server.requests_to(*CHANNEL_MESSAGES):
         assert r.json["allowed_mentions"] == {"parse": []}, r.json
-    results_posts = [r for r in server.requests_to(*CHANNEL_MESSAGES) if r.files]
-    assert len(results_posts) == 3 and all(r.json.get("enforce_nonce") and r.json.get("nonce") for r in results_posts)
+    assert [r for r in server.requests_to(*CHANNEL_MESSAGES) if r.files] == []
+    assert len(patches_with_files(server)) == 3
+    statuses = [r for r in server.requests_to(*CHANNEL_MESSAGES) if r.json.get("embeds")]
+    assert len(statuses) == 3 and all(r.json.get("enforce_nonce") and r.json.get("nonce") for r in statuses)
 
     # /status shows every character's bars as stored
     h, _ = await command(w, w.bob, "status")

@@ -45,5 +45,6 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
     assert embed["description"] == esc(turn.instruction) and "@\u200beveryone" in embed["description"]
     assert "\\*\\*bold\\*\\* \\_sky\\_" in embed["description"]
     assert embed["fields"][0] == {"name": "Author", "value": "\\*\\*mal\\_lory\\*\\*", "inline": True}
-    send = [r for r in server.requests_to("POST", "/channels/{channel_id}/messages") if r.files][0]
-    assert send.json["allowed_mentions"] == {"parse": []}
+    status = [r for r in server.requests_to("POST", "/channels/{channel_id}/messages") if r.json.get("embeds")][0]
+    post = [r for r in server.requests_to("PATCH", "/channels/{channel_id}/messages/{message_id}") if r.files][0]
+    assert status.json["allowed_mentions"] == post.json["allowed_mentions"] == {"parse": []}

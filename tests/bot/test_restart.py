@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from sqlalchemy import func, text, update
 
 from db.models import Turn
@@ -15,10 +17,26 @@ from tests.bot.helpers import (
 from tests.queue.helpers import wait_until
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
+EDITS = ("PATCH", "/channels/{channel_id}/messages/{message_id}")
 
 
 def result_posts(server, turn_id: int):
+    """New messages carrying the turn's post (only when its status message is missing)."""
     return [r for r in server.requests_to(*RESULT_POSTS) if f"ag:regen:{turn_id}" in str(r.json.get("components"))]
+
+
+def post_edits(server, message_id: int):
+    """Edits that turned a status message into its post (they upload the clip)."""
+    return [r for r in server.requests_to(*EDITS) if r.files and r.params["message_id"] == str(message_id)]
+
+
+async def _lose_the_mark(sessions, turn_id: int) -> None:
+    """As if the poster died after Discord had the post but before the database recorded it, and
+    its claim's lease then ran out."""
+    async with sessions.begin() as s:
+        await s.execute(
+            update(Turn).where(Turn.id == turn_id).values(posted_at=None, posted_message_id=None, post_claimed_at=func.now() - text("interval '10 minutes'"))
+        )
 
 
 async def test_restart_between_finish_and_post(world, start_bot, start_worker, sessions):
@@ -33,27 +51,53 @@ async def test_restart_between_finish_and_post(world, start_bot, start_worker, s
     await wait_until(lambda: _all_done(sessions), timeout=30)
     assert results(w) == []
 
-    await start_bot()  # the sweep at start posts what was missed
+    await start_bot()  # the sweep at start posts what was missed, into the turn's status message
     first = await result(w, 1)
     (turn,) = await posted_turns(sessions, 1)
-    assert turn.posted_message_id == first.id and first.attachments[0].data == turn.mp4
-    await server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · posted")
+    assert turn.posted_message_id == first.id == turn.status_message_id and first.attachments[0].data == turn.mp4
     await asyncio.sleep(2.5)  # two more sweeps and wake-ups: nothing is posted twice
-    assert len(results(w)) == 1 and len(result_posts(server, turn.id)) == 1
+    assert len(results(w)) == 1 and len(post_edits(server, first.id)) == 1 and result_posts(server, turn.id) == []
 
-    # A poster that died between channel.send and mark_posted: its claim expires and the turn is
-    # sent again with the same nonce, which Discord (enforce_nonce) answers with the first message.
-    async with sessions.begin() as s:
-        await s.execute(
-            update(Turn).where(Turn.id == turn.id).values(posted_at=None, posted_message_id=None, post_claimed_at=func.now() - text("interval '10 minutes'"))
-        )
+    # A poster that died between the edit and mark_posted: the claim expires and the same message
+    # is edited again (an edit is idempotent), however long after.
+    await _lose_the_mark(sessions, turn.id)
     await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
-    first_send, again = result_posts(server, turn.id)
-    assert again.json["nonce"] == first_send.json["nonce"] and again.json["enforce_nonce"] is True
-    # Discord returned the first message: still one post in the channel, and it is the one recorded.
+    assert len(post_edits(server, first.id)) == 2 and result_posts(server, turn.id) == []
     assert len(results(w)) == 1
     (turn,) = await posted_turns(sessions, 1)
     assert turn.posted_message_id == first.id
+
+
+async def test_deleted_status_message_is_replaced_once(world, start_bot, start_worker, sessions):
+    """Someone deleted the status message: the post is sent as a new message (with a nonce) and
+    recorded at once; a re-post after a lost mark finds that message in the channel instead of
+    sending again, even once Discord has forgotten the nonce."""
+    w, server = world, world.server
+    bot = await start_bot()
+    await setup_game(w)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await stop_bot(w, bot)
+    (turn,) = await turns_of(sessions)
+    async with aiohttp.ClientSession() as http:  # deleted through the API, as a moderator would
+        url = f"{server.api_base}/channels/{w.games.id}/messages/{turn.status_message_id}"
+        async with http.delete(url, headers={"Authorization": f"Bot {server.token}"}) as r:
+            assert r.status == 204
+    assert server.messages[turn.status_message_id].deleted
+
+    await start_worker(films=["qiqi"])
+    await start_bot()
+    posted = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert posted.id != turn.status_message_id and turn.posted_message_id == posted.id
+    (send,) = result_posts(server, turn.id)
+    assert send.json["nonce"] and send.json["enforce_nonce"] is True
+
+    server._nonces.clear()  # Discord keeps nonces only a few minutes
+    await _lose_the_mark(sessions, turn.id)
+    await wait_until(lambda: _posted(sessions, turn.id), timeout=10)
+    assert len(result_posts(server, turn.id)) == 1 and len(results(w)) == 1
+    (turn,) = await posted_turns(sessions, 1)
+    assert turn.posted_message_id == posted.id
 
 
 async def _all_done(sessions) -> bool:
@@ -89,22 +133,22 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
 
     # someone else's turn: refused, before and after a restart
     h = await server.click(queued, w.bob, f"ag:cancel:{ponyo_turn.id}")
-    assert "Only alice (who asked for this turn) or a moderator can cancel it" in (await h.wait_followup()).content
+    assert "Only alice (who asked for this turn) or a moderator can cancel it" in (await h.wait_followup(timeout=15)).content
     await stop_bot(w, bot)
     await start_bot()
     h = await server.click(posted, w.bob, f"ag:regen:{qiqi_turn.id}")
-    assert "or a moderator can regenerate it" in (await h.wait_followup()).content
+    assert "or a moderator can regenerate it" in (await h.wait_followup(timeout=15)).content
 
     h = await server.click(queued, w.alice, f"ag:cancel:{ponyo_turn.id}")
-    assert (await h.wait_followup()).content == "Turn #1 is cancelled."
+    assert (await h.wait_followup(timeout=15)).content == "Turn #1 is cancelled."
     queued = server.messages[queued.id]
     assert queued.embeds[0]["title"] == "Turn #1 · cancelled" and queued.components == []
     async with sessions() as s:
         assert (await s.scalar(text("SELECT status FROM procrastinate_jobs WHERE id = :id"), {"id": ponyo_turn.job_id})) == "cancelled"
 
     h = await server.click(posted, w.alice, f"ag:regen:{qiqi_turn.id}")
-    assert "generated again with a new seed" in (await h.wait_followup()).content
-    again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=posted)
+    assert "generated again with a new seed" in (await h.wait_followup(timeout=15)).content
+    again = await server.wait_for_message(w.games, lambda m: is_result(m, 1), after=posted, timeout=30)
     await wait_until(lambda: _posted_as(sessions, qiqi_turn.id, again.id), timeout=10)
     assert server.messages[posted.id].components == []  # the old take keeps its clip, loses its button
     (redo,) = [t for t in await turns_of(sessions) if t.id == qiqi_turn.id]
@@ -117,9 +161,30 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
     await say(w, w.bob, "act", {"motion": "talk", "background": "bakery"})
     second = await result(w, 2)
     h = await server.click(again, w.alice, f"ag:regen:{qiqi_turn.id}")
-    assert "Only the game's latest turn (#2) can be regenerated" in (await h.wait_followup()).content
+    assert "Only the game's latest turn (#2) can be regenerated" in (await h.wait_followup(timeout=15)).content
     h = await server.click(second, w.dave, second.custom_ids[0])
-    assert "generated again" in (await h.wait_followup()).content
-    await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second)
+    assert "generated again" in (await h.wait_followup(timeout=15)).content
+    await server.wait_for_message(w.games, lambda m: is_result(m, 2), after=second, timeout=30)
     assert ("regenerate_turn", "dave") in await audit_actions(sessions)
     assert server.unhandled == []
+
+
+async def test_status_message_whose_recording_was_lost_becomes_the_post(world, start_bot, start_worker, sessions):
+    """The bot died between Discord creating the status message and the database recording it:
+    the notifier finds that message in the channel and edits it into the post (one message)."""
+    w, server = world, world.server
+    bot = await start_bot()
+    await setup_game(w)
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    await stop_bot(w, bot)
+    (turn,) = await turns_of(sessions)
+    status_id = turn.status_message_id
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == turn.id).values(status_message_id=None))
+
+    await start_worker(films=["qiqi"])
+    await start_bot()
+    posted = await result(w, 1)
+    (turn,) = await posted_turns(sessions, 1)
+    assert posted.id == status_id == turn.posted_message_id
+    assert result_posts(server, turn.id) == [] and len(results(w)) == 1

@@ -245,24 +245,58 @@ async def test_regenerate_refuses_unfinished(sessions):
             await turns.regenerate_latest(s, await s.get(GameSession, gs.id), None)
 
 
+async def _games(sessions, n: int) -> list[GameSession]:
+    """n games in n channels of the guild, alice playing Qiqi in each."""
+    out = []
+    for i in range(n):
+        async with sessions.begin() as s:
+            gs = await gsess.start_session(s, GUILD, CHANNEL + 1 + i, QIQI, created_by=1)
+            await gsess.join(s, gs, QIQI, 1, "alice", "qiqi")
+        out.append(gs)
+    return out
+
+
+async def _claim(sessions, name):
+    async with sessions.begin() as s:
+        return [t.id for t in await turns.claim_unposted(s, name)]
+
+
 async def test_claim_unposted_is_exclusive_and_leased(sessions):
+    ids = []
+    for gs in await _games(sessions, 3):
+        ids.append((await _submit(sessions, gs)).id)
+        await _run(sessions, ids[-1])
+
+    a, b = await asyncio.gather(_claim(sessions, "a"), _claim(sessions, "b"))
+    assert sorted(a + b) == ids  # each turn claimed by exactly one poster
+    assert await _claim(sessions, "c") == []  # leased
+    async with sessions.begin() as s:
+        await turns.mark_posted(s, ids[0], 1)
+        await s.execute(update(Turn).values(post_claimed_at=func.now() - timedelta(minutes=5)))
+    assert await _claim(sessions, "d") == ids[1:]  # expired claims come back, posted ones never
+
+
+async def test_claim_unposted_keeps_a_channel_in_order(sessions):
+    """A session's turn is handed out only once every earlier finished turn is posted or given
+    up; a postponed turn waits for its time, and holds back the later ones meanwhile."""
     gs = await _game(sessions)
     big = Limits(300, 0, 10)
     ids = [(await _submit(sessions, gs, limits=big)).id for _ in range(3)]
     for i in ids:
         await _run(sessions, i)
-
-    async def claim(name):
-        async with sessions.begin() as s:
-            return [t.id for t in await turns.claim_unposted(s, name)]
-
-    a, b = await asyncio.gather(claim("a"), claim("b"))
-    assert sorted(a + b) == ids  # each turn claimed by exactly one poster
-    assert await claim("c") == []  # leased
+    assert await _claim(sessions, "a") == ids[:1]
     async with sessions.begin() as s:
-        await turns.mark_posted(s, ids[0], 1)
-        await s.execute(update(Turn).values(post_claimed_at=func.now() - timedelta(minutes=5)))
-    assert await claim("d") == ids[1:]  # expired claims come back, posted ones never
+        assert await turns.postpone_post(s, ids[0], timedelta(minutes=1), "DiscordServerError: 502") == 1
+        assert await turns.next_post_retry(s, [GUILD]) is not None
+    assert await _claim(sessions, "b") == []  # #1 waits for its next try; #2 and #3 wait for #1
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == ids[0]).values(post_retry_at=func.now()))
+    assert await _claim(sessions, "c") == ids[:1]
+    async with sessions.begin() as s:
+        await turns.mark_posted(s, ids[0], None, "given up")  # given up: not in Discord
+        row = await turns.get_turn(s, ids[0])
+        assert row.posted_message_id is None and row.post_error == "given up" and row.post_attempts == 1
+    assert await _claim(sessions, "d") == ids[1:2]
 
 
 async def test_reset_archives_and_restarts(sessions):

@@ -323,6 +323,20 @@ class MessagesMixin:
         self._require(channel, 0)
         return 200, channel.payload()
 
+    @route("GET", "/channels/{channel_id}/messages")
+    async def _list_messages(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str) -> Reply:
+        """Channel history (the bot looks for a post whose recording was lost): before/after/limit."""
+        channel = self._channel_or_404(channel_id)
+        self._require(channel, 0)
+        msgs, q = self.channel_messages(channel), rec.query
+        if "before" in q:
+            msgs = [m for m in msgs if m.id < int(q["before"])]
+        if "after" in q:
+            msgs = [m for m in msgs if m.id > int(q["after"])]
+        limit = int(q.get("limit", 50))
+        msgs = msgs[:limit] if "after" in q else msgs[-limit:]
+        return 200, [m.payload() for m in reversed(msgs)]  # newest first, like Discord
+
     @route("POST", "/channels/{channel_id}/messages")
     async def _create_message(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str) -> Reply:
         channel = self._channel_or_404(channel_id)

@@ -13,7 +13,7 @@ from db import sessions as session_service
 from db.models import GameSession, Turn
 from db.guilds import Limits
 from game.errors import BacklogFull, TurnNotCancellable
-from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position
+from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
 from tests.queue.helpers import (
     ROOT, all_finished, job_rows, new_session, submit, turn_rows, wait_until, worker_env,
 )
@@ -59,11 +59,15 @@ async def test_queue_position_and_cancellation(sessions, start_worker):
     a2 = await submit(sessions, a, "run")
     a3 = await submit(sessions, a, "eat")
     assert [await _position(sessions, t) for t in (a1, b1, a2, a3)] == [1, 1, 2, 3]
+    async with sessions() as s:  # the same, in one query
+        assert await queue_positions(s, [a1.id, b1.id, a2.id, a3.id, 999]) == {a1.id: 1, b1.id: 1, a2.id: 2, a3.id: 3}
 
     async with sessions() as s, s.begin():  # a moderator cancels a2
         await cancel_queued_turn(s, await s.get(Turn, a2.id), "removed by a moderator")
     assert await _position(sessions, a2) is None
     assert await _position(sessions, a3) == 2
+    async with sessions() as s:
+        assert await queue_positions(s, [a2.id, a3.id]) == {a3.id: 2}
     jobs = {j.id: j.status for j in await job_rows(sessions)}
     assert jobs[a2.job_id] == "cancelled"
 

@@ -1,0 +1,88 @@
+"""Each channel's configuration and its live game, kept in memory for autocomplete and rights
+checks, which Discord runs on every keystroke.
+
+Entries are dropped on write (the bot's own admin commands call `config_changed` after their
+commit), across processes by NOTIFY (db.guilds sends CONFIG_CHANGED with every settings write; db.sessions
+sends SESSION_CHANGED when a game starts, is joined, left, paused or reset; the notifier's LISTEN
+connection relays both here), and wholesale whenever that connection is (re)established, since
+notifications may have been missed meanwhile. A time-to-live bounds what a lost notification
+could leave stale. Commands that write still read the database in their own transaction: the
+cache only serves answers that change nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from db import guilds, sessions as game_sessions
+from db.guilds import ChannelConfig
+
+
+@dataclass(frozen=True)
+class LiveGame:
+    """A channel's active or paused game, as autocomplete shows it."""
+
+    session_id: int
+    film_id: str
+    players: dict[str, str]  # character id -> the player's name
+
+
+class ConfigCache:
+    def __init__(self, bot, *, ttl: float = 300.0) -> None:
+        self.bot = bot
+        self.ttl = ttl
+        self._configs: dict[tuple[int, int], tuple[float, ChannelConfig]] = {}  # (guild, channel) ->
+        self._games: dict[int, tuple[float, LiveGame | None]] = {}  # channel ->
+        self._generation = 0  # bumped by every invalidation: a load that raced one is not kept
+        self.loads = 0  # database loads so far (tests and benchmarks read it)
+
+    def _fresh(self, entry) -> bool:
+        return entry is not None and time.monotonic() - entry[0] < self.ttl
+
+    async def config(self, guild_id: int, channel_id: int) -> ChannelConfig:
+        entry = self._configs.get((guild_id, channel_id))
+        if self._fresh(entry):
+            return entry[1]
+        generation = self._generation
+        async with self.bot.db.sessions() as s:
+            cfg = await guilds.channel_config(s, self.bot.settings, guild_id, channel_id)
+        self.loads += 1
+        if generation == self._generation:
+            self._configs[(guild_id, channel_id)] = (time.monotonic(), cfg)
+        return cfg
+
+    async def live_game(self, channel_id: int) -> LiveGame | None:
+        entry = self._games.get(channel_id)
+        if self._fresh(entry):
+            return entry[1]
+        generation = self._generation
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.live_session(s, channel_id)
+            players = {} if gs is None else {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)}
+        self.loads += 1
+        game = None if gs is None else LiveGame(gs.id, gs.film_id, players)
+        if generation == self._generation:
+            self._games[channel_id] = (time.monotonic(), game)
+        return game
+
+    def config_changed(self, guild_id: int | None) -> None:
+        """A guild's settings or one of its channels' changed (None: unknown, drop everything)."""
+        self._generation += 1
+        if guild_id is None:
+            self._configs.clear()
+            return
+        for key in [k for k in self._configs if k[0] == int(guild_id)]:
+            del self._configs[key]
+
+    def session_changed(self, channel_id: int | None) -> None:
+        self._generation += 1
+        if channel_id is None:
+            self._games.clear()
+        else:
+            self._games.pop(int(channel_id), None)
+
+    def clear(self) -> None:
+        self._generation += 1
+        self._configs.clear()
+        self._games.clear()

@@ -1,0 +1,145 @@
+"""One owner for every edit of the bot's channel messages: Discord allows about 5 edits per 5 s per
+channel, so each channel's edits wait for its budget, one at a time.
+
+While an edit waits, a newer edit of the same message replaces it: progress and queue positions
+coalesce to their latest value instead of piling up. Edits are routine (progress, a queue
+position: fire and forget, dropped on error) or final (the post, a closing edit: awaited, errors
+raised to the caller). Final edits go first, and once a message has had a final edit no routine
+edit touches it again, so a late progress bar can never overwrite a posted turn.
+
+The budget is a sliding window measured from each edit's completion: the edit that follows the
+`limit`-th previous one starts at least `per` seconds after that one ended, so even requests that
+Discord receives late never put more than `limit` edits in any `per`-second window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from dataclasses import dataclass, field
+
+import discord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Edit:
+    fields: dict
+    final: bool
+    waiters: list[asyncio.Future] = field(default_factory=list)
+
+
+class _Channel:
+    def __init__(self, limit: int) -> None:
+        self.pending: dict[int, _Edit] = {}  # message id -> the edit to make (insertion order = FIFO)
+        self.done_at: collections.deque[float] = collections.deque(maxlen=limit)  # completions
+        self.task: asyncio.Task | None = None
+
+
+class EditScheduler:
+    def __init__(self, bot, *, limit: int = 5, per: float = 5.0) -> None:
+        self.bot = bot
+        self.limit = limit
+        self.per = per
+        self.gap = per / limit  # spread edits out rather than spending the window at once
+        self._channels: dict[int, _Channel] = {}
+        self._final: dict[int, None] = {}  # message ids that had their final edit (bounded)
+
+    def _channel(self, channel_id: int) -> _Channel:
+        ch = self._channels.get(channel_id)
+        if ch is None:
+            ch = self._channels[channel_id] = _Channel(self.limit)
+        return ch
+
+    def routine(self, channel_id: int, message_id: int, **fields) -> None:
+        """Edit soon, within the budget; replaced by a newer edit of the same message while it
+        waits; never after the message's final edit."""
+        if message_id in self._final:
+            return
+        ch = self._channel(channel_id)
+        current = ch.pending.get(message_id)
+        if current is not None and current.final:
+            return
+        if current is None:
+            ch.pending[message_id] = _Edit(fields, final=False)
+        else:
+            current.fields = fields
+        self._kick(channel_id, ch)
+
+    async def final(self, channel_id: int, message_id: int, **fields) -> discord.Message | None:
+        """Edit within the budget, ahead of routine edits; returns the edited message or raises
+        what Discord answered. Routine edits of this message are dropped from now on."""
+        self._mark_final(message_id)
+        ch = self._channel(channel_id)
+        waiter = asyncio.get_running_loop().create_future()
+        current = ch.pending.pop(message_id, None)
+        edit = _Edit(fields, final=True, waiters=[waiter])
+        if current is not None and current.final:
+            edit.waiters += current.waiters  # the newer final edit answers for both
+        # Final edits go first: put this one ahead of every routine edit.
+        ch.pending = {message_id: edit, **ch.pending}
+        self._kick(channel_id, ch)
+        return await waiter
+
+    def _mark_final(self, message_id: int) -> None:
+        self._final[message_id] = None
+        while len(self._final) > 10_000:
+            del self._final[next(iter(self._final))]
+
+    def _kick(self, channel_id: int, ch: _Channel) -> None:
+        if ch.task is None or ch.task.done():
+            ch.task = asyncio.create_task(self._run(channel_id, ch), name=f"edits-{channel_id}")
+
+    def _wait(self, ch: _Channel) -> float:
+        now = time.monotonic()
+        wait = 0.0
+        if ch.done_at:
+            wait = ch.done_at[-1] + self.gap - now
+        if len(ch.done_at) == self.limit:
+            wait = max(wait, ch.done_at[0] + self.per - now)
+        return wait
+
+    async def _run(self, channel_id: int, ch: _Channel) -> None:
+        while ch.pending:
+            wait = self._wait(ch)
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue  # edits may have been replaced or added meanwhile
+            message_id = next(iter(ch.pending))
+            edit = ch.pending.pop(message_id)
+            try:
+                msg = await self._apply(channel_id, message_id, edit.fields)
+            except Exception as e:
+                if not edit.final:
+                    log.info("could not edit message %s in %s: %s", message_id, channel_id, e)
+                for w in edit.waiters:
+                    if not w.done():
+                        w.set_exception(e)
+            else:
+                for w in edit.waiters:
+                    if not w.done():
+                        w.set_result(msg)
+            finally:
+                ch.done_at.append(time.monotonic())
+
+    async def _apply(self, channel_id: int, message_id: int, fields: dict) -> discord.Message:
+        channel = self.bot.get_channel(channel_id) or self.bot.get_partial_messageable(channel_id)
+        # Edits, like sends, never ping (PartialMessage.edit does not apply the client's default).
+        fields.setdefault("allowed_mentions", self.bot.allowed_mentions)
+        return await channel.get_partial_message(message_id).edit(**fields)
+
+    async def close(self) -> None:
+        tasks = [ch.task for ch in self._channels.values() if ch.task is not None and not ch.task.done()]
+        for t in tasks:
+            t.cancel()
+        for ch in self._channels.values():
+            for e in ch.pending.values():
+                for w in e.waiters:
+                    if not w.done():
+                        w.cancel()
+            ch.pending.clear()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
