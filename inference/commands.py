@@ -29,6 +29,7 @@ def register(sub) -> None:
 
 
 def run_worker_command(args) -> int:
+    from asyncpg import PostgresError
     from sqlalchemy.exc import DBAPIError
 
     from db.transient import is_transient
@@ -60,8 +61,10 @@ def run_worker_command(args) -> int:
     except (WorkerStartError, BackendUnavailable) as e:
         print(f"animegamer worker: {e}", file=sys.stderr)
         return 2
-    except (DBAPIError, OSError) as e:
-        if isinstance(e, DBAPIError) or is_transient(e):
+    except (DBAPIError, PostgresError, OSError) as e:
+        # PostgresError: older SQLAlchemy releases let asyncpg's connect errors through unwrapped
+        # (no such database, wrong password).
+        if isinstance(e, (DBAPIError, PostgresError)) or is_transient(e):
             print(f"animegamer worker: cannot use the database ({type(e).__name__}: {e}); check DATABASE_URL", file=sys.stderr)
         else:  # a model file, a folder or a program: named as what it is, with its path
             print(f"animegamer worker: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
