@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 import discord
+from discord import app_commands
 
 from bot.replies import Refusal, as_game_error
 from game.errors import GuildOnly, MissingRights
@@ -60,3 +61,9 @@ async def require(interaction: discord.Interaction, kind: Literal["admin", "mode
         raise Refusal(MissingRights(kind))
     return True
 
+
+
+def rights(kind: Literal["admin", "moderator"]):
+    """The same rule for one command of a cog whose other commands are open to everyone
+    (/vote mode): `@checks.rights("admin")`."""
+    return app_commands.check(lambda interaction: require(interaction, kind))

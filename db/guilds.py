@@ -20,6 +20,7 @@ from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
 from game.errors import GameError, NoFilm, UnknownCharacter, UnknownFilm
+from game.instruction import Instruction, build_instruction
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,17 @@ class ChannelConfig:
         if self.film is not None and self.film.id == film.id:
             return self.cast()
         return list(film.characters)
+
+    def instruction(
+        self, film: Film, characters: list[str] | tuple[str, ...], motion: str, background: str,
+        adverb: str = "", time_of_day: str = "",
+    ) -> Instruction:
+        """A turn's instruction under this channel's rules (its length limit, its playable cast);
+        the one assembly for /act, /vote propose and the page's act and propose."""
+        return build_instruction(
+            film, characters, motion, background, adverb, time_of_day,
+            max_len=self.limits.max_instruction_len, playable={c.id for c in self.cast_for(film)},
+        )
 
 
 def film_or_error(film_id: str) -> Film:

@@ -52,6 +52,18 @@ def new_seed() -> int:
     return secrets.randbits(62)
 
 
+def instruction_columns(instruction: Instruction) -> dict:
+    """An instruction as the columns a turn (and a vote proposal) stores it in."""
+    return {
+        "characters": list(instruction.character_ids),
+        "motion": instruction.motion,
+        "adverb": instruction.adverb,
+        "background": instruction.background,
+        "time_of_day": instruction.time_of_day,
+        "instruction": instruction.text,
+    }
+
+
 async def submit_turn(
     s: AsyncSession,
     gs: GameSession,
@@ -106,12 +118,7 @@ async def submit_turn(
         seq=gs.next_seq,
         author_id=author_id,
         author_name=author_name,
-        characters=list(instruction.character_ids),
-        motion=instruction.motion,
-        adverb=instruction.adverb,
-        background=instruction.background,
-        time_of_day=instruction.time_of_day,
-        instruction=instruction.text,
+        **instruction_columns(instruction),
         seed=new_seed(),
     )
     gs.next_seq += 1

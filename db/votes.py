@@ -29,10 +29,11 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
+from db.bounds import name_text
 from db.guilds import channel_config
 from db.models import GameSession, Player, VoteBallot, VoteChannel, VoteProposal, VoteRound
 from db.sessions import players as live_players, touch
-from db.turns import Enqueue, submit_turn
+from db.turns import Enqueue, instruction_columns, submit_turn
 from game.errors import (
     AlreadyProposed,
     BacklogFull,
@@ -175,14 +176,9 @@ async def propose(
         VoteProposal(
             round_id=rnd.id,
             author_id=author_id,
-            author_name=author_name[:100],
-            characters=list(instruction.character_ids),
+            author_name=name_text(author_name),
             character_names=list(instruction.characters),
-            motion=instruction.motion,
-            adverb=instruction.adverb,
-            background=instruction.background,
-            time_of_day=instruction.time_of_day,
-            instruction=instruction.text,
+            **instruction_columns(instruction),
         )
     )
     await s.flush()

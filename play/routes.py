@@ -19,7 +19,6 @@ from db import guilds, sessions, turns
 from db.models import GameSession, Turn
 from game.catalogue import FILMS, session_film, suggest
 from game.errors import NoFilm, NotJoined, UnknownCharacter
-from game.instruction import build_instruction
 from game.sanitize import InputRefused, clean_text
 from inference import queue as jobs
 from play import media, shapes
@@ -263,15 +262,13 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
         if me is None:
             raise NotJoined()
         film = session_film(gs.film_id)
-        ins = build_instruction(
+        ins = cfg.instruction(
             film,
             [me.character_id, *body.characters],
             motion=body.motion,
             background=body.background,
             adverb=body.adverb,
             time_of_day=body.time_of_day,
-            max_len=cfg.limits.max_instruction_len,
-            playable={c.id for c in cfg.cast_for(film)},
         )
         t = await turns.submit_turn(
             s, gs, author_id=body.player_id, author_name=me.user_name, instruction=ins, limits=cfg.limits,

@@ -23,7 +23,6 @@ from db import games as past_games, guilds, sessions as game_sessions, turns as 
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
 from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter
-from game.instruction import build_instruction
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +53,29 @@ def catalogue_choices(attr: str):
         return [app_commands.Choice(name=o, value=o) for o in suggest(getattr(film, attr), current)]
 
     return choices
+
+
+def act_fields(others: str):
+    """The /act fields as Discord shows them (names, help, autocomplete from the channel's film),
+    shared by /act and /vote propose; `others` is the help of the `with` field."""
+
+    def apply(command):
+        command = app_commands.describe(
+            motion="What happens, e.g. fly on broomstick",
+            background="Where, e.g. sky",
+            adverb="How, e.g. quickly",
+            time_of_day="When, e.g. night",
+            others=others,
+        )(command)
+        command = app_commands.rename(time_of_day="time", others="with")(command)
+        return app_commands.autocomplete(
+            motion=catalogue_choices("motions"),
+            background=catalogue_choices("backgrounds"),
+            adverb=catalogue_choices("adverbs"),
+            time_of_day=catalogue_choices("times"),
+        )(command)
+
+    return apply
 
 
 class Play(commands.Cog):
@@ -134,20 +156,7 @@ class Play(commands.Cog):
 
     @app_commands.command(name="act", description="Play a turn: your character (and others) in the next shot")
     @app_commands.guild_only()
-    @app_commands.autocomplete(
-        motion=catalogue_choices("motions"),
-        background=catalogue_choices("backgrounds"),
-        adverb=catalogue_choices("adverbs"),
-        time_of_day=catalogue_choices("times"),
-    )
-    @app_commands.rename(time_of_day="time", others="with")
-    @app_commands.describe(
-        motion="What happens, e.g. fly on broomstick",
-        background="Where, e.g. sky",
-        adverb="How, e.g. quickly",
-        time_of_day="When, e.g. night",
-        others="Other characters in the shot, separated by commas",
-    )
+    @act_fields(others="Other characters in the shot, separated by commas")
     async def act(
         self,
         interaction: discord.Interaction,
@@ -166,15 +175,13 @@ class Play(commands.Cog):
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             if me is None:
                 raise NotJoined()
-            ins = build_instruction(
+            ins = cfg.instruction(
                 film,
                 [me.character_id, *split_names(others)],
                 motion,
                 background,
                 adverb or "",
                 time_of_day or "",
-                max_len=cfg.limits.max_instruction_len,
-                playable={c.id for c in cfg.cast_for(film)},
             )
             turn = await turn_service.submit_turn(
                 s,

@@ -19,13 +19,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit, checks, replies
-from bot.cogs.play import split_names
+from bot.cogs.play import act_fields, split_names
 from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
 from db import guilds, sessions as game_sessions, turns as turn_service, votes
 from db.models import GameSession
 from game.catalogue import display_film, session_film
-from game.instruction import build_instruction
 
 log = logging.getLogger(__name__)
 
@@ -179,14 +178,7 @@ class Vote(commands.Cog):
     # --- commands
 
     @vote.command(name="propose", description="Propose the next turn's action; the round's vote decides")
-    @app_commands.rename(time_of_day="time", others="with")
-    @app_commands.describe(
-        motion="What happens, e.g. fly on broomstick",
-        background="Where, e.g. sky",
-        adverb="How, e.g. quickly",
-        time_of_day="When, e.g. night",
-        others="Characters in the shot besides yours, separated by commas (name one if you play none)",
-    )
+    @act_fields(others="Characters in the shot besides yours, separated by commas (name one if you play none)")
     async def propose(
         self,
         interaction: discord.Interaction,
@@ -203,10 +195,7 @@ class Vote(commands.Cog):
             cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             names = votes.shot_characters(me.character_id if me else None, split_names(others))
-            ins = build_instruction(
-                film, names, motion, background, adverb or "", time_of_day or "",
-                max_len=cfg.limits.max_instruction_len, playable={c.id for c in cfg.cast_for(film)},
-            )
+            ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "")
             rnd, number, _ = await votes.propose(
                 s, gs, author_id=interaction.user.id, author_name=interaction.user.display_name, instruction=ins
             )
@@ -248,7 +237,7 @@ class Vote(commands.Cog):
 
     @vote.command(name="mode", description="Admins: play this channel by vote, or back to /act", extras={"rights": "admin"})
     @app_commands.describe(enabled="Vote mode on or off", seconds="How long a round stays open (default 120)")
-    @checks.admin()
+    @checks.rights("admin")
     async def mode(
         self, interaction: discord.Interaction, enabled: bool,
         seconds: app_commands.Range[int, votes.MIN_ROUND_SECONDS, votes.MAX_ROUND_SECONDS] | None = None,

@@ -34,6 +34,43 @@ log = logging.getLogger(__name__)
 DEFAULT_FPS = 8
 
 
+# predict(request) -> (prediction, representation, stage timings)
+Predict = Callable[[TurnRequest], tuple[Prediction, np.ndarray, dict]]
+# decode(representation, motion scope, seed, progress) -> (frames, fps, extra timings)
+Decode = Callable[[np.ndarray, float, int, ProgressCallback], tuple[np.ndarray, int, dict]]
+
+
+def play_turn(
+    request: TurnRequest, progress: ProgressCallback, predict: Predict, decode: Decode | None,
+    scope_of: Callable[[Prediction], float],
+) -> TurnResult:
+    """The stages of one model turn, shared by the one-film and the multi-film backends: the MLLM,
+    the decoder (None: mllm_only, no clip), the MP4; progress and per-stage timings."""
+    t0 = time.perf_counter()
+    progress(0.0, "mllm")
+    prediction, rep, stage = predict(request)
+    timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
+    scope = scope_of(prediction)
+    if decode is None:
+        progress(1.0, "done")
+        return TurnResult(prediction, scope, None, rep, timings=timings)
+    progress(0.1, "decode")
+    t1 = time.perf_counter()
+
+    def decoder_progress(fraction: float, label: str) -> None:
+        progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
+
+    frames, fps, extra = decode(rep, scope, request.seed, decoder_progress)
+    timings.update(extra)
+    timings["decode"] = time.perf_counter() - t1
+    progress(0.9, "encode")
+    t2 = time.perf_counter()
+    mp4 = encode_mp4(frames, fps=fps)
+    timings["encode"] = time.perf_counter() - t2
+    progress(1.0, "done")
+    return TurnResult(prediction, scope, mp4, rep, timings=timings, clip_seconds=len(frames) / fps)
+
+
 @dataclass(frozen=True)
 class AnimeGamerSettings:
     mistral_dir: str | Path  # Mistral-7B-Instruct-v0.1 (transformers format)
@@ -116,37 +153,24 @@ class AnimeGamerBackend:
                 self._decode_batcher = MicroBatcher(self._decode_batch, s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
-        predictor, _ = self._require_loaded()
-        t0 = time.perf_counter()
-        progress(0.0, "mllm")
-        prediction, rep, stage = self._batcher.submit(request) if self._batcher else self._predict_with_timings([request])[0]
-        timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
+        self._require_loaded()
+        predict = self._batcher.submit if self._batcher else (lambda r: self._predict_with_timings([r])[0])
+        return play_turn(request, progress, predict, None if self.decoder is None else self._decode, self._scope)
+
+    def _scope(self, prediction: Prediction) -> float:
         # From the motion level (index 0), not social as the released demo app did.
-        scope = motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
-        if self.decoder is None:  # mllm_only
-            progress(1.0, "done")
-            return TurnResult(prediction, scope, None, rep, timings=timings)
-        progress(0.1, "decode")
-        t1 = time.perf_counter()
+        return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
 
-        def decoder_progress(fraction: float, label: str) -> None:
-            progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
-
+    def _decode(self, rep, scope: float, seed: int, progress: ProgressCallback) -> tuple[np.ndarray, int, dict]:
+        timings = {}
         if self._decode_batcher is not None:
-            frames, stage, error = self._decode_batcher.submit((rep, scope, request.seed, decoder_progress))
+            frames, stage, error = self._decode_batcher.submit((rep, scope, seed, progress))
             if error is not None:
                 raise error
             timings.update({f"decode_{k}": v for k, v in stage.items()})
         else:
-            frames = self.decoder.decode(rep, scope, request.seed, decoder_progress)
-        timings["decode"] = time.perf_counter() - t1
-        progress(0.9, "encode")
-        t2 = time.perf_counter()
-        fps = int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS)
-        mp4 = encode_mp4(frames, fps=fps)
-        timings["encode"] = time.perf_counter() - t2
-        progress(1.0, "done")
-        return TurnResult(prediction, scope, mp4, rep, timings=timings, clip_seconds=len(frames) / fps)
+            frames = self.decoder.decode(rep, scope, seed, progress)
+        return frames, int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS), timings
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""

@@ -25,9 +25,8 @@ from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from game.motion import motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, ClipDecoder
-from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings
+from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, play_turn
 from inference.mllm.batcher import MicroBatcher
-from inference.mp4 import encode_mp4
 
 log = logging.getLogger(__name__)
 
@@ -121,30 +120,17 @@ class MultiFilmBackend:
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded(request.film_id)
-        t0 = time.perf_counter()
-        progress(0.0, "mllm")
-        prediction, rep, stage = self._batcher.submit(request) if self._batcher else self._predict_with_timings([request])[0]
-        timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
-        scope = motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
-        if self.residency is None:  # mllm_only
-            progress(1.0, "done")
-            return TurnResult(prediction, scope, None, rep, timings=timings)
-        progress(0.1, "decode")
-        t1 = time.perf_counter()
+        predict = self._batcher.submit if self._batcher else (lambda r: self._predict_with_timings([r])[0])
 
-        def decoder_progress(fraction: float, label: str) -> None:
-            progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
+        def decode(rep, scope: float, seed: int, progress: ProgressCallback):
+            with self.residency.use(request.film_id) as (decoder, moved):
+                frames = decoder.decode(rep, scope, seed, progress)
+            return frames, int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS), {"decoder_move": moved}
 
-        with self.residency.use(request.film_id) as (decoder, moved):
-            timings["decoder_move"] = moved
-            frames = decoder.decode(rep, scope, request.seed, decoder_progress)
-        timings["decode"] = time.perf_counter() - t1
-        progress(0.9, "encode")
-        t2 = time.perf_counter()
-        mp4 = encode_mp4(frames, fps=int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS))
-        timings["encode"] = time.perf_counter() - t2
-        progress(1.0, "done")
-        return TurnResult(prediction, scope, mp4, rep, timings=timings)
+        def scope_of(prediction: Prediction) -> float:
+            return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
+
+        return play_turn(request, progress, predict, None if self.residency is None else decode, scope_of)
 
     # -- batched MLLM ---------------------------------------------------------------------------
 

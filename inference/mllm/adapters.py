@@ -26,23 +26,22 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from peft import LoraConfig, get_peft_model
 from torch import nn
 
 from .loading import (
-    LORA_TARGETS,
     MODULES_TO_SAVE,
     CheckpointError,
     LoadReport,
     cast_keeping_fp32_buffers,
-    default_device_dtype,
+    load_base,
     load_state_into,
+    lora_config,
 )
 from .model import REP_DIM, AnimeGamerMLLM, Projection
-from .tokens import VOCAB_SIZE, SpecialIds, verify
+from .tokens import VOCAB_SIZE, SpecialIds
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +53,7 @@ WHOLE_MODULES = ("embed_tokens", "lm_head")  # released as plain weights, not un
 
 def film_lora_config() -> LoraConfig:
     """The released LoRA, with the embeddings and lm_head kept per adapter too."""
-    return LoraConfig(
-        r=32,
-        lora_alpha=32,
-        lora_dropout=0.05,
-        target_modules=list(LORA_TARGETS),
-        modules_to_save=list(FILM_MODULES_TO_SAVE),
-        task_type="CAUSAL_LM",
-    )
+    return lora_config(FILM_MODULES_TO_SAVE)
 
 
 # A base tensor of a checkpoint may differ from the Mistral directory's by rounding (saved in
@@ -234,19 +226,9 @@ def load_films(
     rep_dim: int = REP_DIM,
 ) -> LoadedFilms:
     """Mistral once, then every film's agent checkpoint as its adapter (film id -> checkpoint)."""
-    from transformers import AutoTokenizer, MistralForCausalLM
-
-    if attn_implementation not in ("sdpa", "eager"):
-        raise ValueError("attn_implementation must be 'sdpa' or 'eager'")
-    for p in (mistral_dir, tokenizer_dir, *agents.values()):
-        if not Path(p).exists():
-            raise FileNotFoundError(f"{p} does not exist")
-    dev, dt = default_device_dtype(device, dtype)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    special = verify(tokenizer)
-    extra = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
-    llm = MistralForCausalLM.from_pretrained(str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra)
-    model = cast_keeping_fp32_buffers(MultiFilmMLLM(llm, list(agents), rep_dim), dev, dt)  # rotary inv_freq stays fp32
+    base = load_base(mistral_dir, tokenizer_dir, list(agents.values()), device, dtype, attn_implementation)
+    tokenizer, special, dev, dt = base.tokenizer, base.special, base.device, base.dtype
+    model = cast_keeping_fp32_buffers(MultiFilmMLLM(base.llm, list(agents), rep_dim), dev, dt)  # rotary inv_freq stays fp32
     reports = {}
     for film, path in agents.items():
         reports[film] = model.load_film(film, path)

@@ -38,14 +38,15 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 MODULES_TO_SAVE = ("input_layernorm", "post_attention_layernorm", "norm")
 
 
-def lora_config() -> LoraConfig:
-    """The released LoRA (MLLM/configs/clm_models/mistral-7b.yaml)."""
+def lora_config(modules_to_save: tuple[str, ...] = MODULES_TO_SAVE) -> LoraConfig:
+    """The released LoRA (MLLM/configs/clm_models/mistral-7b.yaml); a multi-film model keeps more
+    modules per adapter (inference.mllm.adapters)."""
     return LoraConfig(
         r=32,
         lora_alpha=32,
         lora_dropout=0.05,
         target_modules=list(LORA_TARGETS),
-        modules_to_save=list(MODULES_TO_SAVE),
+        modules_to_save=list(modules_to_save),
         task_type="CAUSAL_LM",
     )
 
@@ -232,6 +233,33 @@ def cast_keeping_fp32_buffers(model: torch.nn.Module, device, dtype: torch.dtype
 
 
 @dataclass
+class BaseModel:
+    llm: object  # MistralForCausalLM
+    tokenizer: object
+    special: SpecialIds
+    device: torch.device
+    dtype: torch.dtype
+
+
+def load_base(mistral_dir, tokenizer_dir, checkpoints, device=None, dtype=None, attn_implementation: str = "sdpa") -> BaseModel:
+    """Mistral and the AnimeGamer tokenizer (checked against the released ids): what one film and
+    several films (inference.mllm.adapters) load alike. Every path is checked before loading."""
+    from transformers import AutoTokenizer, MistralForCausalLM
+
+    if attn_implementation not in ("sdpa", "eager"):  # custom 4D masks need one of these
+        raise ValueError("attn_implementation must be 'sdpa' or 'eager'")
+    for p in (mistral_dir, tokenizer_dir, *checkpoints):
+        if not Path(p).exists():
+            raise FileNotFoundError(f"{p} does not exist")
+    dev, dt = default_device_dtype(device, dtype)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    special = verify(tokenizer)
+    extra = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
+    llm = MistralForCausalLM.from_pretrained(str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra)
+    return BaseModel(llm, tokenizer, special, dev, dt)
+
+
+@dataclass
 class LoadedMLLM:
     model: AnimeGamerMLLM
     tokenizer: object
@@ -251,23 +279,11 @@ def load_mllm(
     quantize: str | None = None,
 ) -> LoadedMLLM:
     """quantize: None, or "int8" (inference.mllm.quantize; for a 24 GB card), after the merge."""
-    from transformers import AutoTokenizer, MistralForCausalLM
-
-    if attn_implementation not in ("sdpa", "eager"):  # custom 4D masks need one of these
-        raise ValueError("attn_implementation must be 'sdpa' or 'eager'")
     if quantize is not None and quantize not in ("int8",):  # checked before minutes of loading
         raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
-    for p in (mistral_dir, tokenizer_dir, agent_path):
-        if not Path(p).exists():
-            raise FileNotFoundError(f"{p} does not exist")
-    dev, dt = default_device_dtype(device, dtype)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    special = verify(tokenizer)
-    extra = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
-    llm = MistralForCausalLM.from_pretrained(
-        str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra
-    )
-    model = cast_keeping_fp32_buffers(wrap_released(llm, rep_dim), dev, dt)
+    base = load_base(mistral_dir, tokenizer_dir, [agent_path], device, dtype, attn_implementation)
+    tokenizer, special, dev, dt = base.tokenizer, base.special, base.device, base.dtype
+    model = cast_keeping_fp32_buffers(wrap_released(base.llm, rep_dim), dev, dt)
     report = load_agent_checkpoint(model, agent_path)
     log.info("agent checkpoint: %s", report.summary())
     if merge:
