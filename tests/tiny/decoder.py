@@ -9,10 +9,13 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder
-from inference.decoder.transformer import AnimeGamerTransformer3DModel
-from inference.decoder.vae import SCALE_FACTOR
+from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
+from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
 
+# The released configs with only the sizes shrunk: every other value (norms, patching, the 226
+# conditioning tokens, the 17 frames) is the real model's, defined once in inference/decoder.
 TINY_TRANSFORMER_CONFIG: dict[str, Any] = {
+    **ANIMEGAMER_2B_CONFIG,
     "num_attention_heads": 2,
     "attention_head_dim": 16,
     "in_channels": 4,
@@ -23,31 +26,16 @@ TINY_TRANSFORMER_CONFIG: dict[str, Any] = {
     "num_layers": 2,
     "sample_width": 6,
     "sample_height": 4,
-    "sample_frames": 17,
-    "patch_size": 2,
-    "temporal_compression_ratio": 4,
-    "max_text_seq_length": 226,
-    "norm_eps": 1e-5,
-    "final_norm_eps": 1e-6,
-    "spatial_interpolation_scale": 1.875,
-    "temporal_interpolation_scale": 1.0,
 }
 
 TINY_VAE_CONFIG: dict[str, Any] = {
-    "in_channels": 3,
-    "out_channels": 3,
-    "down_block_types": ["CogVideoXDownBlock3D"] * 4,
-    "up_block_types": ["CogVideoXUpBlock3D"] * 4,
+    **COGVIDEOX_VAE_CONFIG,
     "block_out_channels": [8, 8, 8, 8],
     "latent_channels": 4,
     "layers_per_block": 1,
-    "act_fn": "silu",
-    "norm_eps": 1e-6,
     "norm_num_groups": 4,
-    "temporal_compression_ratio": 4,
     "sample_height": 32,
     "sample_width": 48,
-    "scaling_factor": SCALE_FACTOR,
 }
 TINY_SIZE = {"height": 32, "width": 48}  # latent 4 x 6 through the 8x VAE
 
