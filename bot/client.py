@@ -22,6 +22,7 @@ from bot.permissions import bot_intents
 from bot.status import StatusBoard
 from bot.views import CancelButton, RegenerateButton
 from db.models import GameSession, Turn
+from db.turns import POST_LEASE
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class AnimeGamerBot(commands.Bot):
         queue: JobQueue | None = None,
         edit_budget: tuple[int, float] = (5, 5.0),
         sweep_seconds: float = 30.0,
-        post_lease: timedelta = timedelta(minutes=2),
+        post_lease: timedelta = POST_LEASE,
         post_retry_delays: tuple[float, ...] = RETRY_DELAYS,
         claimant: str | None = None,
         sync_commands: bool = False,

@@ -63,7 +63,7 @@ class Notifier:
         self,
         bot,
         *,
-        lease: timedelta = timedelta(minutes=2),
+        lease: timedelta = turn_service.POST_LEASE,
         claimant: str | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
     ) -> None:

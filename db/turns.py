@@ -394,6 +394,13 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
 # --- posting (the bot's notifier and the play page)
 
 
+# How long a posting claim holds. Posting is an idempotent edit of the turn's status message
+# (its id is recorded before the turn runs), so a claim left by a crash or a database blip
+# mid-post can expire soon: the next sweep repeats the same edit, and the status message stops
+# saying "generating" within about this long.
+POST_LEASE = timedelta(seconds=30)
+
+
 async def claim_unposted(
     s: AsyncSession,
     claimant: str,
