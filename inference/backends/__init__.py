@@ -59,6 +59,12 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         ) from e
     if not films:
         raise BackendUnavailable("a model worker needs its film(s): start it with --film FILM[,FILM...] or --film all")
+    if len(films) > 1 and settings.memory_mode == "low_vram":
+        # int8 weights need the film's LoRA merged in, which one base shared by several films cannot be
+        raise BackendUnavailable(
+            "ANIMEGAMER_MEMORY_MODE=low_vram serves one film per worker: start one worker per film with "
+            "--film FILM, or use a GPU with room for every film (see docs/performance.md)"
+        )
     all_paths = {f: film_paths(settings.model_root, FILMS[f]) for f in films}
     agents = {}
     for f, paths in all_paths.items():

@@ -131,6 +131,8 @@ def test_per_model_devices_and_memory_mode_are_routed(msettings):
     low = msettings.model_copy(update={"memory_mode": "low_vram"})
     backend = make_backend(low, "animegamer", films=["qiqi"])
     assert backend.settings.quantize == "int8"
+    with pytest.raises(BackendUnavailable, match="low_vram serves one film per worker"):
+        make_backend(low, "animegamer", films=["qiqi", "ponyo"])  # int8 needs each film's LoRA merged
 
 
 def test_missing_decoder_weights_are_named_not_the_database(models_root, database_url, tmp_path):
