@@ -46,6 +46,11 @@ class EventHub:
         self._task: asyncio.Task | None = None
         self._connections = 0
 
+    @property
+    def listening(self) -> bool:
+        """Whether live updates flow: the LISTEN connection is up (it reconnects by itself)."""
+        return self._listener is not None and self._listener.connected.is_set()
+
     def subscribe(self) -> Subscriber:
         sub = Subscriber()
         self.subscribers.add(sub)

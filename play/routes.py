@@ -9,6 +9,7 @@ is a handler here, decorated with its path and its request model.
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 from aiohttp import web
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
 from game.catalogue import FILMS, session_film, suggest
-from game.errors import NoFilm, NotJoined, UnknownCharacter
+from game.errors import NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.sanitize import InputRefused, clean_text
 from inference import queue as jobs
 from play import media, shapes
@@ -31,6 +32,9 @@ from play.requests import (
 from play.services import PLAY_ADMIN_ID, PLAY_CHANNEL_ID, PLAY_GUILD_ID, PlayServices, channel_config, services
 
 STATIC = Path(__file__).resolve().parent / "static"
+HEALTH_TIMEOUT = 2.0  # seconds for the health check's SELECT 1
+
+log = logging.getLogger(__name__)
 
 routes = web.RouteTableDef()
 
@@ -73,6 +77,26 @@ def player_name(raw: str) -> str:
 @routes.get("/")
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    """200 while the page reaches its database and hears its NOTIFYs; 503 (in the JSON error
+    format) while either is cut off, so a supervisor can tell the page is waiting for Postgres."""
+    svc = services(request)
+    try:
+        async with asyncio.timeout(HEALTH_TIMEOUT), svc.db.engine.connect() as conn:
+            await conn.exec_driver_sql("SELECT 1")
+        database = "up"
+    except Exception as e:  # any failure to answer SELECT 1 in time is "unreachable" here
+        log.info("health check: the database does not answer (%s)", e)
+        database = "unreachable"
+    listening = svc.hub.listening
+    body = {"database": database, "live_updates": "up" if listening else "reconnecting"}
+    if database == "up" and listening:
+        return web.json_response({"status": "ok", **body})
+    down = ServiceDown()
+    return web.json_response({"error": down.code, "message": down.message, **body}, status=503)
 
 
 @routes.get("/api/state")

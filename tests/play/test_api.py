@@ -242,3 +242,15 @@ async def test_regenerate_needs_a_finished_turn(app, http):
     await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
     status, r = await post(http, f"{base}/api/regenerate")
     assert (status, r["message"]) == (409, errors.TurnNotFinished("queued").message)
+
+
+async def test_healthz_says_whether_the_database_and_live_updates_are_up(app, http):
+    """200 while the page reaches Postgres and its LISTEN connection is up; 503 in the JSON error
+    format once live updates stop (here: the listener closed), so a supervisor can tell."""
+    base, svc = app
+    status, body = await get(http, f"{base}/healthz")
+    assert status == 200 and body == {"status": "ok", "database": "up", "live_updates": "up"}
+    await svc.hub.stop()
+    status, body = await get(http, f"{base}/healthz")
+    assert status == 503 and body["error"] == "service_down" and body["live_updates"] == "reconnecting"
+    assert body["database"] == "up"
