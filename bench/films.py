@@ -46,27 +46,9 @@ INSTRUCTIONS = {
 
 
 def build_tiny(root: Path) -> None:
-    import torch
-    from diffusers import AutoencoderKLCogVideoX
+    from tests.tiny.models_dir import build_models_dir
 
-    from game.catalogue import FILMS as CATALOGUE
-    from inference.decoder.transformer import AnimeGamerTransformer3DModel
-    from inference.model_paths import film_paths
-    from tests.tiny import mllm as tiny
-    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
-
-    first = film_paths(root, CATALOGUE[FILMS[0]])
-    tiny.build_tokenizer(first.tokenizer)
-    tiny.build_mistral(first.mistral)
-    for seed, film in enumerate(FILMS):
-        paths = film_paths(root, CATALOGUE[film])
-        paths.agent_dir.mkdir(parents=True, exist_ok=True)
-        sd = tiny.released_state_dict(paths.mistral, seed=10 + seed, rep_dim=TINY_TRANSFORMER_CONFIG["text_embed_dim"])
-        tiny.write_checkpoint(sd, paths.agent_dir / "pytorch_model.bin")
-        torch.manual_seed(seed)
-        AnimeGamerTransformer3DModel(**TINY_TRANSFORMER_CONFIG).save_pretrained(paths.decoder / "transformer")
-        AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).save_pretrained(paths.decoder / "vae")
-        (paths.decoder / "decoder.json").write_text(json.dumps({"num_latent_frames": 5, "fps": 8, **TINY_SIZE}))
+    build_models_dir(root, {film: (10 + i, i) for i, film in enumerate(FILMS)})
 
 
 # ------------------------------------------------------------------------------------------

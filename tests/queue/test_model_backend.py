@@ -13,7 +13,6 @@ import subprocess
 import numpy as np
 import pytest
 import pytest_asyncio
-import torch
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
@@ -21,32 +20,19 @@ from db.models import Turn
 from game.catalogue import FILMS
 from contracts import representation
 from inference.backends import BackendUnavailable, make_backend
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from tests.tiny.decoder import TINY_SIZE
 from inference.model_paths import film_paths
 from inference.worker import Worker
 from tests.queue.helpers import new_session, submit, turn_rows, wait_started, wait_until
+from tests.tiny.models_dir import REP_DIM
 
-REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 
 
 @pytest.fixture(scope="module")
 def models_root(tmp_path_factory):
-    from diffusers import AutoencoderKLCogVideoX
+    from tests.tiny.models_dir import build_models_dir
 
-    from inference.decoder.transformer import AnimeGamerTransformer3DModel
-    from tests.tiny import mllm as tiny
-
-    root = tmp_path_factory.mktemp("models")
-    paths = film_paths(root, FILMS["qiqi"])
-    tiny.build_tokenizer(paths.tokenizer)
-    tiny.build_mistral(paths.mistral)
-    paths.agent_dir.mkdir(parents=True)
-    tiny.write_checkpoint(tiny.released_state_dict(paths.mistral, rep_dim=REP_DIM), paths.agent_dir / "pytorch_model.bin")
-    torch.manual_seed(0)
-    AnimeGamerTransformer3DModel(**TINY_TRANSFORMER_CONFIG).save_pretrained(paths.decoder / "transformer")
-    AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).save_pretrained(paths.decoder / "vae")
-    (paths.decoder / "decoder.json").write_text(json.dumps({"num_latent_frames": 5, "fps": 8, **TINY_SIZE}))
-    return root
+    return build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (1, 0)})
 
 
 @pytest.fixture

@@ -6,46 +6,23 @@ and a ponyo session, queued together, come out with their film's model."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 import pytest_asyncio
-import torch
 from sqlalchemy import select
 
 from db.models import Turn
-from game.catalogue import FILMS
 from inference.backends import make_backend
 from inference.backends.multifilm import MultiFilmBackend
-from inference.model_paths import film_paths
 from inference.worker import Worker
 from tests.queue.helpers import new_session, submit, wait_until
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
-
-REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 
 
 @pytest.fixture(scope="module")
 def models_root(tmp_path_factory):
-    from diffusers import AutoencoderKLCogVideoX
+    from tests.tiny.models_dir import build_models_dir
 
-    from inference.decoder.transformer import AnimeGamerTransformer3DModel
-    from tests.tiny import mllm as tiny
-
-    root = tmp_path_factory.mktemp("models")
-    first = film_paths(root, FILMS["qiqi"])
-    tiny.build_tokenizer(first.tokenizer)
-    tiny.build_mistral(first.mistral)
-    for seed, film in enumerate(("qiqi", "ponyo")):
-        paths = film_paths(root, FILMS[film])
-        paths.agent_dir.mkdir(parents=True)
-        sd = tiny.released_state_dict(paths.mistral, seed=10 + seed, rep_dim=REP_DIM)
-        tiny.write_checkpoint(sd, paths.agent_dir / "pytorch_model.bin")
-        torch.manual_seed(seed)
-        AnimeGamerTransformer3DModel(**TINY_TRANSFORMER_CONFIG).save_pretrained(paths.decoder / "transformer")
-        AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).save_pretrained(paths.decoder / "vae")
-        (paths.decoder / "decoder.json").write_text(json.dumps({"num_latent_frames": 5, "fps": 8, **TINY_SIZE}))
-    return root
+    return build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (10, 0), "ponyo": (11, 1)})
 
 
 @pytest.fixture
