@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from settings import Settings
 from db.engine import make_engine, make_sessionmaker
-from tests.pg import fresh_database
+from tests.pg import fresh_database, migrate_to_head
 
 APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings",
               "vote_ballots", "vote_proposals", "vote_rounds", "vote_channels")
@@ -30,18 +30,8 @@ def pytest_sessionstart(session):
 @pytest.fixture(scope="session")
 def database_url():
     """One migrated database for the whole test session (tests clean their rows)."""
-    import asyncio
-
-    from db.migrate import upgrade
-
     with fresh_database() as url:
-        async def migrate() -> None:
-            engine = make_engine(url)
-            await upgrade(engine)
-            await engine.dispose()
-
-        asyncio.run(migrate())
-        yield url
+        yield migrate_to_head(url)
 
 
 @pytest.fixture

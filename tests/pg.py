@@ -101,3 +101,21 @@ def fresh_database(prefix: str = "agtest") -> Iterator[str]:
         yield url
     finally:
         drop_database(url)
+
+
+def migrate_to_head(url: str) -> str:
+    """Apply every migration to the database at `url` (test set-up, outside any event loop)."""
+    import asyncio
+
+    from db.engine import make_engine
+    from db.migrate import upgrade
+
+    async def go() -> None:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(go())
+    return url

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import json
 import os
@@ -15,11 +14,9 @@ import pytest
 
 from animegamer.doctor import FAIL, INFO, OK, SKIP, check_discord_token, check_models
 from settings import Settings
-from db.engine import make_engine
-from db.migrate import upgrade
 from game.catalogue import get_film
 from inference.model_paths import film_paths
-from tests.pg import fresh_database
+from tests.pg import fresh_database, migrate_to_head
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,12 +82,7 @@ def test_healthy_machine_exits_zero(tmp_path):
     models = tmp_path / "models"
     fake_models(models, "qiqi")
     with fresh_database("agdoc") as url:
-        async def migrate():
-            engine = make_engine(url)
-            await upgrade(engine)
-            await engine.dispose()
-
-        asyncio.run(migrate())
+        migrate_to_head(url)
         rc, rows, out = doctor(tmp_path, {"DATABASE_URL": url, "ANIMEGAMER_BACKEND": "animegamer",
                                           "ANIMEGAMER_MODELS_DIR": str(models)}, gpu=True)
     assert rc == 0, out

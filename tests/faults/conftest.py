@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from db.engine import make_engine, make_sessionmaker
 from tests.bot.conftest import bot_db, start_bot, world  # noqa: F401  (the real bot against the fake Discord)
+from tests.pg import migrate_to_head
 from tests.pgcluster import PgCluster
 from tests.queue.conftest import qsettings, start_worker  # noqa: F401
 from tests.queue.helpers import ROOT, worker_env
@@ -34,17 +35,7 @@ def fault_url(pg_cluster) -> str:
     """A fresh migrated database on the private cluster (the cluster is up when the test starts)."""
     if not pg_cluster.running():
         pg_cluster.start()
-    url = pg_cluster.create_database()
-
-    async def migrate() -> None:
-        from db.migrate import upgrade
-
-        engine = make_engine(url)
-        await upgrade(engine)
-        await engine.dispose()
-
-    asyncio.run(migrate())
-    return url
+    return migrate_to_head(pg_cluster.create_database())
 
 
 @pytest_asyncio.fixture
