@@ -25,7 +25,6 @@ import numpy as np
 from sqlalchemy import update
 
 from bot.export import export_session
-from db import turns as turn_service
 from db.engine import make_engine, make_sessionmaker
 from db.migrate import upgrade
 from db.models import Turn

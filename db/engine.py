@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, text as sql
+from sqlalchemy import func, select
 
 from db.runtime import open_database
 from db.engine import make_engine

@@ -86,7 +86,7 @@ class _QuickRetries:
 async def test_discord_failing_a_post_is_retried_then_skipped_and_later_turns_follow(world, start_bot, start_worker, sessions, monkeypatch):
     w, server = world, world.server
     monkeypatch.setattr(discord.http, "asyncio", _QuickRetries())
-    bot = await start_bot(post_retry_delays=(0.3, 0.6))  # three tries in all
+    await start_bot(post_retry_delays=(0.3, 0.6))  # three tries in all
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     await start_game(w, w.games, w.alice)
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})

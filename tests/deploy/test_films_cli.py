@@ -70,7 +70,7 @@ def test_models_commands_read_the_operator_catalogue(tmp_path):
     models = tmp_path / "models"
     r = cli(tmp_path, "models", "list", "--film", "mononoke", "--models-dir", str(models), films=custom)
     assert r.returncode == 0, r.stderr
-    assert f"MISSING  MLLM agent (MLLM-Mononoke)" in r.stdout and str(models / "animegamer" / "MLLM-Mononoke") in r.stdout
+    assert "MISSING  MLLM agent (MLLM-Mononoke)" in r.stdout and str(models / "animegamer" / "MLLM-Mononoke") in r.stdout
     r = cli(tmp_path, "models", "download", "mononoke", "--models-dir", str(models), films=custom)
     assert r.returncode == 1 and "names no hub_repo" in r.stderr and "copy MLLM-Mononoke/" in r.stderr
     r = cli(tmp_path, "models", "list", "--film", "totoro", "--models-dir", str(models))
