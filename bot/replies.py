@@ -30,10 +30,6 @@ class QueueDown(RuntimeError):
     """Deferring a turn's job failed; the transaction that would have inserted the turn is rolled back."""
 
 
-def _service_down(exc: BaseException) -> bool:
-    return is_transient(exc)  # the one classification of transient database errors
-
-
 def as_game_error(exc: BaseException) -> GameError | None:
     """The refusal an exception stands for; None for a bug (logged and answered generically)."""
     if isinstance(exc, app_commands.CommandInvokeError):
@@ -46,7 +42,7 @@ def as_game_error(exc: BaseException) -> GameError | None:
         return TextRefused(exc.field_name, exc.reason)
     if isinstance(exc, QueueDown):
         return ServiceDown("the generation queue")
-    if _service_down(exc):
+    if is_transient(exc):  # the one classification of transient database errors
         return ServiceDown()
     return None
 

@@ -51,12 +51,6 @@ def json_error(status: int, code: str, message: str, field: str | None = None, h
     return web.json_response(body, status=status, headers=headers)
 
 
-def database_unavailable(exc: BaseException) -> bool:
-    """The page's 503: the database went away for a moment (a restart, a killed connection, a full
-    pool...), as db.transient classifies it for every process."""
-    return is_transient(exc)
-
-
 @web.middleware
 async def errors_middleware(request: web.Request, handler):
     try:
@@ -76,7 +70,7 @@ async def errors_middleware(request: web.Request, handler):
     except asyncio.CancelledError:
         raise
     except Exception as e:
-        if database_unavailable(e):
+        if is_transient(e):  # the database went away for a moment (db.transient decides, for every process)
             log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
             down = ServiceDown()
             return json_error(503, down.code, down.message)
