@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from game.motion import motion_scope
 from game.states import Prediction
 from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
+from inference.backends.clip_batch import decode_together, outcome
 from inference.mllm.batcher import MicroBatcher
 from inference.mp4 import encode_mp4
 
@@ -69,6 +71,17 @@ def play_turn(
     timings["encode"] = time.perf_counter() - t2
     progress(1.0, "done")
     return TurnResult(prediction, scope, mp4, rep, timings=timings, clip_seconds=len(frames) / fps)
+
+
+def prompt_history(request: TurnRequest) -> list:
+    """The session's earlier turns as the MLLM prompt takes them (`HistoryItem`s)."""
+    from inference.mllm.prompt import HistoryItem
+
+    return [
+        HistoryItem(h.instruction, h.prediction.as_tuple(), np.asarray(h.representation))
+        for h in request.history
+        if h.representation is not None  # a preview turn has no representation to feed back
+    ]
 
 
 @dataclass(frozen=True)
@@ -150,7 +163,7 @@ class AnimeGamerBackend:
         if s.max_batch > 1:
             self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
             if isinstance(self.decoder, BatchClipDecoder):
-                self._decode_batcher = MicroBatcher(self._decode_batch, s.max_batch, s.batch_window)
+                self._decode_batcher = MicroBatcher(partial(decode_together, self.decoder), s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded()
@@ -162,14 +175,10 @@ class AnimeGamerBackend:
         return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
 
     def _decode(self, rep, scope: float, seed: int, progress: ProgressCallback) -> tuple[np.ndarray, int, dict]:
-        timings = {}
         if self._decode_batcher is not None:
-            frames, stage, error = self._decode_batcher.submit((rep, scope, seed, progress))
-            if error is not None:
-                raise error
-            timings.update({f"decode_{k}": v for k, v in stage.items()})
+            frames, timings = outcome(self._decode_batcher.submit((rep, scope, seed, progress)))
         else:
-            frames = self.decoder.decode(rep, scope, seed, progress)
+            frames, timings = self.decoder.decode(rep, scope, seed, progress), {}
         return frames, int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS), timings
 
     def close(self) -> None:
@@ -188,39 +197,10 @@ class AnimeGamerBackend:
 
     def _predict_with_timings(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray, dict]]:
         predictor, builder = self._require_loaded()
-        prompts = [builder.build(r.instruction, self._history(r)) for r in requests]
+        prompts = [builder.build(r.instruction, prompt_history(r)) for r in requests]
         with self._lock:
             outs = predictor.predict_batch(prompts)
         return [(Prediction.from_sequence(o.values), o.representation, o.timings) for o in outs]
-
-    # -- batched decoder (delimited: the GPU-sharing part) ------------------------------------
-
-    def _decode_batch(self, items: Sequence[tuple]) -> list[tuple[np.ndarray, dict, Exception | None]]:
-        """Several turns' clips as one decode_batch call; each turn gets its frames and the batch's
-        timings. A turn whose progress callback raises (cancelled) gets that error; the others go on."""
-        reps, scopes, seeds, callbacks = zip(*items)
-        errors: dict[int, BaseException] = {}
-
-        def progress(fraction: float, label: str) -> None:
-            for i, cb in enumerate(callbacks):
-                if i not in errors:
-                    try:
-                        cb(fraction, label)
-                    except Exception as e:  # noqa: BLE001  (handed back to that turn's thread)
-                        errors[i] = e
-
-        frames, timings = self.decoder.decode_batch_timed(list(reps), list(scopes), list(seeds), progress)
-        return [(frames[i], dict(timings), errors.get(i)) for i in range(len(items))]
-
-    def _history(self, request: TurnRequest):
-        from inference.mllm.prompt import HistoryItem
-
-        items = []
-        for h in request.history:
-            if h.representation is None:  # a preview turn has no representation to feed back
-                continue
-            items.append(HistoryItem(h.instruction, h.prediction.as_tuple(), np.asarray(h.representation)))
-        return items
 
     def _require_loaded(self):
         if self._mllm is None:

@@ -6,7 +6,8 @@ different sessions share a forward pass as in the single-film backend (micro-bat
 batch is always one film: the gathered turns are grouped by film and each group runs with its
 adapter active. The decoders (one CogVideoX DiT + VAE per film) are kept on the GPU while the
 budget allows and otherwise moved from pinned CPU memory (`inference.decoder.residency`); the
-seconds spent switching adapters and moving a decoder are part of the turn's timings.
+clips of concurrent turns are decoded likewise, one batch per film (`clip_batch`). The seconds
+spent switching adapters and moving a decoder are part of the turn's timings.
 
 Outputs are those of each film loaded alone (tests/mllm/test_multifilm.py checks it to 1e-5 in
 float32): the single-film path merges its LoRA into the weights, this one keeps it unmerged.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,8 @@ from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from game.motion import motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, ClipDecoder
-from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, play_turn
+from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, play_turn, prompt_history
+from inference.backends.clip_batch import ClipItem, ClipOutcome, decode_together, outcome
 from inference.mllm.batcher import MicroBatcher
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,8 @@ class MultiFilmBackend:
         self.residency = None  # DecoderResidency once loaded
         self._predictors: dict = {}
         self._builder = None
-        self._batcher: MicroBatcher | None = None
+        self._batcher: MicroBatcher | None = None  # MLLM passes, set at load when max_batch > 1
+        self._decode_batcher: MicroBatcher | None = None  # clips, likewise
         self._loaded = loaded
 
     # -- Backend -------------------------------------------------------------------------------
@@ -100,6 +103,8 @@ class MultiFilmBackend:
         self.mllm = loaded.model
         if s.max_batch > 1:
             self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
+            if self.residency is not None:
+                self._decode_batcher = MicroBatcher(self._decode_films, s.max_batch, s.batch_window)
 
     def _load_decoders(self, device) -> None:
         import torch
@@ -121,16 +126,47 @@ class MultiFilmBackend:
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded(request.film_id)
         predict = self._batcher.submit if self._batcher else (lambda r: self._predict_with_timings([r])[0])
+        film = request.film_id
 
         def decode(rep, scope: float, seed: int, progress: ProgressCallback):
-            with self.residency.use(request.film_id) as (decoder, moved):
-                frames = decoder.decode(rep, scope, seed, progress)
-            return frames, int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS), {"decoder_move": moved}
+            item = (rep, scope, seed, progress)
+            if self._decode_batcher is not None:
+                result, fps = self._decode_batcher.submit((film, item))
+            else:
+                [(result, fps)] = self._decode_films([(film, item)])
+            frames, timings = outcome(result)
+            return frames, fps, timings
 
         def scope_of(prediction: Prediction) -> float:
             return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
 
         return play_turn(request, progress, predict, None if self.residency is None else decode, scope_of)
+
+    def close(self) -> None:
+        """Stop the batching threads, which hold the models; the backend can load() again after."""
+        for batcher in (self._batcher, self._decode_batcher):
+            if batcher is not None:
+                batcher.close()
+        self._batcher = self._decode_batcher = None
+        self.mllm = None
+
+    # -- batched decoders -------------------------------------------------------------------------
+
+    def _decode_films(self, items: Sequence[tuple[str, ClipItem]]) -> list[tuple[ClipOutcome, int]]:
+        """Clips of several sessions' turns (any films): one batch per film present, each with that
+        film's decoder on the device; the seconds spent moving it there go to each of its turns."""
+        out: list = [None] * len(items)
+        for film, idx in _by_film(f for f, _ in items).items():
+            moved, fps = 0.0, DEFAULT_FPS
+            try:
+                with self.residency.use(film) as (decoder, moved):
+                    fps = int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS)
+                    results = decode_together(decoder, [items[i][1] for i in idx])
+            except Exception as e:  # noqa: BLE001  (this film's turns fail; the other films' go on)
+                results = [(None, {}, e)] * len(idx)
+            for i, (frames, timings, error) in zip(idx, results):
+                out[i] = ((frames, {**timings, "decoder_move": moved}, error), fps)
+        return out
 
     # -- batched MLLM ---------------------------------------------------------------------------
 
@@ -142,11 +178,8 @@ class MultiFilmBackend:
         for r in requests:
             self._require_loaded(r.film_id)
         out: list = [None] * len(requests)
-        by_film: dict[str, list[int]] = {}
-        for i, r in enumerate(requests):
-            by_film.setdefault(r.film_id, []).append(i)
-        for film, idx in by_film.items():
-            prompts = [self._builder.build(requests[i].instruction, _history(requests[i])) for i in idx]
+        for film, idx in _by_film(r.film_id for r in requests).items():
+            prompts = [self._builder.build(requests[i].instruction, prompt_history(requests[i])) for i in idx]
             with self.mllm.lock:
                 switch = self.mllm.use(film)
                 outs = self._predictors[film].predict_batch(prompts)
@@ -161,11 +194,9 @@ class MultiFilmBackend:
             raise BackendError(f"this worker does not serve the film {film!r} (it serves {', '.join(self.films)})")
 
 
-def _history(request: TurnRequest):
-    from inference.mllm.prompt import HistoryItem
-
-    return [
-        HistoryItem(h.instruction, h.prediction.as_tuple(), np.asarray(h.representation))
-        for h in request.history
-        if h.representation is not None  # a preview turn has no representation to feed back
-    ]
+def _by_film(films: Iterable[str]) -> dict[str, list[int]]:
+    """Positions grouped by film, films in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for i, film in enumerate(films):
+        groups.setdefault(film, []).append(i)
+    return groups

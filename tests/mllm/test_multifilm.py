@@ -5,6 +5,9 @@ films interleave."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -164,3 +167,91 @@ def test_key_accounting_per_film(files, two_films, tmp_path):
 def test_a_film_the_worker_does_not_serve_is_refused(shared):
     with pytest.raises(BackendError, match="does not serve the film 'totoro'"):
         shared.generate(_request("qiqi", 0, []).__class__(**{**_request("qiqi", 0, []).__dict__, "film_id": "totoro"}), lambda *_: None)
+
+
+class Aborted(Exception):
+    pass
+
+
+def _concurrent_backend(files, two_films, decoders) -> MultiFilmBackend:
+    """Both films, batching up to four turns, with a window wide enough to gather them all."""
+    s = AnimeGamerSettings(files["mistral"], files["tokenizer"], two_films["qiqi"], device="cpu", dtype="float32",
+                           history_window=2, rep_dim=REP_DIM, max_batch=4, batch_window=0.5)
+    one = DecoderResidency({"x": _decoder("qiqi")}, "cpu").nbytes("x")
+    backend = MultiFilmBackend(s, two_films, decoders=decoders, decoder_budget_bytes=one)
+    backend.load()
+    return backend
+
+
+def _play_at_once(backend, turns: list[tuple[str, int]], cancel: set[int] = frozenset()) -> list:
+    """Start the turns together in threads; each outcome is a TurnResult or the turn's error."""
+    start = threading.Barrier(len(turns))
+
+    def play(i: int):
+        film, turn = turns[i]
+        start.wait()
+
+        def progress(fraction, label):
+            if i in cancel and label.startswith("denoise"):
+                raise Aborted(f"turn {i} cancelled")
+
+        return backend.generate(_request(film, turn, []), progress)
+
+    with concurrent.futures.ThreadPoolExecutor(len(turns)) as pool:
+        futures = [pool.submit(play, i) for i in range(len(turns))]
+        outcomes = []
+        for f in futures:
+            try:
+                outcomes.append(f.result(timeout=600))
+            except Exception as e:  # noqa: BLE001
+                outcomes.append(e)
+    return outcomes
+
+
+def _recording(decoder, log: list, film: str):
+    inner = decoder.decode_batch_timed
+
+    def record(reps, scopes, seeds, progress=None):
+        frames, timings = inner(reps, scopes, seeds, progress)
+        log.append((film, dict(zip(seeds, frames))))
+        return frames, timings
+
+    decoder.decode_batch_timed = record
+    return decoder
+
+
+def test_concurrent_turns_are_decoded_in_one_batch_per_film(files, two_films):
+    batches: list = []
+    decoders = {f: _recording(_decoder(f), batches, f) for f in FILMS}
+    backend = _concurrent_backend(files, two_films, decoders)
+    turns = [("qiqi", 0), ("ponyo", 0), ("qiqi", 1), ("qiqi", 2)]
+    outcomes = _play_at_once(backend, turns, cancel={3})
+    mllm_batches = backend._batcher.batch_sizes
+    backend.close()
+    assert backend._batcher is None and backend._decode_batcher is None
+    assert mllm_batches == [4]  # gathered together (then one pass per film)
+    # One decode per film: the three qiqi clips in one batch, never three calls on the GPU lock.
+    assert sorted((film, len(rows)) for film, rows in batches) == [("ponyo", 1), ("qiqi", 3)], batches
+    assert isinstance(outcomes[3], Aborted)  # cancelled mid-batch: fails alone
+    for (film, turn), result in zip(turns[:3], outcomes[:3]):
+        assert result.mp4[4:8] == b"ftyp"
+        assert result.timings["decode_batch"] == (3.0 if film == "qiqi" else 1.0)
+        assert "decoder_move" in result.timings and "mllm_adapter_switch" in result.timings
+        row = next(rows for f, rows in batches if f == film)[1000 + turn]
+        alone = _decoder(film).decode(result.representation, result.motion_scope, 1000 + turn)
+        assert np.abs(alone.astype(int) - row.astype(int)).max() <= 1  # row = the clip decoded alone
+
+
+def test_a_failing_decoder_fails_its_films_turns_only(files, two_films):
+    broken = _decoder("ponyo")
+
+    def fault(*args, **kwargs):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    broken.decode_batch_timed = fault
+    backend = _concurrent_backend(files, two_films, {"qiqi": _decoder("qiqi"), "ponyo": broken})
+    outcomes = _play_at_once(backend, [("qiqi", 0), ("ponyo", 0), ("qiqi", 1)])
+    backend.close()
+    assert isinstance(outcomes[1], RuntimeError) and "illegal memory access" in str(outcomes[1])
+    assert outcomes[0].mp4[4:8] == b"ftyp" and outcomes[2].mp4[4:8] == b"ftyp"
+    assert outcomes[0].timings["decode_batch"] == 2.0

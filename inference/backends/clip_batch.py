@@ -1,0 +1,58 @@
+"""Concurrent turns' clips decoded together: one `decode_batch_timed` call (B sessions x guidance
+per DiT forward) for the turns that wait on the same decoder, instead of B calls queued on its
+GPU lock. Used by the one-film backend and, grouped by film, by the multi-film backend.
+
+A turn's progress callback raising (the turn was cancelled) fails that turn alone: its error is
+handed back to its own thread and the batch goes on for the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from contracts.turn import ProgressCallback
+from inference.backend import BatchClipDecoder, ClipDecoder
+
+# One turn's share of a batch: (representation, motion scope, seed, progress callback).
+ClipItem = tuple[np.ndarray, float, int, ProgressCallback]
+# What each turn gets back: (frames, timings, the error that ends this turn or None).
+ClipOutcome = tuple[np.ndarray | None, dict, BaseException | None]
+
+
+def decode_together(decoder: ClipDecoder, items: Sequence[ClipItem]) -> list[ClipOutcome]:
+    """Decode the items' clips, as one batch when the decoder batches (each turn gets the batch's
+    timings, prefixed `decode_`), otherwise one after another."""
+    if not isinstance(decoder, BatchClipDecoder):
+        return [_decode_alone(decoder, item) for item in items]
+    reps, scopes, seeds, callbacks = zip(*items)
+    errors: dict[int, BaseException] = {}
+
+    def progress(fraction: float, label: str) -> None:
+        for i, cb in enumerate(callbacks):
+            if i not in errors:
+                try:
+                    cb(fraction, label)
+                except Exception as e:  # noqa: BLE001  (handed back to that turn's thread)
+                    errors[i] = e
+
+    frames, timings = decoder.decode_batch_timed(list(reps), list(scopes), list(seeds), progress)
+    stage = {f"decode_{k}": v for k, v in timings.items()}
+    return [(frames[i], dict(stage), errors.get(i)) for i in range(len(items))]
+
+
+def _decode_alone(decoder: ClipDecoder, item: ClipItem) -> ClipOutcome:
+    rep, scope, seed, progress = item
+    try:
+        return decoder.decode(rep, scope, seed, progress), {}, None
+    except Exception as e:  # noqa: BLE001  (this turn's error, not the batch's)
+        return None, {}, e
+
+
+def outcome(result: ClipOutcome) -> tuple[np.ndarray, dict]:
+    """In the turn's own thread: its frames and timings, or its error raised."""
+    frames, timings, error = result
+    if error is not None:
+        raise error
+    return frames, timings
