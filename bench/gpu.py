@@ -33,7 +33,7 @@ import torch
 
 from contracts.turn import HistoryTurn, TurnRequest
 from game.states import Prediction
-from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings, prompt_history
 from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
 from inference.decoder.diffusers_api import version as diffusers_version
 from inference.decoder.pipeline import AnimeGamerDecoder, prepare
@@ -406,7 +406,7 @@ def main(argv=None) -> int:
         print(env, flush=True)
         probe = bench.backend(_NoDecoder(), max_batch=1)
         rep = probe.predict([bench.request(0, 0)])[0][1]
-        prompt_tokens = len(probe._require_loaded()[1].build(INSTRUCTIONS[0], probe._history(bench.request(0, 0))))
+        prompt_tokens = len(probe._require_loaded()[1].build(INSTRUCTIONS[0], prompt_history(bench.request(0, 0))))
         dec = bench.decoder(4)
         dec.transformer.to(bench.device), dec.vae.to(bench.device)
         reference = {"rep": rep, "flops": {
