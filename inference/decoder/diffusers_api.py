@@ -6,7 +6,9 @@ naming the installed version when one of them changes:
 
 - `DispatcherProcessor`: `ModelMixin.set_attention_backend()` (public) hands its backend to each
   attention processor by writing the attributes `_attention_backend` (and reads
-  `_parallel_config`); a custom processor must carry both names to receive it.
+  `_parallel_config`); a custom processor must carry both names to receive it. It also makes that
+  backend the process-wide default of the dispatcher, which would reach every other model's
+  processor left without one: ours name "native" (PyTorch SDPA) themselves until set.
 - `reset_cache_state()`: diffusers' pipelines reset the cache hooks' per-clip state through
   `CacheMixin._reset_stateful_cache()` at the end of a call; our own sampling loop must too, or
   the next clip would start from the previous clip's cached residuals.
@@ -20,7 +22,7 @@ import diffusers
 import torch
 from diffusers import AutoencoderKLCogVideoX, CogVideoXDPMScheduler, CogVideoXTransformer3DModel, FirstBlockCacheConfig
 from diffusers.configuration_utils import register_to_config
-from diffusers.models.attention_dispatch import dispatch_attention_fn
+from diffusers.models.attention_dispatch import AttentionBackendName, dispatch_attention_fn
 from diffusers.models.attention_processor import Attention
 from diffusers.models.embeddings import TimestepEmbedding, Timesteps, get_3d_sincos_pos_embed
 
@@ -58,7 +60,8 @@ class DispatcherProcessor:
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Attention over (B, S, H, D) tensors through diffusers' dispatcher (SDPA, flash, cuDNN, ...)."""
-        return dispatch_attention_fn(q, k, v, backend=self._attention_backend, parallel_config=self._parallel_config)
+        backend = self._attention_backend or AttentionBackendName.NATIVE  # not another model's choice
+        return dispatch_attention_fn(q, k, v, backend=backend, parallel_config=self._parallel_config)
 
 
 def qkv(attn: Attention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -29,6 +29,21 @@ def test_set_attention_backend_reaches_our_processor():
     )
 
 
+def test_another_models_backend_does_not_reach_ours():
+    """set_attention_backend() also sets the dispatcher's process-wide default: a decoder set to
+    cuDNN (a `fast` preset, here never run: this machine has no CUDA) must not move the attention
+    of another decoder in the same process, e.g. the bench's `exact` rows after its `fast` one."""
+    ours = _model()
+    x = torch.randn(2, 4, TINY_TRANSFORMER_CONFIG["in_channels"], 8, 12)
+    ctx = torch.randn(2, TINY_TRANSFORMER_CONFIG["max_text_seq_length"], TINY_TRANSFORMER_CONFIG["text_embed_dim"])
+    t, scope = torch.tensor([500, 500]), torch.tensor([2.5, 2.5])
+    with torch.no_grad():
+        before = ours.predict_v(x, ctx, t, scope)
+        _model().set_attention_backend("_native_cudnn")
+        after = ours.predict_v(x, ctx, t, scope)  # would fail on a CPU if it went to cuDNN
+    torch.testing.assert_close(after, before, rtol=0, atol=0)
+
+
 def test_parent_is_built_without_its_motion_scope_embedding_and_config_keeps_ours(tmp_path):
     model = _model()
     width = TINY_TRANSFORMER_CONFIG["num_attention_heads"] * TINY_TRANSFORMER_CONFIG["attention_head_dim"]
