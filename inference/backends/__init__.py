@@ -93,7 +93,7 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         def load():
             import torch
 
-            from inference.decoder import load_decoder
+            from inference.decoder import load_decoder, warm_up_compiled
 
             on = settings.decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
             # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
@@ -101,10 +101,10 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
             # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
             dec = load_decoder(
                 str(all_paths[film].decoder), device=on if on_device else "cpu", dtype=getattr(torch, dit_dtype),
-                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
+                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram, runs_on=on,
             )
-            if settings.decoder_speed != "exact" and on_device:  # compile now, at the worker's batch shapes
-                dec.warm_up(sorted({1, settings.mllm_max_batch}))
+            if on_device:  # several films: warmed up on the GPU by MultiFilmBackend.load
+                warm_up_compiled(dec, settings.mllm_max_batch)
             return dec
 
         return load

@@ -122,6 +122,11 @@ class MultiFilmBackend:
             free, _ = torch.cuda.mem_get_info(device)
             budget = max(0, free - DECODER_RESERVE_BYTES)
         self.residency = DecoderResidency(self._decoders, device, budget)
+        from inference.decoder.pipeline import warm_up_compiled
+
+        for film in self._decoders:  # compiled presets compile now, on the device, not in a player's turn
+            with self.residency.use(film) as (decoder, _):
+                warm_up_compiled(decoder, self.settings.max_batch)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded(request.film_id)

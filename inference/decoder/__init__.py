@@ -5,11 +5,11 @@ Heavy imports (torch, diffusers) happen on first use, so `import inference.decod
 
 from __future__ import annotations
 
-__all__ = ["AnimeGamerDecoder", "AnimeGamerTransformer3DModel", "convert_decoder_main", "load_decoder"]
+__all__ = ["AnimeGamerDecoder", "AnimeGamerTransformer3DModel", "convert_decoder_main", "load_decoder", "warm_up_compiled"]
 
 
 def __getattr__(name: str):
-    if name in ("AnimeGamerDecoder", "load_decoder"):
+    if name in ("AnimeGamerDecoder", "load_decoder", "warm_up_compiled"):
         from . import pipeline
 
         return getattr(pipeline, name)

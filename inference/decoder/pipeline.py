@@ -171,6 +171,17 @@ class AnimeGamerDecoder:
             reset_cache_state(self.transformer)  # the next clip starts from nothing cached
 
 
+def warm_up_compiled(decoder, max_batch: int) -> float:
+    """Compile a decoder whose speed preset compiles, at the batch sizes a worker decodes (1 and its
+    most concurrent turns), before any player waits on it; returns the seconds spent (0: nothing to do)."""
+    report = getattr(decoder, "speed_report", None)
+    if report is None or report.speed == "exact":
+        return 0.0
+    seconds = decoder.warm_up(sorted({1, max_batch}))
+    log.info("decoder warmed up (%s) in %.1f s", report.speed, seconds)
+    return seconds
+
+
 def _as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
@@ -189,13 +200,15 @@ def load_decoder(
     attention_backend: str | None = None,
     speed: str = "exact",
     low_vram: bool = False,
+    runs_on: torch.device | str | None = None,
 ) -> AnimeGamerDecoder:
     """Load a directory written by `animegamer convert-decoder`.
 
     dtype: the DiT's (the release runs it in fp16; the sampler math stays fp32). vae_dtype defaults
     to dtype. attention_backend: a diffusers backend name ("native", "flash", "_native_cudnn", ...),
     overriding the preset's. speed: a preset of inference.decoder.speed. low_vram: VAE slicing and
-    tiling (less memory; tiles blend at their seams, so clips differ slightly).
+    tiling (less memory; tiles blend at their seams, so clips differ slightly). runs_on: the device
+    it will decode on when loaded elsewhere (a multi-film worker's decoders, loaded on the CPU).
     """
     dtype = _as_dtype(dtype)
     vae_dtype = dtype if vae_dtype is None else _as_dtype(vae_dtype)
@@ -216,7 +229,7 @@ def load_decoder(
         width=settings.get("width", 720),
         fps=settings.get("fps", 8),
     )
-    prepare(decoder, device, speed=speed, low_vram=low_vram, attention_backend=attention_backend)
+    prepare(decoder, device, speed=speed, low_vram=low_vram, attention_backend=attention_backend, runs_on=runs_on)
     return decoder
 
 
@@ -227,17 +240,19 @@ def prepare(
     low_vram: bool = False,
     attention_backend: str | None = None,
     compile_backend: str = "inductor",
+    runs_on: torch.device | str | None = None,
 ) -> SpeedReport:
-    """Move a decoder to `device` and apply a speed preset and the memory mode (once, after building)."""
+    """Move a decoder to `device` and apply a speed preset and the memory mode (once, after building);
+    runs_on: the device it will decode on, if another (see speed.apply_speed)."""
     decoder.transformer.to(device)
     decoder.vae.to(device)
     if low_vram:
         decoder.vae.enable_slicing()
         decoder.vae.enable_tiling()
-    report = apply_speed(decoder.transformer, speed, compile_backend=compile_backend)
+    report = apply_speed(decoder.transformer, speed, compile_backend=compile_backend, runs_on=runs_on)
     if attention_backend:
         decoder.transformer.set_attention_backend(attention_backend)
         report.applied.append(f"attention backend {attention_backend}")
     decoder.speed_report = report
-    log.info("decoder on %s, %s%s", device, report.summary(), ", low_vram (VAE sliced and tiled)" if low_vram else "")
+    log.info("decoder on %s%s, %s%s", device, f" (decodes on {runs_on})" if runs_on else "", report.summary(), ", low_vram (VAE sliced and tiled)" if low_vram else "")
     return report

@@ -77,15 +77,21 @@ def _fp8_linears(transformer: torch.nn.Module) -> int:
     return count
 
 
-def apply_speed(transformer, speed: str, compile_backend: str = "inductor") -> SpeedReport:
+def apply_speed(
+    transformer, speed: str, compile_backend: str = "inductor", runs_on: torch.device | str | None = None,
+) -> SpeedReport:
     """Apply `speed` to a loaded AnimeGamerTransformer3DModel in place (call once, after .to(device)).
 
     compile_backend: torch.compile's backend ("inductor" on GPU; tests on CPU pass "eager", which
-    traces the same graphs without generating kernels)."""
+    traces the same graphs without generating kernels). runs_on: the device the DiT will decode on,
+    when that is not where it is now: a multi-film worker builds its decoders on the CPU and the
+    residency manager moves their weights to the GPU as plain tensors, which FP8's quantised
+    weights are not, so there FP8 is left out and said so."""
     report = SpeedReport(check_speed(speed))
     if speed == "exact":
         return report
-    device = transformer.device
+    device = transformer.device if runs_on is None else torch.device(runs_on)
+    moved = device != transformer.device
     if device.type == "cuda":
         transformer.set_attention_backend(CUDNN_ATTENTION)
         report.applied.append("cuDNN attention")
@@ -93,7 +99,7 @@ def apply_speed(transformer, speed: str, compile_backend: str = "inductor") -> S
         report.skipped.append("cuDNN attention: needs CUDA")
     report.applied.append(f"fused qkv ({diffusers_api.fuse_qkv(transformer)} attentions)")
     if speed == "fastest":
-        why_not = fp8_supported(device)
+        why_not = "the weights move between CPU and GPU (several films)" if moved else fp8_supported(device)
         if why_not is None:
             report.applied.append(f"FP8 linears ({_fp8_linears(transformer)})")
         else:

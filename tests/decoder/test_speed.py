@@ -64,3 +64,28 @@ def test_unknown_speed_is_a_clear_error():
     assert SPEEDS == ("exact", "fast", "fastest")
     with pytest.raises(ValueError, match="decoder speed must be one of exact, fast, fastest"):
         check_speed("ludicrous")
+
+
+def test_a_decoder_built_on_the_cpu_for_the_gpu_gets_the_gpus_preset_but_not_fp8():
+    """A multi-film worker loads its decoders on the CPU (the residency manager moves them): the
+    preset follows the GPU they decode on, except FP8, whose quantised weights do not move as plain
+    tensors. Nothing decodes here: this machine has no CUDA."""
+    decoder = random_tiny_decoder(steps=STEPS)
+    report = prepare(decoder, "cpu", speed="fastest", compile_backend="eager", runs_on="cuda")
+    assert "cuDNN attention" in report.applied
+    assert "FP8 linears: the weights move between CPU and GPU (several films)" in report.skipped
+    assert decoder.device.type == "cpu"
+
+
+def test_warm_up_compiled_warms_only_a_compiled_preset():
+    from inference.decoder.pipeline import warm_up_compiled
+
+    exact = random_tiny_decoder(steps=STEPS)
+    assert warm_up_compiled(exact, max_batch=2) == 0.0
+    fast = random_tiny_decoder(steps=STEPS)
+    prepare(fast, "cpu", speed="fast", compile_backend="eager")
+    sizes = []
+    inner = fast.decode_batch
+    fast.decode_batch = lambda reps, *a, **kw: (sizes.append(len(reps)), inner(reps, *a, **kw))[1]
+    assert warm_up_compiled(fast, max_batch=4) > 0
+    assert sizes == [1, 4] and fast.steps == STEPS

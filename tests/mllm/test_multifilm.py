@@ -255,3 +255,22 @@ def test_a_failing_decoder_fails_its_films_turns_only(files, two_films):
     assert isinstance(outcomes[1], RuntimeError) and "illegal memory access" in str(outcomes[1])
     assert outcomes[0].mp4[4:8] == b"ftyp" and outcomes[2].mp4[4:8] == b"ftyp"
     assert outcomes[0].timings["decode_batch"] == 2.0
+
+
+def test_compiled_presets_are_warmed_up_on_the_device_at_load(files, two_films):
+    """Several films' decoders are built on the CPU; a compiled preset's compiles happen at load,
+    on the device the residency manager brings each decoder to, at batch 1 and the worker's most."""
+    from inference.decoder.pipeline import prepare
+
+    sizes: dict[str, list[int]] = {f: [] for f in FILMS}
+    decoders = {}
+    for film in FILMS:
+        d = _decoder(film)
+        report = prepare(d, "cpu", speed="fast", compile_backend="eager", runs_on="cpu")
+        assert any(a.startswith("fused qkv") for a in report.applied)
+        inner = d.decode_batch
+        d.decode_batch = lambda reps, *a, _film=film, _inner=inner, **kw: (sizes[_film].append(len(reps)), _inner(reps, *a, **kw))[1]
+        decoders[film] = d
+    backend = _concurrent_backend(files, two_films, decoders)
+    backend.close()
+    assert sizes == {"qiqi": [1, 4], "ponyo": [1, 4]}
