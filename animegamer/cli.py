@@ -56,9 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.deploy_commands import register as register_deploy
     from inference.models_cli import register as register_models
     from animegamer.films_cli import register as register_films
+    from animegamer.healthcheck import register as register_healthcheck
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
-                     register_films):
+                     register_films, register_healthcheck):
         register(sub)
     return p
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.runtime import Database
 from settings import Settings
-from bot import replies
+from bot import health, replies
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
 from bot.maintenance import Maintenance
@@ -78,8 +78,11 @@ class AnimeGamerBot(commands.Bot):
         post_retry_delays: tuple[float, ...] = RETRY_DELAYS,
         claimant: str | None = None,
         sync_commands: bool = False,
+        health_address: tuple[str, int] | None = None,
         **options,
     ) -> None:
+        """health_address: (host, port) to serve GET /healthz on (bot.health); port 0 picks a free one,
+        then in `health_port`. None: no health endpoint."""
         super().__init__(
             command_prefix=commands.when_mentioned,  # unused: slash commands only
             intents=bot_intents(),
@@ -98,6 +101,9 @@ class AnimeGamerBot(commands.Bot):
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
         self._sync_commands = sync_commands
+        self._health_address = health_address
+        self._health_runner = None
+        self.health_port: int | None = None
 
     async def setup_hook(self) -> None:
         for ext in EXTENSIONS:
@@ -105,6 +111,8 @@ class AnimeGamerBot(commands.Bot):
         self.add_dynamic_items(CancelButton, RegenerateButton)
         self.notifier.start()
         self.maintenance.start()
+        if self._health_address is not None:
+            self._health_runner, self.health_port = await health.start_server(self, *self._health_address)
         if self._sync_commands:
             await self.tree.sync()
 
@@ -120,6 +128,9 @@ class AnimeGamerBot(commands.Bot):
             self.upload_limits[interaction.guild_id] = interaction.filesize_limit
 
     async def close(self) -> None:
+        if self._health_runner is not None:
+            await self._health_runner.cleanup()
+            self._health_runner = None
         self.maintenance.close()
         await self.notifier.close()
         await self.board.close()

@@ -31,7 +31,8 @@ async def _run(settings, *, sync: bool, migrate: bool) -> int:
     from bot.client import AnimeGamerBot
 
     async with open_database(settings, migrate=migrate) as db:
-        bot = AnimeGamerBot(settings, db, sync_commands=sync)
+        health = (settings.metrics_host, settings.bot_health_port) if settings.bot_health_port else None
+        bot = AnimeGamerBot(settings, db, sync_commands=sync, health_address=health)
         try:
             async with bot:
                 await bot.start(settings.discord_token.get_secret_value())

@@ -77,6 +77,7 @@ class Notifier:
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
         self.listening = asyncio.Event()  # set once LISTEN is in place (the caches can be trusted)
+        self._listener = None  # the LISTEN connection (db.listen.Listener) while it exists
 
     def start(self) -> None:
         self._tasks = [
@@ -110,6 +111,11 @@ class Notifier:
 
     # --- listening
 
+    @property
+    def live(self) -> bool:
+        """Whether notifications flow now: the LISTEN connection is up (it reconnects by itself)."""
+        return self._listener is not None and self._listener.connected.is_set()
+
     async def _on_connect(self) -> None:
         self.bot.config.clear()  # configuration changes may have been missed
         self.listening.set()
@@ -127,6 +133,7 @@ class Notifier:
                     on_connect=self._on_connect,
                 ) as listener:
                     delay = 1.0
+                    self._listener = listener
                     async for n in listener:
                         self._dispatch(n.channel, n.payload)
             except asyncio.CancelledError:

@@ -87,6 +87,7 @@ class Settings(BaseSettings):
     stalled_after: float = Field(10.0, gt=0)  # seconds without a heartbeat before a worker counts as dead (heartbeats: every stalled_after / 4)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
+    bot_health_port: int = Field(9109, ge=0, le=65535)  # the bot's /healthz (on metrics_host); 0 = off
 
     # --- game limits (guild settings may tighten them)
     default_film: str = "qiqi"

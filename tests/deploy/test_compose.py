@@ -116,6 +116,12 @@ def test_commands_are_real_cli_commands():
         _check_command(argv)
         checked += 1
     assert checked >= 3
+    # The healthchecks run real commands too: the bot's and each worker's own /healthz probe.
+    for name in ("bot", "worker-gpu0"):
+        probe = services[name]["healthcheck"]["test"]
+        assert probe[:3] == ["CMD", "animegamer", "healthcheck"], f"{name}: {probe}"
+        assert probe[3] == name.split("-")[0]
+        _check_command(probe[2:])
     # The images' default commands too.
     for df in ("bot", "worker"):
         text = (DOCKER / f"{df}.Dockerfile").read_text()

@@ -127,6 +127,7 @@ class Gateway:
         self.connections: List[GatewayConnection] = []
         # (event, details) tuples: "connect", "identify", "resume", "resumed", "invalid_session", "close"
         self.log: List[tuple] = []
+        self.refusing = False  # test control: new connections get HTTP 503 (a gateway outage)
 
     # -- which sessions get events ---------------------------------------------------------------
 
@@ -140,6 +141,8 @@ class Gateway:
     # -- websocket handler -----------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.refusing:
+            return web.Response(status=503, text="gateway unavailable (test outage)")
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
         encoding = request.query.get("encoding", "json")

@@ -157,9 +157,11 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
         async with open_database(settings) as bot_db:
             # A short claim lease: a post cut off by the outage between its claim and the send is
             # taken again after the lease (default 2 min; the bot's posting retries are its own).
-            bot = await start_bot(db=bot_db, settings=settings, post_lease=timedelta(seconds=5))
+            bot = await start_bot(db=bot_db, settings=settings, post_lease=timedelta(seconds=5),
+                                  health_address=("127.0.0.1", 0))
             poller = PagePoller(await page.wait_ready())
             await wait_until(lambda: _health_is(health_port, 200), timeout=60)
+            await wait_until(lambda: _health_is(bot.health_port, 200), timeout=30)
 
             channels = [world.guild.create_text_channel(f"fault-{i}") for i in range(6)]
             games = [await _bot_game(sessions, world.guild.id, ch.id, 100 + i) for i, ch in enumerate(channels)]
@@ -183,6 +185,7 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
             down_at = time.monotonic()
             workers.append(start_worker_process(fault_url, "--no-render", "--preview-delay", "0.5", log_path=tmp_path / "w2.log"))
             await wait_until(lambda: _health_is(health_port, 503), timeout=20)  # the worker says it is cut off
+            await wait_until(lambda: _health_is(bot.health_port, 503), timeout=20)  # and so does the bot
             await asyncio.sleep(max(0.0, 30 - (time.monotonic() - down_at)))
             assert all(p.poll() is None for p in workers), "a worker exited during the outage"
             assert page.proc.poll() is None and not bot.is_closed()
@@ -190,6 +193,7 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
 
             rows = await wait_until(lambda: _done(sessions, 36), timeout=BACK_WITHIN)
             await wait_until(lambda: _health_is(health_port, 200), timeout=30)
+            await wait_until(lambda: _health_is(bot.health_port, 200), timeout=30)
             # The bot posts every turn, once.
             try:
                 await wait_until(lambda: _posts_at_least(world, channels, 36), timeout=60)

@@ -1,0 +1,67 @@
+"""The bot's /healthz, for a supervisor (Docker's healthcheck, Kubernetes' probes): 200 while the bot
+is connected to Discord's gateway, its database answers, and it hears the database's
+notifications (the turns it must post); 503 while any of them is not so. Both answers carry each
+part's state as JSON, so the cause of a 503 reads off the body.
+
+A bot cut off from Postgres or Discord keeps running and catches up when they return (the
+notifier sweeps for what it missed); the 503 says it is waiting, it asks for no restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+CHECK_TIMEOUT = 3.0  # seconds for the database's SELECT 1
+
+
+def gateway_state(bot) -> str:
+    """'connected' while the bot's gateway socket is open after READY."""
+    ws = bot.ws
+    if bot.is_closed() or not bot.is_ready() or ws is None or not ws.open:
+        return "disconnected"
+    return "connected"
+
+
+async def database_state(bot) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT), bot.db.engine.connect() as conn:
+            await conn.exec_driver_sql("SELECT 1")
+        return "up"
+    except Exception as e:  # any failure to answer in time is "unreachable" here
+        log.info("health check: the database does not answer (%s)", e)
+        return "unreachable"
+
+
+async def health(bot) -> dict:
+    state = {
+        "gateway": gateway_state(bot),
+        "database": await database_state(bot),
+        "live_updates": "up" if bot.notifier.live else "reconnecting",
+    }
+    latency = bot.latency
+    state["ok"] = state == {"gateway": "connected", "database": "up", "live_updates": "up"}
+    state["gateway_latency_ms"] = round(latency * 1000, 1) if math.isfinite(latency) else None
+    return state
+
+
+async def start_server(bot, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve GET /healthz; returns the runner (to clean up) and the bound port (0: a free one)."""
+
+    async def view(request: web.Request) -> web.Response:
+        state = await health(bot)
+        return web.json_response(state, status=200 if state["ok"] else 503)
+
+    app = web.Application()
+    app.router.add_get("/healthz", view)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    log.info("health on http://%s:%d/healthz", host, bound)
+    return runner, bound
