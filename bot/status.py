@@ -74,7 +74,10 @@ class StatusBoard:
         """Its status message is being sent: the notifier waits rather than send a second message."""
         return turn_id in self._announcing
 
-    def _spawn(self, coro, name: str) -> None:
+    def spawn(self, coro, name: str) -> None:
+        """Run an edit (finish, strip_buttons) in the background: a clicker's or a moderator's
+        answer need not wait for the channel's edit budget (up to ~5 s in a busy channel). Such
+        edits swallow Discord's refusals themselves; close() cancels what is left."""
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -167,7 +170,7 @@ class StatusBoard:
         first = turn_id not in self._loading
         self._loading[turn_id] = (channel_id, fraction, stage or "")
         if first:  # after a restart: learn the turn once
-            self._spawn(self._load_card(turn_id), f"status-card-{turn_id}")
+            self.spawn(self._load_card(turn_id), f"status-card-{turn_id}")
 
     def _show_progress(self, card: Card, fraction: float, stage: str) -> None:
         embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)

@@ -78,7 +78,8 @@ class CancelButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], templ
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
             await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
             await _audit_if_moderator(s, interaction, turn, "cancel_turn")
-        await bot.board.finish(turn, "cancelled", note=f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}.")
+        note = f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}."
+        bot.board.spawn(bot.board.finish(turn, "cancelled", note=note), f"close-turn-{turn.id}")
         return f"Turn #{turn.seq} is cancelled."
 
 
@@ -108,5 +109,5 @@ class RegenerateButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], t
         # message of its own); the old take stays in the channel, without its button.
         await bot.board.announce_queued(turn, position, regenerated=True)
         if old_message:
-            await bot.board.strip_buttons(gs.channel_id, old_message)
+            bot.board.spawn(bot.board.strip_buttons(gs.channel_id, old_message), f"strip-{old_message}")
         return f"Turn #{turn.seq} is being generated again with a new seed."

@@ -66,7 +66,8 @@ class Moderation(commands.Cog):
             await self.bot.queue.cancel_stale_jobs(s, gs.id)
             await bot_audit.record(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
         for t in waiting:
-            await self.bot.board.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id)
+            self.bot.board.spawn(self.bot.board.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id),
+                                 f"close-turn-{t.id}")
         await self._announce(
             interaction,
             f"{self._by(interaction)} reset the game: every character is back to the start, and the same players play on.",
@@ -85,7 +86,8 @@ class Moderation(commands.Cog):
             text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
             await self.bot.queue.cancel_queued_turn(s, row, text)
             await bot_audit.record(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
-        await self.bot.board.finish(row, "cancelled", note=esc(row.error).capitalize() + ".", channel_id=gs.channel_id)
+        note = esc(row.error).capitalize() + "."
+        self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=note, channel_id=gs.channel_id), f"close-turn-{row.id}")
         await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
 
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")

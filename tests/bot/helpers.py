@@ -78,6 +78,22 @@ def status_message(w, seq: int, channel=None) -> FakeMessage:
     return found[-1]
 
 
+async def closed_as(w, seq: int, state: str = "cancelled", channel=None, timeout: float = 10.0) -> FakeMessage:
+    """The turn's status message once it is closed as `state` without buttons: the closing edit
+    runs after the answer (it waits for the channel's edit budget, the answer does not)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        m = status_message(w, seq, channel)
+        if m.embeds and m.embeds[0]["title"] == f"Turn #{seq} · {state}" and m.components == []:
+            return m
+        if loop.time() > deadline:
+            raise AssertionError(f"turn #{seq}'s message is {m.embeds[0]['title'] if m.embeds else 'empty'!r}, not closed as {state}")
+        await asyncio.sleep(0.05)
+
+
 def patches_with_files(server) -> list:
     """Message edits that uploaded a file (posts: a status message edited into the turn's post)."""
     return [r for r in server.requests_to("PATCH", "/channels/{channel_id}/messages/{message_id}") if r.files]

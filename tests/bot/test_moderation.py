@@ -9,7 +9,7 @@ from sqlalchemy import func, text, update
 from db import sessions as game_sessions
 from db.models import GameSession
 from game.states import CharacterState
-from tests.bot.helpers import audit_actions, field, say, setup_game, status_message, turns_of
+from tests.bot.helpers import audit_actions, closed_as, field, say, setup_game, status_message, turns_of
 
 RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
 
@@ -50,8 +50,7 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
     assert "resumed" in await say(w, mo, "mod resume")
 
     assert "Turn #1 is cancelled" in await say(w, w.dave, "mod cancel", {"turn": 1, "reason": "off topic"})
-    sm = status_message(w, 1)
-    assert sm.embeds[0]["title"] == "Turn #1 · cancelled" and sm.components == []
+    sm = await closed_as(w, 1, "cancelled")
     assert "Cancelled by dave: off topic." in str(sm.embeds[0]["fields"])
     assert "only queued turns can be cancelled" in await say(w, w.dave, "mod cancel", {"turn": 1})
     assert "Turn 9 was not found" in await say(w, w.dave, "mod cancel", {"turn": 9})
@@ -67,8 +66,7 @@ async def test_moderation_commands_and_refusals(world, start_bot, sessions):
     assert "1 waiting turn(s) cancelled" in await say(w, w.dave, "mod reset")
     turns = await turns_of(sessions)
     assert [t.status for t in turns] == ["cancelled", "cancelled"]
-    sm2 = status_message(w, 2)
-    assert sm2.embeds[0]["title"] == "Turn #2 · cancelled" and sm2.components == []
+    await closed_as(w, 2, "cancelled")
     assert await job_statuses(sessions) == ["cancelled", "cancelled"]
     async with sessions() as s:
         assert (await s.get(GameSession, old.id)).status == "archived"

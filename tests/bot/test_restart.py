@@ -12,7 +12,7 @@ from db.models import Turn
 from game.states import STATE_START
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import (
-    audit_actions, field, is_result, posted_turns, result, results, say, setup_game, status_message, turns_of,
+    audit_actions, closed_as, field, is_result, posted_turns, result, results, say, setup_game, status_message, turns_of,
 )
 from tests.queue.helpers import wait_until
 
@@ -141,8 +141,7 @@ async def test_cancel_and_regenerate_buttons_also_after_restart(world, start_bot
 
     h = await server.click(queued, w.alice, f"ag:cancel:{ponyo_turn.id}")
     assert (await h.wait_followup(timeout=15)).content == "Turn #1 is cancelled."
-    queued = server.messages[queued.id]
-    assert queued.embeds[0]["title"] == "Turn #1 · cancelled" and queued.components == []
+    queued = await closed_as(w, 1, "cancelled", w.games2)
     async with sessions() as s:
         assert (await s.scalar(text("SELECT status FROM procrastinate_jobs WHERE id = :id"), {"id": ponyo_turn.job_id})) == "cancelled"
 
