@@ -28,7 +28,7 @@ from game.states import Prediction
 from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
 from inference.backends.clip_batch import decode_together, outcome
-from inference.mllm.batcher import MicroBatcher
+from inference.mllm.batcher import MicroBatcher, close_all
 from inference.mp4 import encode_mp4
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ Decode = Callable[[np.ndarray, float, int, ProgressCallback], tuple[np.ndarray, 
 
 def play_turn(
     request: TurnRequest, progress: ProgressCallback, predict: Predict, decode: Decode | None,
-    scope_of: Callable[[Prediction], float],
+    settings: AnimeGamerSettings,
 ) -> TurnResult:
     """The stages of one model turn, shared by the one-film and the multi-film backends: the MLLM,
     the decoder (None: mllm_only, no clip), the MP4; progress and per-stage timings."""
@@ -52,7 +52,8 @@ def play_turn(
     progress(0.0, "mllm")
     prediction, rep, stage = predict(request)
     timings = {"mllm": time.perf_counter() - t0, **{f"mllm_{k}": v for k, v in stage.items()}}
-    scope = scope_of(prediction)
+    # From the motion level (index 0), not social as the released demo app did.
+    scope = motion_scope(prediction.motion_level, settings.motion_scope_map, settings.motion_scope_otherwise)
     if decode is None:
         progress(1.0, "done")
         return TurnResult(prediction, scope, None, rep, timings=timings)
@@ -71,6 +72,11 @@ def play_turn(
     timings["encode"] = time.perf_counter() - t2
     progress(1.0, "done")
     return TurnResult(prediction, scope, mp4, rep, timings=timings, clip_seconds=len(frames) / fps)
+
+
+def clip_fps(decoder) -> int:
+    """The frame rate of a decoder's clips (the released decoder's 8 unless it says otherwise)."""
+    return int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS)
 
 
 def prompt_history(request: TurnRequest) -> list:
@@ -168,24 +174,18 @@ class AnimeGamerBackend:
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded()
         predict = self._batcher.submit if self._batcher else (lambda r: self._predict_with_timings([r])[0])
-        return play_turn(request, progress, predict, None if self.decoder is None else self._decode, self._scope)
-
-    def _scope(self, prediction: Prediction) -> float:
-        # From the motion level (index 0), not social as the released demo app did.
-        return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
+        return play_turn(request, progress, predict, None if self.decoder is None else self._decode, self.settings)
 
     def _decode(self, rep, scope: float, seed: int, progress: ProgressCallback) -> tuple[np.ndarray, int, dict]:
         if self._decode_batcher is not None:
             frames, timings = outcome(self._decode_batcher.submit((rep, scope, seed, progress)))
         else:
             frames, timings = self.decoder.decode(rep, scope, seed, progress), {}
-        return frames, int(getattr(self.decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS), timings
+        return frames, clip_fps(self.decoder), timings
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""
-        for batcher in (self._batcher, self._decode_batcher):
-            if batcher is not None:
-                batcher.close()
+        close_all(self._batcher, self._decode_batcher)
         self._batcher = self._decode_batcher = None
         self._mllm = None
 

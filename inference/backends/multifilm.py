@@ -23,12 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from contracts.turn import ProgressCallback, TurnRequest, TurnResult
-from game.motion import motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, ClipDecoder
-from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, play_turn, prompt_history
+from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, clip_fps, play_turn, prompt_history
 from inference.backends.clip_batch import ClipItem, ClipOutcome, decode_together, outcome
-from inference.mllm.batcher import MicroBatcher
+from inference.mllm.batcher import MicroBatcher, close_all
 
 log = logging.getLogger(__name__)
 
@@ -142,16 +141,11 @@ class MultiFilmBackend:
             frames, timings = outcome(result)
             return frames, fps, timings
 
-        def scope_of(prediction: Prediction) -> float:
-            return motion_scope(prediction.motion_level, self.settings.motion_scope_map, self.settings.motion_scope_otherwise)
-
-        return play_turn(request, progress, predict, None if self.residency is None else decode, scope_of)
+        return play_turn(request, progress, predict, None if self.residency is None else decode, self.settings)
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""
-        for batcher in (self._batcher, self._decode_batcher):
-            if batcher is not None:
-                batcher.close()
+        close_all(self._batcher, self._decode_batcher)
         self._batcher = self._decode_batcher = None
         self.mllm = None
 
@@ -165,7 +159,7 @@ class MultiFilmBackend:
             moved, fps = 0.0, DEFAULT_FPS
             try:
                 with self.residency.use(film) as (decoder, moved):
-                    fps = int(getattr(decoder, "fps", DEFAULT_FPS) or DEFAULT_FPS)
+                    fps = clip_fps(decoder)
                     results = decode_together(decoder, [items[i][1] for i in idx])
             except Exception as e:  # noqa: BLE001  (this film's turns fail; the other films' go on)
                 results = [(None, {}, e)] * len(idx)

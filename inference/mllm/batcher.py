@@ -89,3 +89,10 @@ class MicroBatcher(Generic[Req, Res]):
                 continue
             for (_, fut), res in zip(batch, results):
                 fut.set_result(res)
+
+
+def close_all(*batchers: MicroBatcher | None) -> None:
+    """Stop these batchers' threads (None: none was started)."""
+    for batcher in batchers:
+        if batcher is not None:
+            batcher.close()
