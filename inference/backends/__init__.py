@@ -101,7 +101,8 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
             # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
             dec = load_decoder(
                 str(all_paths[film].decoder), device=on if on_device else "cpu", dtype=getattr(torch, dit_dtype),
-                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram, runs_on=on,
+                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
+                runs_on=None if on_device else on,
             )
             if on_device:  # several films: warmed up on the GPU by MultiFilmBackend.load
                 warm_up_compiled(dec, settings.mllm_max_batch)

@@ -77,6 +77,16 @@ def _fp8_linears(transformer: torch.nn.Module) -> int:
     return count
 
 
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    """"cuda" and "cuda:0" are one device when the current one is 0 (no index: the current device)."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda" or a.index == b.index:
+        return True
+    current = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return (a.index if a.index is not None else current) == (b.index if b.index is not None else current)
+
+
 def apply_speed(
     transformer, speed: str, compile_backend: str = "inductor", runs_on: torch.device | str | None = None,
 ) -> SpeedReport:
@@ -91,7 +101,7 @@ def apply_speed(
     if speed == "exact":
         return report
     device = transformer.device if runs_on is None else torch.device(runs_on)
-    moved = device != transformer.device
+    moved = not _same_device(device, transformer.device)
     if device.type == "cuda":
         transformer.set_attention_backend(CUDNN_ATTENTION)
         report.applied.append("cuDNN attention")

@@ -89,3 +89,16 @@ def test_warm_up_compiled_warms_only_a_compiled_preset():
     fast.decode_batch = lambda reps, *a, **kw: (sizes.append(len(reps)), inner(reps, *a, **kw))[1]
     assert warm_up_compiled(fast, max_batch=4) > 0
     assert sizes == [1, 4] and fast.steps == STEPS
+
+
+def test_a_decoder_on_the_gpu_it_runs_on_is_not_moved():
+    """"cuda" and "cuda:0" name one GPU: a one-film worker's decoder keeps its FP8 (no CUDA here:
+    only the comparison is checked)."""
+    import torch
+
+    from inference.decoder.speed import _same_device
+
+    assert _same_device(torch.device("cuda"), torch.device("cuda:0"))
+    assert _same_device(torch.device("cpu"), torch.device("cpu"))
+    assert not _same_device(torch.device("cuda:1"), torch.device("cuda:0"))
+    assert not _same_device(torch.device("cuda"), torch.device("cpu"))
