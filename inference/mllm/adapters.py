@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 from peft import LoraConfig, get_peft_model
+from peft.utils import ModulesToSaveWrapper
 from torch import nn
 
 from .loading import (
@@ -96,6 +97,20 @@ class MultiFilmMLLM(nn.Module):
         self.rep_dim = rep_dim
         self.active: str | None = None
         self.lock = threading.RLock()  # held while a film's batch runs: the adapter must not change
+        self.freed_bytes = self._drop_unused_originals()
+
+    def _drop_unused_originals(self) -> int:
+        """peft keeps the base's embeddings and lm_head beside each adapter's copies. Every film
+        brings its own (the release trained them fully), so the base's are never used: free them
+        (0.53 GB at 7B in bf16). Returns the bytes freed."""
+        freed = 0
+        for name, module in self.llm.named_modules():
+            if isinstance(module, ModulesToSaveWrapper) and name.rsplit(".", 1)[-1] in WHOLE_MODULES:
+                original = module.original_module
+                for pname, p in list(original.named_parameters(recurse=False)):
+                    freed += p.numel() * p.element_size()
+                    setattr(original, pname, nn.Parameter(p.new_empty(0), requires_grad=False))
+        return freed
 
     @property
     def causal_lm(self) -> nn.Module:

@@ -274,3 +274,16 @@ def test_compiled_presets_are_warmed_up_on_the_device_at_load(files, two_films):
     backend = _concurrent_backend(files, two_films, decoders)
     backend.close()
     assert sizes == {"qiqi": [1, 4], "ponyo": [1, 4]}
+
+
+def test_the_bases_own_embeddings_and_lm_head_are_freed(shared):
+    """Each film has its own embeddings and lm_head; the base's copies, which no film uses, hold no
+    memory (the outputs above are unchanged by it)."""
+    from peft.utils import ModulesToSaveWrapper
+
+    wrappers = {n.rsplit(".", 1)[-1]: m for n, m in shared.mllm.llm.named_modules() if isinstance(m, ModulesToSaveWrapper)}
+    for name in ("embed_tokens", "lm_head"):
+        assert wrappers[name].original_module.weight.numel() == 0
+        assert all(wrappers[name].modules_to_save[f].weight.numel() > 0 for f in FILMS)
+    vocab, hidden = shared.mllm.config.vocab_size, shared.mllm.config.hidden_size
+    assert shared.mllm.freed_bytes == 2 * vocab * hidden * 4  # float32 here
