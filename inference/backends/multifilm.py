@@ -108,6 +108,7 @@ class MultiFilmBackend:
     def _load_decoders(self, device) -> None:
         import torch
 
+        from inference.decoder.pipeline import warm_up_compiled
         from inference.decoder.residency import DecoderResidency
 
         for film, factory in self._factories.items():
@@ -121,8 +122,6 @@ class MultiFilmBackend:
             free, _ = torch.cuda.mem_get_info(device)
             budget = max(0, free - DECODER_RESERVE_BYTES)
         self.residency = DecoderResidency(self._decoders, device, budget)
-        from inference.decoder.pipeline import warm_up_compiled
-
         for film in self._decoders:  # compiled presets compile now, on the device, not in a player's turn
             with self.residency.use(film) as (decoder, _):
                 warm_up_compiled(decoder, self.settings.max_batch)
