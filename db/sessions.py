@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
-from game.catalogue import Film
+from game.catalogue import Film, session_film
 from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState
 
@@ -123,6 +123,10 @@ async def touch(s: AsyncSession, session_id: int) -> None:
 
 
 async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None) -> GameSession:
+    """Pause or resume. Resuming a game whose film left the catalogue is refused (FilmWithdrawn):
+    no worker serves it, and the withdrawn-film check would pause it again with another notice."""
+    if not paused:
+        session_film(gs.film_id)
     gs.status = "paused" if paused else "active"
     gs.paused_reason = free_text(reason, REASON_LEN) if paused else None
     if not paused:

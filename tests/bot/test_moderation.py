@@ -123,6 +123,8 @@ async def test_a_film_withdrawn_from_the_catalogue_pauses_its_games(world, start
         assert "paused (film withdrawn)" in refused
         assert await bot.maintenance.pause_withdrawn() == []  # already paused
         await say(w, w.alice, "status")  # still answers, with the id standing in for the title
+        refused = await say(w, w.dave, "mod resume")
+        assert "no longer offered" in refused, refused
     finally:
         use_films(None)
     async with sessions.begin() as s:

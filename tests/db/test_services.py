@@ -421,6 +421,11 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions):
                 await gsess.require_session(s, CHANNEL, active=True)
         with pytest.raises(FilmWithdrawn):
             session_film(row.film_id)
+        with pytest.raises(FilmWithdrawn):  # a moderator cannot resume it while the film is away
+            async with sessions.begin() as s:
+                await gsess.set_paused(s, await s.get(GameSession, gs.id), False)
+        async with sessions() as s:
+            assert (await s.get(GameSession, gs.id)).status == "paused"
         assert display_film(row.film_id).title == "qiqi (withdrawn)"
     finally:
         use_films(None)
