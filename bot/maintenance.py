@@ -46,42 +46,45 @@ class Maintenance:
         self.bot.notifier.wake()
 
     async def pause_idle(self) -> list[int]:
+        minutes = round(self.bot.settings.idle_pause_minutes)
+        text = f"No turn for {minutes} minutes. {SessionPaused(game_sessions.IDLE_REASON).message}"
         idle = timedelta(minutes=self.bot.settings.idle_pause_minutes)
-        try:
-            async with self.bot.db.sessions.begin() as s:
-                paused = await game_sessions.pause_idle(s, idle)
-        except Exception as e:
-            log.warning("pausing idle sessions failed: %s", e)
-            return []
-        mine = {g.id for g in self.bot.guilds}
-        for gs in paused:
-            if gs.guild_id not in mine:
-                continue
-            minutes = round(self.bot.settings.idle_pause_minutes)
-            text = f"No turn for {minutes} minutes. {SessionPaused('idle').message}"
-            try:
-                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
-            except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:  # the other channels are still told
-                log.warning("could not announce the idle pause in %s: %s", gs.channel_id, e)
-        return [gs.id for gs in paused]
+        return await self._pause_with_notice(
+            "idle", lambda s: game_sessions.idle_sessions(s, idle), game_sessions.IDLE_REASON, lambda gs: text,
+        )
 
     async def pause_withdrawn(self) -> list[int]:
+        return await self._pause_with_notice(
+            "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS)), game_sessions.WITHDRAWN_REASON,
+            lambda gs: FilmWithdrawn(gs.film_id).message,
+        )
+
+    async def _pause_with_notice(self, what: str, candidates, reason: str, notice) -> list[int]:
+        """Pause the candidate sessions, each with a notice in its channel, in one transaction: a
+        crash before the commit pauses none, and the next check tells them again (at least once,
+        never silently). A notice Discord fails to take for now (5xx, timeout) leaves its session
+        active until the next check; one it refuses for good (no access, channel gone) does not
+        hold the pause back, since the refusal will not change."""
+        paused: list[int] = []
+        mine = {g.id for g in self.bot.guilds}
         try:
             async with self.bot.db.sessions.begin() as s:
-                paused = await game_sessions.pause_withdrawn_films(s, set(FILMS))
-        except Exception as e:
-            log.warning("pausing the sessions of withdrawn films failed: %s", e)
+                for gs in await candidates(s):
+                    if gs.guild_id in mine:  # a guild the bot has left has no channel to tell
+                        try:
+                            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice(gs))
+                        except (discord.DiscordServerError, OSError, asyncio.TimeoutError) as e:
+                            log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
+                            continue
+                        except discord.HTTPException as e:
+                            log.warning("%s pause of session %s: the notice was refused (%s); pausing anyway", what, gs.id, e)
+                    await game_sessions.set_paused(s, gs, True, reason)
+                    log.info("session %s (channel %s) paused: %s", gs.id, gs.channel_id, reason)
+                    paused.append(gs.id)
+        except Exception as e:  # the database is down: the next check tries again
+            log.warning("pausing %s sessions failed: %s", what, e)
             return []
-        mine = {g.id for g in self.bot.guilds}
-        for gs in paused:
-            log.warning("session %s (channel %s) paused: its film %r is not in the film catalogue", gs.id, gs.channel_id, gs.film_id)
-            if gs.guild_id not in mine:
-                continue
-            try:
-                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(FilmWithdrawn(gs.film_id).message)
-            except discord.HTTPException as e:
-                log.info("could not announce the withdrawn film in %s: %s", gs.channel_id, e)
-        return [gs.id for gs in paused]
+        return paused
 
     async def prune(self) -> int:
         try:

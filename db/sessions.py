@@ -165,39 +165,43 @@ async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession
     return fresh
 
 
-async def pause_idle(s: AsyncSession, idle: timedelta) -> list[GameSession]:
-    """Pause active sessions with no activity for `idle` and no pending turns."""
+IDLE_REASON = "idle"
+
+
+async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
+    """Active sessions with no activity for `idle` and no pending turns, locked until the
+    transaction ends (another bot's check skips them)."""
     pending = select(Turn.id).where(Turn.session_id == GameSession.id, Turn.status.in_(PENDING_TURN_STATUSES))
     q = (
-        update(GameSession)
-        .where(
-            GameSession.status == "active",
-            GameSession.last_activity_at < func.now() - idle,
-            ~pending.exists(),
-        )
-        .values(status="paused", paused_reason="idle")
-        .returning(GameSession)
+        select(GameSession)
+        .where(GameSession.status == "active", GameSession.last_activity_at < func.now() - idle, ~pending.exists())
+        .order_by(GameSession.id)
+        .with_for_update(skip_locked=True)
     )
-    rows = list((await s.scalars(q)).all())
-    for gs in rows:
-        await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="paused")
-    return rows
+    return list((await s.scalars(q)).all())
+
+
+async def pause_idle(s: AsyncSession, idle: timedelta) -> list[GameSession]:
+    """Pause every idle session (see idle_sessions)."""
+    return [await set_paused(s, gs, True, IDLE_REASON) for gs in await idle_sessions(s, idle)]
 
 
 WITHDRAWN_REASON = "film withdrawn"
+
+
+async def withdrawn_sessions(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:
+    """Active sessions whose film is no longer in the catalogue, locked like idle_sessions."""
+    q = (
+        select(GameSession)
+        .where(GameSession.status == "active", GameSession.film_id.not_in(list(known_films)))
+        .order_by(GameSession.id)
+        .with_for_update(skip_locked=True)
+    )
+    return list((await s.scalars(q)).all())
 
 
 async def pause_withdrawn_films(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:
     """Pause the active sessions whose film is no longer in the catalogue (an operator removed
     or disabled it). Their states, players and queued turns are kept: once the film is back a
     moderator resumes them (/mod resume) and the queued turns run."""
-    q = (
-        update(GameSession)
-        .where(GameSession.status == "active", GameSession.film_id.not_in(list(known_films)))
-        .values(status="paused", paused_reason=WITHDRAWN_REASON)
-        .returning(GameSession)
-    )
-    rows = list((await s.scalars(q)).all())
-    for gs in rows:
-        await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="paused")
-    return rows
+    return [await set_paused(s, gs, True, WITHDRAWN_REASON) for gs in await withdrawn_sessions(s, known_films)]

@@ -95,8 +95,14 @@ async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot,
     await setup_game(w)
     async with sessions.begin() as s:
         await s.execute(update(GameSession).values(last_activity_at=func.now() - timedelta(minutes=qsettings.idle_pause_minutes + 1)))
+    # Discord cannot take the notice for now: the game stays active until a check can tell it.
+    w.server.fail_next("POST", route="/channels/{channel_id}/messages", status=503)
+    assert await bot.maintenance.pause_idle() == []
+    async with sessions() as s:
+        assert (await game_sessions.live_session(s, w.games.id)).status == "active"
     assert len(await bot.maintenance.pause_idle()) == 1
     said = await w.server.wait_for_message(w.games, lambda m: "No turn for" in m.content)
+    assert sum("No turn for" in m.content for m in w.server.channel_messages(w.games)) == 1
     assert "This game is paused (idle). A moderator can resume it with /mod resume." in said.content
     assert "paused (idle)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert await bot.maintenance.pause_idle() == []  # already paused
