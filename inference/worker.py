@@ -343,10 +343,8 @@ class Worker:
         any other error (wrong credentials, no such database) is a start error."""
 
         async def attempt():
-            if self._stop.is_set():
-                return
-            async with db.engine.connect() as conn:
-                await conn.exec_driver_sql("SELECT 1")
+            if not self._stop.is_set():
+                await db.ping()
 
         await retry_transient(attempt, status=self.db_status, what="connecting to the database", give_up=self._stop.is_set, cap=10.0)
 
