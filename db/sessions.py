@@ -181,11 +181,6 @@ async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
     return list((await s.scalars(q)).all())
 
 
-async def pause_idle(s: AsyncSession, idle: timedelta) -> list[GameSession]:
-    """Pause every idle session (see idle_sessions)."""
-    return [await set_paused(s, gs, True, IDLE_REASON) for gs in await idle_sessions(s, idle)]
-
-
 WITHDRAWN_REASON = "film withdrawn"
 
 

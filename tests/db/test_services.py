@@ -319,7 +319,7 @@ async def test_pause_idle(sessions):
     gs = await _game(sessions)
     async with sessions.begin() as s:
         await s.execute(update(GameSession).values(last_activity_at=func.now() - timedelta(hours=3)))
-        paused = await gsess.pause_idle(s, timedelta(hours=2))
+        paused = [await gsess.set_paused(s, gs, True, gsess.IDLE_REASON) for gs in await gsess.idle_sessions(s, timedelta(hours=2))]
     assert [p.id for p in paused] == [gs.id]
     with pytest.raises(SessionPaused, match="idle"):
         await _submit(sessions, gs)
