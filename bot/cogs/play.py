@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video; read one clip at a time)
 
 
+def with_cleaning_notes(text: str, ins) -> str:
+    """An answer to /act or /vote propose, plus what sanitising changed in the player's text."""
+    return text + ("\nYour text was cleaned: " + "; ".join(ins.notes) + "." if ins.notes else "")
+
+
 def split_names(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
@@ -194,9 +199,7 @@ class Play(commands.Cog):
             )
             position = await self.bot.queue.position(s, turn)
         await self.bot.board.announce_queued(turn, position)
-        text = f"Turn #{turn.seq} is queued ({position_text(position)})."
-        if ins.notes:
-            text += "\nYour text was cleaned: " + "; ".join(ins.notes) + "."
+        text = with_cleaning_notes(f"Turn #{turn.seq} is queued ({position_text(position)}).", ins)
         await interaction.followup.send(text, ephemeral=True)
 
     @act.autocomplete("others")

@@ -19,7 +19,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit, checks, replies
-from bot.cogs.play import act_fields, split_names
+from bot.cogs.play import act_fields, split_names, with_cleaning_notes
 from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
 from db import guilds, sessions as game_sessions, turns as turn_service, votes
@@ -200,9 +200,7 @@ class Vote(commands.Cog):
                 s, gs, author_id=interaction.user.id, author_name=interaction.user.display_name, instruction=ins
             )
         await self.refresh(rnd.id)
-        text = f"Your proposal is option {number}: {esc(ins.text)}"
-        if ins.notes:
-            text += "\nYour text was cleaned: " + "; ".join(ins.notes) + "."
+        text = with_cleaning_notes(f"Your proposal is option {number}: {esc(ins.text)}", ins)
         await interaction.followup.send(text, ephemeral=True)
 
     @propose.autocomplete("motion")
