@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import tempfile
 
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
@@ -126,3 +129,16 @@ async def posted_turns(sessions, n: int, timeout: float = 10.0) -> list[Turn]:
         return turns if sum(t.posted_at is not None for t in turns) >= n else None
 
     return await wait_until(ready, timeout=timeout)
+
+
+def ffprobe_frames(data: bytes) -> int:
+    """The number of video frames ffprobe decodes from an MP4's bytes."""
+    with tempfile.NamedTemporaryFile(suffix=".mp4") as f:
+        f.write(data)
+        f.flush()
+        out = subprocess.run(
+            ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+             "stream=nb_read_frames", "-of", "json", f.name],
+            capture_output=True, check=True,
+        ).stdout
+    return int(json.loads(out)["streams"][0]["nb_read_frames"])

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
 
 from db import sessions as game_sessions
 from game.states import STATE_NAMES, describe
-from tests.bot.helpers import answer, command, field, patches_with_files, posted_turns, result, say, turn_messages
+from tests.bot.helpers import answer, command, ffprobe_frames, field, patches_with_files, posted_turns, result, say, turn_messages
 
 CHANNEL_MESSAGES = ("POST", "/channels/{channel_id}/messages")
-
-
-def ffprobe_frames(data: bytes) -> int:
-    with tempfile.NamedTemporaryFile(suffix=".mp4") as f:
-        f.write(data)
-        f.flush()
-        out = subprocess.run(
-            ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
-             "stream=nb_read_frames", "-of", "json", f.name],
-            capture_output=True, check=True,
-        ).stdout
-    return int(json.loads(out)["streams"][0]["nb_read_frames"])
 
 
 def check_embed(embed: dict, turn, film_names: dict) -> None:

@@ -68,16 +68,22 @@ async def test_restart_between_finish_and_post(world, start_bot, start_worker, s
     assert turn.posted_message_id == first.id
 
 
-async def test_deleted_status_message_is_replaced_once(world, start_bot, start_worker, sessions):
-    """Someone deleted the status message: the post is sent as a new message (with a nonce) and
-    recorded at once; a re-post after a lost mark finds that message in the channel instead of
-    sending again, even once Discord has forgotten the nonce."""
-    w, server = world, world.server
+async def _one_turn_queued_while_the_bot_is_down(w, start_bot, sessions):
+    """Alice's turn queued through the bot, which then stops before the turn is posted."""
     bot = await start_bot()
     await setup_game(w)
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     await stop_bot(w, bot)
     (turn,) = await turns_of(sessions)
+    return turn
+
+
+async def test_deleted_status_message_is_replaced_once(world, start_bot, start_worker, sessions):
+    """Someone deleted the status message: the post is sent as a new message (with a nonce) and
+    recorded at once; a re-post after a lost mark finds that message in the channel instead of
+    sending again, even once Discord has forgotten the nonce."""
+    w, server = world, world.server
+    turn = await _one_turn_queued_while_the_bot_is_down(w, start_bot, sessions)
     async with aiohttp.ClientSession() as http:  # deleted through the API, as a moderator would
         url = f"{server.api_base}/channels/{w.games.id}/messages/{turn.status_message_id}"
         async with http.delete(url, headers={"Authorization": f"Bot {server.token}"}) as r:
@@ -172,11 +178,7 @@ async def test_status_message_whose_recording_was_lost_becomes_the_post(world, s
     """The bot died between Discord creating the status message and the database recording it:
     the notifier finds that message in the channel and edits it into the post (one message)."""
     w, server = world, world.server
-    bot = await start_bot()
-    await setup_game(w)
-    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
-    await stop_bot(w, bot)
-    (turn,) = await turns_of(sessions)
+    turn = await _one_turn_queued_while_the_bot_is_down(w, start_bot, sessions)
     status_id = turn.status_message_id
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == turn.id).values(status_message_id=None))
