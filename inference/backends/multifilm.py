@@ -108,7 +108,7 @@ class MultiFilmBackend:
     def _load_decoders(self, device) -> None:
         import torch
 
-        from inference.decoder.pipeline import warm_up_compiled
+        from inference.decoder.pipeline import compiles, warm_up_compiled
         from inference.decoder.residency import DecoderResidency
 
         for film, factory in self._factories.items():
@@ -122,9 +122,10 @@ class MultiFilmBackend:
             free, _ = torch.cuda.mem_get_info(device)
             budget = max(0, free - DECODER_RESERVE_BYTES)
         self.residency = DecoderResidency(self._decoders, device, budget)
-        for film in self._decoders:  # compiled presets compile now, on the device, not in a player's turn
-            with self.residency.use(film) as (decoder, _):
-                warm_up_compiled(decoder, self.settings.max_batch)
+        for film, decoder in self._decoders.items():  # compiled presets compile now, on the device, not in a player's turn
+            if compiles(decoder):  # (an `exact` decoder is not brought to the device for nothing)
+                with self.residency.use(film):
+                    warm_up_compiled(decoder, self.settings.max_batch)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded(request.film_id)

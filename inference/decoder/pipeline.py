@@ -171,14 +171,19 @@ class AnimeGamerDecoder:
             reset_cache_state(self.transformer)  # the next clip starts from nothing cached
 
 
+def compiles(decoder) -> bool:
+    """Whether the decoder's speed preset compiles (every preset but `exact`)."""
+    report = getattr(decoder, "speed_report", None)
+    return report is not None and report.speed != "exact"
+
+
 def warm_up_compiled(decoder, max_batch: int) -> float:
     """Compile a decoder whose speed preset compiles, at the batch sizes a worker decodes (1 and its
     most concurrent turns), before any player waits on it; returns the seconds spent (0: nothing to do)."""
-    report = getattr(decoder, "speed_report", None)
-    if report is None or report.speed == "exact":
+    if not compiles(decoder):
         return 0.0
     seconds = decoder.warm_up(sorted({1, max_batch}))
-    log.info("decoder warmed up (%s) in %.1f s", report.speed, seconds)
+    log.info("decoder warmed up (%s) in %.1f s", decoder.speed_report.speed, seconds)
     return seconds
 
 

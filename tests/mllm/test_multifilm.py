@@ -287,3 +287,11 @@ def test_the_bases_own_embeddings_and_lm_head_are_freed(shared):
         assert all(wrappers[name].modules_to_save[f].weight.numel() > 0 for f in FILMS)
     vocab, hidden = shared.mllm.config.vocab_size, shared.mllm.config.hidden_size
     assert shared.mllm.freed_bytes == 2 * vocab * hidden * 4  # float32 here
+
+
+def test_exact_decoders_are_not_moved_at_load(files, two_films):
+    """Only compiled presets warm up at load: with `exact` and room for one decoder, loading moves
+    nothing beyond the warm start (the first film's decoder)."""
+    backend = _concurrent_backend(files, two_films, {f: _decoder(f) for f in FILMS})
+    backend.close()
+    assert backend.residency.snapshot().moves == {"qiqi": 1, "ponyo": 0}
