@@ -67,8 +67,8 @@ async def test_one_worker_serves_both_films(sessions, two_film_worker):
     assert [t.status for t in rows] == ["done"] * 4, [t.error for t in rows]
     for t in rows:
         assert t.backend == "animegamer" and {"mllm", "decode", "decoder_move", "mllm_adapter_switch"} <= set(t.timings)
-    # No decoder fits the budget, so each decode brought its film's decoder to the device: one move
-    # per batch (turns of one film decoded together, `decode_batch` of them, share it).
+    # No decoder fits the budget: the films' decoders took turns on the device, each brought there
+    # for its clips, one at a time (the one in use stays until another film needs the room).
     backend = two_film_worker.backend
-    batches = round(sum(1 / t.timings["decode_batch"] for t in rows))
-    assert backend.films == ("qiqi", "ponyo") and sum(backend.residency.snapshot().moves.values()) == batches >= 2
+    snap = backend.residency.snapshot()
+    assert backend.films == ("qiqi", "ponyo") and all(n >= 1 for n in snap.moves.values()) and len(snap.resident) == 1
