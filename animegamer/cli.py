@@ -16,8 +16,8 @@ from settings import SettingsError
 
 
 def _db(args) -> int:
-    from db.runtime import open_database
     from db import migrate
+    from db.runtime import open_database
 
     settings = load_settings()
 
@@ -49,14 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     db.set_defaults(func=_db)
 
     # Each part registers its own subcommands (module.register(subparsers)).
-    from bot.commands import register as register_bot
-    from inference.commands import register as register_inference
-    from play.commands import register as register_play
     from animegamer.doctor import register as register_doctor
-    from bot.deploy_commands import register as register_deploy
-    from inference.models_cli import register as register_models
     from animegamer.films_cli import register as register_films
     from animegamer.healthcheck import register as register_healthcheck
+    from bot.commands import register as register_bot
+    from bot.deploy_commands import register as register_deploy
+    from inference.commands import register as register_inference
+    from inference.models_cli import register as register_models
+    from play.commands import register as register_play
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
                      register_films, register_healthcheck):

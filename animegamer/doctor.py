@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -228,7 +227,7 @@ def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: floa
         if e.code == 401:
             return Row("discord token", FAIL, "Discord rejected the token (401): reset it in the developer portal")
         return Row("discord token", WARN, f"Discord answered {e.code} {e.reason}; validity unknown")
-    except (urllib.error.URLError, socket.timeout, OSError) as e:
+    except (TimeoutError, urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
         return Row("discord token", SKIP, f"Discord not reachable from here ({reason}); token not checked")
     name = me.get("username", "?")

@@ -16,6 +16,7 @@ Prints figures only; nothing is asserted.
 from __future__ import annotations
 
 import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
+
 import argparse
 import statistics
 import time

@@ -22,6 +22,7 @@ the adapter switch and the decoder move (one-worker case). Nothing is asserted.
 from __future__ import annotations
 
 import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
+
 import argparse
 import json
 import resource
@@ -77,10 +78,10 @@ def random_backend(films: list[str], size: str, device: str, steps: int, budget_
     from inference.decoder.pipeline import AnimeGamerDecoder
     from inference.decoder.transformer import AnimeGamerTransformer3DModel
     from inference.mllm.adapters import LoadedFilms, MultiFilmMLLM
+    from inference.mllm.instruction import InstructionEncoder
     from inference.mllm.loading import default_device_dtype, wrap_released
     from inference.mllm.predict import MLLMPredictor
     from inference.mllm.prompt import PromptBuilder
-    from inference.mllm.instruction import InstructionEncoder
     from inference.mllm.tokens import SPECIAL
     from tests.tiny import mllm as tiny
     from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG

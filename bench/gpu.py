@@ -17,16 +17,17 @@ from `exact` on the same representation and seed. Nothing is asserted.
 from __future__ import annotations
 
 import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
+
 import argparse
 import concurrent.futures
 import platform
 import sys
+import tempfile
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-import tempfile
 
 import numpy as np
 import torch
@@ -39,7 +40,7 @@ from inference.decoder.diffusers_api import version as diffusers_version
 from inference.decoder.pipeline import AnimeGamerDecoder, prepare
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 from inference.decoder.vae import COGVIDEOX_VAE_CONFIG, decode_latents
-from inference.mllm.loading import LoadReport, LoadedMLLM
+from inference.mllm.loading import LoadedMLLM, LoadReport
 from inference.mllm.tokens import SPECIAL, verify
 from tests.tiny import mllm as tiny_mllm
 from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG

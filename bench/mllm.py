@@ -12,6 +12,7 @@ Options: --windows 0,1,3 (history turns in the prompt), --batch 4, --repeat 7 (b
 from __future__ import annotations
 
 import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
+
 import argparse
 import tempfile
 import time
@@ -20,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tests.tiny import mllm as tiny  # noqa: E402
 from inference.mllm.instruction import InstructionEncoder  # noqa: E402
 from inference.mllm.loading import default_device_dtype, load_mllm  # noqa: E402
 from inference.mllm.predict import MLLMPredictor, PredictOptions  # noqa: E402
 from inference.mllm.prompt import HistoryItem, PromptBuilder  # noqa: E402
 from inference.mllm.tokens import SPECIAL, verify  # noqa: E402
+from tests.tiny import mllm as tiny  # noqa: E402
 
 INSTRUCTIONS = [
     "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",

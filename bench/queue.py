@@ -24,9 +24,9 @@ import argparse
 import asyncio
 import os
 import signal
-import sys
 import statistics
 import subprocess
+import sys
 import time
 
 from sqlalchemy import text

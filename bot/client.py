@@ -11,8 +11,6 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.runtime import Database
-from settings import Settings
 from bot import health, replies
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
@@ -22,7 +20,9 @@ from bot.permissions import bot_intents
 from bot.status import StatusBoard
 from bot.views import CancelButton, RegenerateButton
 from db.models import GameSession, Turn
+from db.runtime import Database
 from db.turns import POST_LEASE
+from settings import Settings
 
 log = logging.getLogger(__name__)
 

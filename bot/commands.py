@@ -27,8 +27,8 @@ def run_bot_command(args) -> int:
 async def _run(settings, *, sync: bool, migrate: bool) -> int:
     import discord
 
-    from db.runtime import open_database
     from bot.client import AnimeGamerBot
+    from db.runtime import open_database
 
     async with open_database(settings, migrate=migrate) as db:
         health = (settings.metrics_host, settings.bot_health_port) if settings.bot_health_port else None

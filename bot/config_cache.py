@@ -15,7 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from db import guilds, sessions as game_sessions
+from db import guilds
+from db import sessions as game_sessions
 from db.guilds import ChannelConfig
 
 

@@ -5,9 +5,8 @@ allowed_mentions (so nothing pings even if something slipped through)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 import re
+from collections.abc import Iterable, Mapping
 
 import discord
 from discord.utils import escape_markdown, escape_mentions

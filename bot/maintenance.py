@@ -4,9 +4,8 @@ clips and representations."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -35,7 +34,7 @@ class Maintenance:
         # At start (next_run_time=now) and with the idle check: a film removed from the catalogue
         # while sessions use it pauses them, with a message in their channels.
         self.scheduler.add_job(self.pause_withdrawn, "interval", seconds=self.idle_check_seconds, id="pause_withdrawn",
-                               next_run_time=datetime.now(timezone.utc), **common)
+                               next_run_time=datetime.now(UTC), **common)
         self.scheduler.start()
 
     def close(self) -> None:
@@ -73,7 +72,7 @@ class Maintenance:
                     if gs.guild_id in mine:  # a guild the bot has left has no channel to tell
                         try:
                             await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice(gs))
-                        except (discord.DiscordServerError, OSError, asyncio.TimeoutError) as e:
+                        except (TimeoutError, discord.DiscordServerError, OSError) as e:
                             log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
                             continue
                         except discord.HTTPException as e:

@@ -29,7 +29,7 @@ import io
 import logging
 import os
 import socket
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import discord
 
@@ -101,7 +101,7 @@ class Notifier:
 
     def wake_at(self, when: datetime) -> None:
         """Wake the poster at `when` (the next postponed try), unless it wakes sooner anyway."""
-        delay = max(0.0, (when - datetime.now(timezone.utc)).total_seconds()) + 0.05
+        delay = max(0.0, (when - datetime.now(UTC)).total_seconds()) + 0.05
         loop = asyncio.get_running_loop()
         if self._timer is not None and self._timer.when() <= loop.time() + delay:
             return
@@ -229,7 +229,7 @@ class Notifier:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)
             await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
             return Outcome.POSTED
-        except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, discord.HTTPException, OSError) as e:
             await self._failed(turn, gs, channel, e)
             return Outcome.FAILED
         await self._mark_posted(turn.id, message_id)
@@ -326,11 +326,11 @@ class Notifier:
             embed = status_embed(turn, state="not posted", note=notice)
             try:
                 await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None)
-            except (discord.HTTPException, OSError, asyncio.TimeoutError):
+            except (TimeoutError, discord.HTTPException, OSError):
                 pass
         try:
             await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice)
-        except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, discord.HTTPException, OSError) as e:
             log.info("turn %s: the notice could not be posted either: %s", turn.id, e)
         self.wake()  # the later turns of this channel may go now
 

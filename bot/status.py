@@ -107,7 +107,7 @@ class StatusBoard:
                 msg = await self.channel(gs.channel_id, gs.guild_id).send(
                     embed=embed, view=view_of(CancelButton(turn.id)), nonce=status_nonce(turn)
                 )
-            except (discord.HTTPException, OSError, asyncio.TimeoutError) as e:  # queued all the same; posted as a new message
+            except (TimeoutError, discord.HTTPException, OSError) as e:  # queued all the same; posted as a new message
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
             async with self.bot.db.sessions.begin() as s:

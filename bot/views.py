@@ -8,8 +8,10 @@ import re
 
 import discord
 
-from bot import audit as bot_audit, checks, replies
-from db import sessions as game_sessions, turns as turn_service
+from bot import audit as bot_audit
+from bot import checks, replies
+from db import sessions as game_sessions
+from db import turns as turn_service
 from db.models import GameSession
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, TurnNotFound
 

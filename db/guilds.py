@@ -14,13 +14,13 @@ from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from settings import Settings
 from db import notify
 from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
 from game.errors import GameError, NoFilm, UnknownCharacter, UnknownFilm
 from game.instruction import Instruction, build_instruction
+from settings import Settings
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class Listener:
         while not self._closed:
             try:
                 item = await asyncio.wait_for(self._queue.get(), self.keepalive)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 item = None
                 try:
                     if self._conn is None:

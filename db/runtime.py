@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from settings import Settings
 from db.engine import make_engine, make_sessionmaker, resolve_database_url
+from settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -513,7 +513,7 @@ async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> 
 async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
     """Drop MP4s and representations of posted turns older than `older_than` (the latest turns
     of each session keep their representation: they are the next turn's context)."""
-    cutoff = datetime.now(timezone.utc) - older_than
+    cutoff = datetime.now(UTC) - older_than
     newer = aliased(Turn)
     keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()
     res = await s.execute(

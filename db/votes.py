@@ -32,7 +32,8 @@ from db import notify
 from db.bounds import name_text
 from db.guilds import channel_config
 from db.models import GameSession, Player, VoteBallot, VoteChannel, VoteProposal, VoteRound
-from db.sessions import players as live_players, touch
+from db.sessions import players as live_players
+from db.sessions import touch
 from db.turns import Enqueue, instruction_columns, submit_turn
 from game.errors import (
     AlreadyProposed,

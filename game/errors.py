@@ -6,7 +6,6 @@ here, once.
 
 from __future__ import annotations
 
-
 import math
 import secrets
 

@@ -30,7 +30,7 @@ class Prediction:
                 raise ValueError(f"predicted {name} must be an integer in -5..5, got {v!r}")
 
     @classmethod
-    def from_sequence(cls, values) -> "Prediction":
+    def from_sequence(cls, values) -> Prediction:
         ml, sc, et, st = (int(v) for v in values)
         return cls(ml, sc, et, st)
 

@@ -33,7 +33,8 @@ def run_worker_command(args) -> int:
     from sqlalchemy.exc import DBAPIError
 
     from db.transient import is_transient
-    from game.catalogue import film_selection, load_checked_settings as load_settings
+    from game.catalogue import film_selection
+    from game.catalogue import load_checked_settings as load_settings
     from game.errors import UnknownFilm
     from inference.backends import BackendUnavailable
     from inference.worker import Worker, WorkerStartError

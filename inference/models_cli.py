@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from game.catalogue import FILMS, get_film, load_checked_settings as load_settings
+from game.catalogue import FILMS, get_film
+from game.catalogue import load_checked_settings as load_settings
 from game.errors import UnknownFilm
 from inference.hub_client import EXIT_USAGE, ModelsError
 from inference.model_download import download

@@ -24,8 +24,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import procrastinate
 import psycopg
@@ -372,7 +372,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
         )
         for r in strays:
             log.warning("job %d is marked as ours but was never received (a lost fetch answer); putting it back", r["id"])
-            await super().retry_job_by_id_async(r["id"], retry_at=datetime.now(timezone.utc))
+            await super().retry_job_by_id_async(r["id"], retry_at=datetime.now(UTC))
 
     async def _settle(self, what: str, fn) -> None:
         try:

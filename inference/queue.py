@@ -34,10 +34,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import turns as turn_service
 from db.engine import libpq_url
-from db.transient import DatabaseStatus, is_transient
-from inference import procrastinate_adapter as adapter
 from db.models import GameSession, Turn
+from db.transient import DatabaseStatus, is_transient
 from db.turns import Enqueue
+from inference import procrastinate_adapter as adapter
 
 log = logging.getLogger(__name__)
 

@@ -35,17 +35,17 @@ from collections.abc import Sequence
 
 from sqlalchemy import text
 
+from contracts.turn import TurnRequest
+from db import turns as turn_service
 from db.runtime import open_database
 from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
-from settings import Settings
-from db import turns as turn_service
 from game.catalogue import FILMS
 from inference import mp4, queue
-from inference.procrastinate_adapter import TurnWorker
-from contracts.turn import TurnRequest
 from inference.backend import Backend, BackendError
 from inference.backends import make_backend
 from inference.metrics import WorkerMetrics, start_server
+from inference.procrastinate_adapter import TurnWorker
+from settings import Settings
 
 log = logging.getLogger(__name__)
 

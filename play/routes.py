@@ -25,8 +25,19 @@ from play import media, shapes
 from play.errors import not_found
 from play.events import sse_frame
 from play.requests import (
-    NAME_MAX, ActBody, CastBody, Empty, FilmBody, JoinBody, LeaveBody, PauseBody, StateQuery, SuggestQuery,
-    TurnPath, TurnsQuery, accepts,
+    NAME_MAX,
+    ActBody,
+    CastBody,
+    Empty,
+    FilmBody,
+    JoinBody,
+    LeaveBody,
+    PauseBody,
+    StateQuery,
+    SuggestQuery,
+    TurnPath,
+    TurnsQuery,
+    accepts,
 )
 from play.services import PLAY_ADMIN_ID, PLAY_CHANNEL_ID, PLAY_GUILD_ID, PlayServices, channel_config, services
 
@@ -177,7 +188,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         while True:
             try:
                 event = await asyncio.wait_for(sub.queue.get(), timeout=15)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await resp.write(b": keep-alive\n\n")
                 continue
             if event is None:  # the server is stopping

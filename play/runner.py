@@ -28,12 +28,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from db.runtime import open_database
-from settings import Settings
 from db.engine import libpq_url
-from play.events import EventHub
+from db.runtime import open_database
 from play.app import build_app
+from play.events import EventHub
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from settings import Settings
 
 log = logging.getLogger("animegamer.play")
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime, timezone
-
+from datetime import UTC, datetime
 from typing import Annotated
 
 from aiohttp import web
@@ -85,7 +84,7 @@ async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
         rnd = await votes.latest_round(s, gs.id) if gs is not None else None
         body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds, "round": None}
         if rnd is not None:
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             body["round"] = round_json(await votes.view(s, rnd.id, voter_id=query.player), now)
     return web.json_response(body)
 

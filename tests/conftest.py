@@ -8,8 +8,8 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import text
 
-from settings import Settings
 from db.engine import make_engine, make_sessionmaker
+from settings import Settings
 from tests.pg import fresh_database, migrate_to_head
 
 APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings",

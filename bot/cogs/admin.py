@@ -10,7 +10,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import audit as bot_audit, checks
+from bot import audit as bot_audit
+from bot import checks
 from bot.choices import film_choices
 from bot.embeds import INFO, esc
 from db import audit, guilds

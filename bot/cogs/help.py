@@ -13,7 +13,8 @@ from discord.ext import commands
 
 from bot import checks
 from bot.embeds import INFO, esc
-from db import guilds, sessions as game_sessions, votes
+from db import guilds, votes
+from db import sessions as game_sessions
 from game.catalogue import FILMS, Film
 
 SECTIONS = {  # a root command's section, in display order

@@ -7,9 +7,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import audit as bot_audit, checks
+from bot import audit as bot_audit
+from bot import checks
 from bot.embeds import esc
-from db import sessions as game_sessions, turns as turn_service
+from db import sessions as game_sessions
+from db import turns as turn_service
 from game.catalogue import display_film
 from game.errors import PlayerNotInGame
 

@@ -19,7 +19,10 @@ from bot.choices import film_choices
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import ExportLimiter, export_session
 from bot.status import position_text
-from db import games as past_games, guilds, sessions as game_sessions, turns as turn_service
+from db import games as past_games
+from db import guilds
+from db import sessions as game_sessions
+from db import turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
 from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter

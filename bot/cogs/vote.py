@@ -18,11 +18,14 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import audit as bot_audit, checks, replies
+from bot import audit as bot_audit
+from bot import checks, replies
 from bot.cogs.play import act_fields, split_names, with_cleaning_notes
 from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
-from db import guilds, sessions as game_sessions, turns as turn_service, votes
+from db import guilds, votes
+from db import sessions as game_sessions
+from db import turns as turn_service
 from db.models import GameSession
 from game.catalogue import display_film, session_film
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from game.motion import motion_scope
 from game.states import Prediction
-from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
 from inference.backends.clip_batch import decode_together, outcome
 from inference.mllm.batcher import MicroBatcher, close_all

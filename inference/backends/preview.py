@@ -21,10 +21,10 @@ from collections.abc import Mapping
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from game import preview_rules
 from game import states as rules
 from game.motion import motion_scope
-from contracts.turn import ProgressCallback, TurnRequest, TurnResult
 from inference.mp4 import DEFAULT_MAX_BYTES, encode_mp4
 
 LABEL = "PREVIEW"

@@ -133,7 +133,7 @@ class MultiFilmMLLM(nn.Module):
         self.active = film
         return time.perf_counter() - t0
 
-    def view(self, film: str) -> "FilmModel":
+    def view(self, film: str) -> FilmModel:
         return FilmModel(self, film)
 
     # -- loading ---------------------------------------------------------------------------

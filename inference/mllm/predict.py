@@ -95,7 +95,7 @@ class MLLMPredictor:
 
     # -- passes -----------------------------------------------------------------------------
 
-    def _forward(self, batch: "_Batch", start: int, embeds, block, cache):
+    def _forward(self, batch: _Batch, start: int, embeds, block, cache):
         stop = start + embeds.shape[1]
         mask = attention_mask_4d(batch.pad, start, stop, stop, embeds.dtype, block, self.sliding_window)
         return self.model.transformer(embeds, mask, position_ids(batch.pad, start, stop), cache)
@@ -105,7 +105,7 @@ class MLLMPredictor:
         stop = length if readout == "released" else length - TAIL
         return hidden[:, stop - NUM_QUERY - offset : stop - offset]
 
-    def _prefill_cached(self, batch: "_Batch", opt: PredictOptions):
+    def _prefill_cached(self, batch: _Batch, opt: PredictOptions):
         L, block = batch.length, batch.block
         cache = DynamicCache()
         if opt.state_pass == "training":
@@ -120,14 +120,14 @@ class MLLMPredictor:
         h_txt = self._forward(batch, p, batch.embeds[:, p:], None, cache)
         return self._readout(h_rep, p, L, opt.readout), self.model.logits(h_txt[:, -1]), cache
 
-    def _prefill_full(self, batch: "_Batch", opt: PredictOptions):
+    def _prefill_full(self, batch: _Batch, opt: PredictOptions):
         h = self._forward(batch, 0, batch.embeds, batch.block, None)
         rep = self._readout(h, 0, batch.length, opt.readout)
         if opt.state_pass == "released_causal":
             h = self._forward(batch, 0, batch.embeds, None, None)
         return rep, self.model.logits(h[:, -1]), None
 
-    def _decode_states(self, batch: "_Batch", opt: PredictOptions, logits, cache):
+    def _decode_states(self, batch: _Batch, opt: PredictOptions, logits, cache):
         s = self.ids
         chosen, all_logits = [], []
         embeds, cols = batch.embeds, batch.length
@@ -168,7 +168,7 @@ class _Batch:
     block: tuple[int, int]  # columns of the current query block (the same in every row)
 
     @classmethod
-    def build(cls, model: AnimeGamerMLLM, prompts: Sequence[TurnPrompt]) -> "_Batch":
+    def build(cls, model: AnimeGamerMLLM, prompts: Sequence[TurnPrompt]) -> _Batch:
         device = model.device
         L = max(len(p) for p in prompts)
         pads = [L - len(p) for p in prompts]

@@ -9,9 +9,18 @@ from dataclasses import dataclass, field
 import discord
 import pytest_asyncio
 
-from db.runtime import open_database
 from bot.client import AnimeGamerBot
-from tests.fake_discord import FakeDiscord, FakeChannel, FakeGuild, FakeMember, FakeRole, patch_discord, start_client, stop_client
+from db.runtime import open_database
+from tests.fake_discord import (
+    FakeChannel,
+    FakeDiscord,
+    FakeGuild,
+    FakeMember,
+    FakeRole,
+    patch_discord,
+    start_client,
+    stop_client,
+)
 from tests.queue.conftest import qsettings, start_worker  # noqa: F401  (fixtures shared with the queue tests)
 
 

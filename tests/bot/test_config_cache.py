@@ -8,7 +8,8 @@ import contextlib
 
 from sqlalchemy import event
 
-from db import guilds, notify, sessions as game_sessions
+from db import guilds, notify
+from db import sessions as game_sessions
 from game.catalogue import FILMS
 from tests.bot.helpers import say
 

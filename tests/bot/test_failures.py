@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from db.runtime import open_database
 from db.engine import make_engine
 from db.migrate import upgrade
 from db.models import GameSession, Turn
+from db.runtime import open_database
 from inference.backend import BackendError
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot

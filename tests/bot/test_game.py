@@ -6,7 +6,17 @@ import json
 
 from db import sessions as game_sessions
 from game.states import STATE_NAMES, describe
-from tests.bot.helpers import answer, command, ffprobe_frames, field, patches_with_files, posted_turns, result, say, turn_messages
+from tests.bot.helpers import (
+    answer,
+    command,
+    ffprobe_frames,
+    field,
+    patches_with_files,
+    posted_turns,
+    result,
+    say,
+    turn_messages,
+)
 
 CHANNEL_MESSAGES = ("POST", "/channels/{channel_id}/messages")
 

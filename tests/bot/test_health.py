@@ -11,7 +11,6 @@ from tests.bot.conftest import stop_bot
 from tests.queue.helpers import wait_until
 
 
-
 async def _get(port: int) -> tuple[int, dict]:
     async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/healthz") as r:
         return r.status, await r.json()

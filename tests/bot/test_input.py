@@ -4,7 +4,6 @@ shown escaped, without pinging anyone."""
 from __future__ import annotations
 
 from bot.embeds import esc
-
 from tests.bot.helpers import posted_turns, result, say, setup_game, turns_of
 
 

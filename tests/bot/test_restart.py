@@ -5,14 +5,23 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
-
 from sqlalchemy import func, text, update
 
 from db.models import Turn
 from game.states import STATE_START
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import (
-    audit_actions, closed_as, field, is_result, posted_turns, result, results, say, setup_game, status_message, turns_of,
+    audit_actions,
+    closed_as,
+    field,
+    is_result,
+    posted_turns,
+    result,
+    results,
+    say,
+    setup_game,
+    status_message,
+    turns_of,
 )
 from tests.queue.helpers import wait_until
 

@@ -7,14 +7,16 @@ error, and every row runs in its own transaction, which must stay usable."""
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
-from db import audit, guilds, sessions as gsess, turns
+from db import audit, guilds, turns
+from db import sessions as gsess
 from db.guilds import Limits
 from db.models import AuditLog, GameSession, Player, Turn
 from game.catalogue import FILMS

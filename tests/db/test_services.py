@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, update
 
-from db import audit, guilds, sessions as gsess, turns
+from contracts import representation
+from contracts.turn import TurnResult
+from db import audit, guilds, turns
+from db import sessions as gsess
 from db.guilds import Limits
 from db.models import GameSession, Turn
 from game.catalogue import FILMS
@@ -27,8 +30,6 @@ from game.errors import (
 )
 from game.instruction import build_instruction
 from game.states import CharacterState, Prediction
-from contracts import representation
-from contracts.turn import TurnResult
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)

@@ -7,12 +7,12 @@ import json
 import os
 import re
 
+import decoder_sat_reference as ref
 import numpy as np
 import pytest
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-import decoder_sat_reference as ref
 from inference.decoder.convert import (
     CheckpointKindError,
     ConversionError,
@@ -22,8 +22,8 @@ from inference.decoder.convert import (
     convert_vae_state_dict,
 )
 from inference.decoder.pipeline import load_decoder
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 from inference.decoder.vae import latent_chunks
+from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 
 def diffusers_vae_key_to_sat(key: str) -> str:

@@ -12,8 +12,8 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 from inference.mp4 import encode_mp4, ffmpeg_binary
+from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 
 @pytest.fixture(scope="module")

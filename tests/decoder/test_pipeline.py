@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import decoder_sat_reference as ref
 import numpy as np
 import pytest
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-import decoder_sat_reference as ref
 from inference.backend import ClipDecoder
 from inference.decoder.pipeline import AnimeGamerDecoder
 from inference.decoder.sampler import ReplayNoise, SeededNoise, released_draw_count

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+import decoder_sat_reference as ref
 import numpy as np
 import torch
 
-import decoder_sat_reference as ref
 from inference.decoder.sampler import Guidance
 from inference.decoder.schedule import (
     dynamic_cfg_scale,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-
 import decoder_sat_reference as ref
+import torch
 
 
 def test_motion_scope_embedding_matches_reference(cfg, sat_sd, transformer):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from animegamer.doctor import FAIL, INFO, OK, SKIP, check_discord_token, check_models
-from settings import Settings
 from game.catalogue import get_film
 from inference.model_paths import film_paths
+from settings import Settings
 from tests.pg import fresh_database, migrate_to_head
 from tests.ports import free_port
 
@@ -132,7 +132,7 @@ def test_discord_token_validity(fake_discord):
 
 
 def test_table_rendering():
-    from animegamer.doctor import Row, WARN, render
+    from animegamer.doctor import WARN, Row, render
 
     text = render([Row("settings", OK, "fine"), Row("models qiqi", FAIL, "missing"), Row("gpu 0", WARN, "small")])
     lines = text.splitlines()

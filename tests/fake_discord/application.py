@@ -5,7 +5,7 @@ slash(..., "group sub", {options}) into the interaction data Discord would send 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from . import interactions as it
 from .errors import ApiError, invalid_form
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .models import RecordedRequest
     from .server import FakeDiscord
 
-Command = Dict[str, Any]
+Command = dict[str, Any]
 GROUPS = (it.SUB_COMMAND, it.SUB_COMMAND_GROUP)
 
 
@@ -26,11 +26,11 @@ class ApplicationMixin:
 
     # -- inspection (test-facing) ------------------------------------------------------------------
 
-    def commands(self: "FakeDiscord", guild: Optional[FakeGuild] = None) -> List[Command]:
+    def commands(self: FakeDiscord, guild: FakeGuild | None = None) -> list[Command]:
         """Application commands as last synced (global, or for one guild)."""
         return self.global_commands if guild is None else self.guild_commands.get(guild.id, [])
 
-    def command(self: "FakeDiscord", name: str, guild: Optional[FakeGuild] = None) -> Command:
+    def command(self: FakeDiscord, name: str, guild: FakeGuild | None = None) -> Command:
         for cmd in self.commands(guild):
             if cmd["name"] == name:
                 return cmd
@@ -38,15 +38,15 @@ class ApplicationMixin:
 
     # -- login ---------------------------------------------------------------------------------
 
-    def bot_user_payload(self: "FakeDiscord") -> Dict[str, Any]:
+    def bot_user_payload(self: FakeDiscord) -> dict[str, Any]:
         return dict(self.bot_user.payload(), verified=True, mfa_enabled=False, flags=0, email=None, locale="en-US")
 
     @route("GET", "/users/@me")
-    async def _get_me(self: "FakeDiscord", rec: "RecordedRequest") -> Reply:
+    async def _get_me(self: FakeDiscord, rec: RecordedRequest) -> Reply:
         return 200, self.bot_user_payload()
 
     @route("GET", "/oauth2/applications/@me")
-    async def _get_application(self: "FakeDiscord", rec: "RecordedRequest") -> Reply:
+    async def _get_application(self: FakeDiscord, rec: RecordedRequest) -> Reply:
         return 200, {
             "id": str(self.application_id),
             "name": self.bot_user.username,
@@ -68,7 +68,7 @@ class ApplicationMixin:
         }
 
     @route("GET", "/gateway/bot")
-    async def _get_gateway_bot(self: "FakeDiscord", rec: "RecordedRequest") -> Reply:
+    async def _get_gateway_bot(self: FakeDiscord, rec: RecordedRequest) -> Reply:
         return 200, {
             "url": self.gateway_url,
             "shards": 1,
@@ -80,7 +80,7 @@ class ApplicationMixin:
     @route("PUT", "/applications/{application_id}/commands")
     @route("PUT", "/applications/{application_id}/guilds/{guild_id}/commands")
     async def _put_commands(
-        self: "FakeDiscord", rec: "RecordedRequest", application_id: str, guild_id: Optional[str] = None
+        self: FakeDiscord, rec: RecordedRequest, application_id: str, guild_id: str | None = None
     ) -> Reply:
         if application_id != str(self.application_id):
             raise ApiError(403, 50001, "Missing Access")
@@ -97,7 +97,7 @@ class ApplicationMixin:
         store[:] = new
         return 200, new
 
-    def _stored_command(self: "FakeDiscord", cmd: Command, guild_id: Optional[str], existing: List[Command]) -> Command:
+    def _stored_command(self: FakeDiscord, cmd: Command, guild_id: str | None, existing: list[Command]) -> Command:
         check_command(cmd)
         old = next((c for c in existing if c["name"] == cmd["name"] and c.get("type", 1) == cmd.get("type", 1)), None)
         stored = dict(cmd)
@@ -116,14 +116,14 @@ class ApplicationMixin:
     # -- invoking a synced command -------------------------------------------------------------
 
     def _command_data(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         guild: FakeGuild,
         command: str,
-        options: Dict[str, Any],
+        options: dict[str, Any],
         *,
-        focused: Optional[str],
+        focused: str | None,
         require_synced: bool,
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """The interaction `data` for "name [group] [sub]" with options, as the Discord client builds it."""
         names = command.split()
         top = _find_chat_command(self.guild_commands.get(guild.id, []), names[0])
@@ -133,10 +133,10 @@ class ApplicationMixin:
             synced = [c["name"] for c in self.global_commands + self.guild_commands.get(guild.id, [])]
             raise LookupError(f"command {names[0]!r} was never synced (synced: {synced}); call tree.sync() first")
 
-        resolved: Dict[str, Dict[str, Any]] = {}
-        root: List[Dict[str, Any]] = []
+        resolved: dict[str, dict[str, Any]] = {}
+        root: list[dict[str, Any]] = []
         current = root
-        defs: Optional[List[Dict[str, Any]]] = top.get("options", []) if top else None
+        defs: list[dict[str, Any]] | None = top.get("options", []) if top else None
         for depth, sub in enumerate(names[1:]):
             if defs is not None:
                 sub_def = next((o for o in defs if o["name"] == sub and o["type"] in GROUPS), None)
@@ -146,7 +146,7 @@ class ApplicationMixin:
                 defs = sub_def.get("options", [])
             else:
                 kind = it.SUB_COMMAND if depth == len(names) - 2 else it.SUB_COMMAND_GROUP
-            node: Dict[str, Any] = {"name": sub, "type": kind, "options": []}
+            node: dict[str, Any] = {"name": sub, "type": kind, "options": []}
             current.append(node)
             current = node["options"]
 
@@ -178,7 +178,7 @@ class ApplicationMixin:
         if focused is not None and focused not in options:
             raise ValueError(f"focused option {focused!r} must be given in options")
 
-        data: Dict[str, Any] = {"id": str(top["id"]) if top else str(self.snowflake()), "name": names[0], "type": 1}
+        data: dict[str, Any] = {"id": str(top["id"]) if top else str(self.snowflake()), "name": names[0], "type": 1}
         if root:
             data["options"] = root
         if resolved:
@@ -188,7 +188,7 @@ class ApplicationMixin:
         return data
 
 
-def _find_chat_command(commands: List[Command], name: str) -> Optional[Command]:
+def _find_chat_command(commands: list[Command], name: str) -> Command | None:
     return next((c for c in commands if c["name"] == name and c.get("type", 1) == 1), None)
 
 
@@ -203,7 +203,7 @@ def check_command(cmd: Command) -> None:
     _check_options(cmd.get("options") or [], "options")
 
 
-def _check_options(options: List[Dict[str, Any]], where: str) -> None:
+def _check_options(options: list[dict[str, Any]], where: str) -> None:
     if len(options) > 25:
         raise invalid_form(where, "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
     seen_optional = False
@@ -226,7 +226,7 @@ def _check_options(options: List[Dict[str, Any]], where: str) -> None:
             raise invalid_form(f"{here}.description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
 
 
-def check_option_limits(opt_def: Dict[str, Any], value: Any) -> None:
+def check_option_limits(opt_def: dict[str, Any], value: Any) -> None:
     """The Discord client refuses to send values outside an option's declared limits."""
     name = opt_def["name"]
     if opt_def.get("choices") and value not in [c["value"] for c in opt_def["choices"]]:
@@ -255,7 +255,7 @@ def infer_option_type(value: Any) -> int:
     return next((kind for types, kind in kinds if isinstance(value, types)), it.STRING)
 
 
-def option_value(kind: int, value: Any, resolved: Dict[str, Dict[str, Any]], guild: FakeGuild) -> Any:
+def option_value(kind: int, value: Any, resolved: dict[str, dict[str, Any]], guild: FakeGuild) -> Any:
     """An option's wire value; users, members, roles, channels and attachments also go into `resolved`."""
     if kind == it.STRING:
         return str(value)

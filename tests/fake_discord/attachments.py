@@ -4,7 +4,7 @@ checked against the guild's upload limit and served back at their URL like Disco
 from __future__ import annotations
 
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -19,18 +19,18 @@ class AttachmentsMixin:
     """FakeDiscord's stored files."""
 
     def make_attachment(
-        self: "FakeDiscord", filename: str, data: bytes, *, content_type: Optional[str] = None
+        self: FakeDiscord, filename: str, data: bytes, *, content_type: str | None = None
     ) -> FakeAttachment:
         """An uploaded file for an attachment option; its URL is served by the fake (Attachment.read works)."""
         return self._store_attachment(0, filename, data, content_type)
 
     def _store_attachment(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         channel_id: int,
         filename: str,
         data: bytes,
-        content_type: Optional[str],
-        description: Optional[str] = None,
+        content_type: str | None,
+        description: str | None = None,
     ) -> FakeAttachment:
         aid = self.snowflake()
         url = f"{self.base_url}/attachments/{channel_id}/{aid}/{urllib.parse.quote(filename)}"
@@ -41,14 +41,14 @@ class AttachmentsMixin:
         return att
 
     def _attachments_from(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         channel_id: int,
-        body: Dict[str, Any],
-        files: List[FakeAttachment],
-        existing: List[FakeAttachment],
-    ) -> List[FakeAttachment]:
+        body: dict[str, Any],
+        files: list[FakeAttachment],
+        existing: list[FakeAttachment],
+    ) -> list[FakeAttachment]:
         """Resolve the `attachments` field against uploaded files[n] (new) and kept existing ones."""
-        def store(f: FakeAttachment, filename: str, description: Optional[str] = None) -> FakeAttachment:
+        def store(f: FakeAttachment, filename: str, description: str | None = None) -> FakeAttachment:
             return self._store_attachment(channel_id, filename, f.data, f.content_type, description)
 
         by_index = dict(enumerate(files))
@@ -56,7 +56,7 @@ class AttachmentsMixin:
         if meta is None:
             return existing + [store(f, f.filename) for f in files]
         keep = {a.id: a for a in existing}
-        result: List[FakeAttachment] = []
+        result: list[FakeAttachment] = []
         for entry in meta:
             aid = int(entry["id"])
             if aid in keep:
@@ -67,13 +67,13 @@ class AttachmentsMixin:
         # files[n] not described in `attachments` are still uploaded
         return result + [store(f, f.filename) for f in by_index.values()]
 
-    def _check_upload(self: "FakeDiscord", files: List[FakeAttachment], channel: FakeChannel) -> None:
+    def _check_upload(self: FakeDiscord, files: list[FakeAttachment], channel: FakeChannel) -> None:
         guild = self.guilds.get(channel.guild_id)
         limit = guild.upload_limit if guild is not None else self.default_upload_limit
         if any(f.size > limit for f in files):
             raise ApiError(413, 40005, "Request entity too large")
 
-    async def _cdn(self: "FakeDiscord", request: web.Request) -> web.StreamResponse:
+    async def _cdn(self: FakeDiscord, request: web.Request) -> web.StreamResponse:
         att = self.attachments.get(int(request.match_info["attachment_id"]))
         if att is None:
             return web.Response(status=404)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import AsyncIterator, Iterator, TypeVar
+from collections.abc import AsyncIterator, Iterator
+from typing import TypeVar
 
 import discord
 import discord.gateway
@@ -36,7 +37,7 @@ def patch_discord(server: FakeDiscord) -> Iterator[None]:
         discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_gateway
 
 
-async def start_client(server: FakeDiscord, client: ClientT, *, timeout: float = 10.0) -> "asyncio.Task[None]":
+async def start_client(server: FakeDiscord, client: ClientT, *, timeout: float = 10.0) -> asyncio.Task[None]:
     """Start `client` against `server` and wait until on_ready; returns the task running it.
 
     URLs must already be patched (see patch_discord). If the client dies while starting, its
@@ -57,7 +58,7 @@ async def start_client(server: FakeDiscord, client: ClientT, *, timeout: float =
     return task
 
 
-async def stop_client(client: discord.Client, task: "asyncio.Task[None]", *, timeout: float = 10.0) -> None:
+async def stop_client(client: discord.Client, task: asyncio.Task[None], *, timeout: float = 10.0) -> None:
     """Close the client (gateway close 1000 ends its session) and wait for its task."""
     await client.close()
     try:

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 
 class ApiError(Exception):
     """An error answer with Discord's JSON error body {"message", "code"[, "errors"]}."""
 
-    def __init__(self, status: int, code: int, message: str, errors: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, status: int, code: int, message: str, errors: dict[str, Any] | None = None) -> None:
         super().__init__(f"{status} {code} {message}")
         self.status = status
-        self.body: Dict[str, Any] = {"message": message, "code": code}
+        self.body: dict[str, Any] = {"message": message, "code": code}
         if errors:
             self.body["errors"] = errors
 
 
 def invalid_form(field: str, code: str, message: str) -> ApiError:
     """Discord's 400 "Invalid Form Body" (50035) with one nested field error."""
-    errors: Dict[str, Any] = {"_errors": [{"code": code, "message": message}]}
+    errors: dict[str, Any] = {"_errors": [{"code": code, "message": message}]}
     for part in reversed(field.split(".")) if field else ():
         errors = {part: errors}
     return ApiError(400, 50035, "Invalid Form Body", errors)

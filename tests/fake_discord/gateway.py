@@ -25,7 +25,7 @@ import logging
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
@@ -57,15 +57,15 @@ class GatewayConnection:
 
     def __init__(self, ws: web.WebSocketResponse, *, compress: bool) -> None:
         self.ws = ws
-        self.queue: "asyncio.Queue[Optional[Dict[str, Any]]]" = asyncio.Queue()
-        self.session: Optional[GatewaySession] = None
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.session: GatewaySession | None = None
         self._compressor = zlib.compressobj() if compress else None
         self.writer = asyncio.create_task(self._write_loop(), name="fake-discord-gateway-writer")
-        self.received: List[Dict[str, Any]] = []
-        self.server_close_code: Optional[int] = None  # set when the fake closed the socket itself
-        self.client_close_code: Optional[int] = None  # code of the client's close frame
+        self.received: list[dict[str, Any]] = []
+        self.server_close_code: int | None = None  # set when the fake closed the socket itself
+        self.client_close_code: int | None = None  # code of the client's close frame
 
-    def send(self, frame: Dict[str, Any]) -> None:
+    def send(self, frame: dict[str, Any]) -> None:
         self.queue.put_nowait(frame)
 
     async def _write_loop(self) -> None:
@@ -96,12 +96,12 @@ class GatewayConnection:
 class GatewaySession:
     id: str
     intents: int
-    shard: Optional[List[int]]
+    shard: list[int] | None
     seq: int = 0
-    buffer: List[Dict[str, Any]] = field(default_factory=list)
-    conn: Optional[GatewayConnection] = None
+    buffer: list[dict[str, Any]] = field(default_factory=list)
+    conn: GatewayConnection | None = None
     ended: bool = False
-    identify: Dict[str, Any] = field(default_factory=dict)
+    identify: dict[str, Any] = field(default_factory=dict)
 
     def wants(self, intent: int) -> bool:
         return bool(self.intents & intent)
@@ -119,23 +119,23 @@ class GatewaySession:
 class Gateway:
     """Gateway endpoint state held by a FakeDiscord."""
 
-    def __init__(self, server: "FakeDiscord", *, heartbeat_interval_ms: int, compression: bool) -> None:
+    def __init__(self, server: FakeDiscord, *, heartbeat_interval_ms: int, compression: bool) -> None:
         self.server = server
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.compression = compression
-        self.sessions: Dict[str, GatewaySession] = {}
-        self.connections: List[GatewayConnection] = []
+        self.sessions: dict[str, GatewaySession] = {}
+        self.connections: list[GatewayConnection] = []
         # (event, details) tuples: "connect", "identify", "resume", "resumed", "invalid_session", "close"
-        self.log: List[tuple] = []
+        self.log: list[tuple] = []
         self.refusing = False  # test control: new connections get HTTP 503 (a gateway outage)
 
     # -- which sessions get events ---------------------------------------------------------------
 
-    def live_sessions(self) -> List[GatewaySession]:
+    def live_sessions(self) -> list[GatewaySession]:
         """Sessions that will receive a dispatch now or on RESUME."""
         return [s for s in self.sessions.values() if not s.ended]
 
-    def connected_sessions(self) -> List[GatewaySession]:
+    def connected_sessions(self) -> list[GatewaySession]:
         return [s for s in self.live_sessions() if s.conn is not None]
 
     # -- websocket handler -----------------------------------------------------------------------
@@ -181,7 +181,7 @@ class Gateway:
             self.server._notify()
         return ws
 
-    async def _on_frame(self, conn: GatewayConnection, frame: Dict[str, Any]) -> None:
+    async def _on_frame(self, conn: GatewayConnection, frame: dict[str, Any]) -> None:
         conn.received.append(frame)
         op = frame.get("op")
         data = frame.get("d")
@@ -199,7 +199,7 @@ class Gateway:
             log.debug("fake gateway ignoring op %s", op)
         self.server._notify()
 
-    async def _identify(self, conn: GatewayConnection, data: Dict[str, Any]) -> None:
+    async def _identify(self, conn: GatewayConnection, data: dict[str, Any]) -> None:
         if data.get("token") != self.server.token:
             self.log.append(("identify_failed", None))
             await conn.close(4004)  # Authentication failed
@@ -235,7 +235,7 @@ class Gateway:
         for guild in srv.guilds.values():
             session.dispatch("GUILD_CREATE", srv.guild_create_payload(guild, session))
 
-    def _resume(self, conn: GatewayConnection, data: Dict[str, Any]) -> None:
+    def _resume(self, conn: GatewayConnection, data: dict[str, Any]) -> None:
         session = self.sessions.get(data.get("session_id") or "")
         if session is None or session.ended or data.get("token") != self.server.token:
             self.log.append(("invalid_session", data.get("session_id")))
@@ -256,7 +256,7 @@ class Gateway:
         session.dispatch("RESUMED", {"_trace": ["fake-discord"]})
         self.log.append(("resumed", session.id))
 
-    def _request_members(self, conn: GatewayConnection, data: Dict[str, Any]) -> None:
+    def _request_members(self, conn: GatewayConnection, data: dict[str, Any]) -> None:
         session = conn.session
         if session is None:
             return
@@ -273,7 +273,7 @@ class Gateway:
         limit = data.get("limit") or 0
         if limit:
             members = members[:limit]
-        payload: Dict[str, Any] = {
+        payload: dict[str, Any] = {
             "guild_id": str(guild.id),
             "members": [m.payload() for m in members],
             "chunk_index": 0,

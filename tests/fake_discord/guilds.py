@@ -4,8 +4,9 @@ GUILD_MEMBER_*)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from .gateway import INTENT_GUILD_MEMBERS, GatewaySession
 from .models import (
@@ -32,10 +33,10 @@ if TYPE_CHECKING:  # pragma: no cover
 class FakeMember:
     user: FakeUser
     guild_id: int
-    roles: List[int] = field(default_factory=list)  # role ids, never @everyone
-    nick: Optional[str] = None
+    roles: list[int] = field(default_factory=list)  # role ids, never @everyone
+    nick: str | None = None
     joined_at: str = field(default_factory=iso_now)
-    _server: Optional["FakeDiscord"] = field(default=None, repr=False)
+    _server: FakeDiscord | None = field(default=None, repr=False)
 
     @property
     def id(self) -> int:
@@ -45,8 +46,8 @@ class FakeMember:
     def mention(self) -> str:
         return self.user.mention
 
-    def payload(self, *, permissions: Optional[int] = None, with_user: bool = True) -> Dict[str, Any]:
-        data: Dict[str, Any] = {
+    def payload(self, *, permissions: int | None = None, with_user: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "roles": [str(r) for r in self.roles],
             "nick": self.nick,
             "avatar": None,
@@ -64,13 +65,13 @@ class FakeMember:
             data["permissions"] = str(permissions)
         return data
 
-    def add_role(self, role: "FakeRole") -> None:
+    def add_role(self, role: FakeRole) -> None:
         """Give the member a role; a connected client gets GUILD_MEMBER_UPDATE (members intent)."""
         if role.id not in self.roles:
             self.roles.append(role.id)
             self._member_updated()
 
-    def remove_role(self, role: "FakeRole") -> None:
+    def remove_role(self, role: FakeRole) -> None:
         if role.id in self.roles:
             self.roles.remove(role.id)
             self._member_updated()
@@ -89,11 +90,11 @@ class FakeGuild:
     owner_id: int
     upload_limit: int = DEFAULT_UPLOAD_LIMIT
     locale: str = "en-US"
-    roles: Dict[int, FakeRole] = field(default_factory=dict)
-    channels: Dict[int, FakeChannel] = field(default_factory=dict)
-    members: Dict[int, FakeMember] = field(default_factory=dict)
+    roles: dict[int, FakeRole] = field(default_factory=dict)
+    channels: dict[int, FakeChannel] = field(default_factory=dict)
+    members: dict[int, FakeMember] = field(default_factory=dict)
     joined_at: str = field(default_factory=iso_now)
-    _server: Optional["FakeDiscord"] = field(default=None, repr=False)
+    _server: FakeDiscord | None = field(default=None, repr=False)
 
     # -- test-facing builders ------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class FakeGuild:
         return self.members[self._server.bot_user.id]
 
     def create_text_channel(
-        self, name: str, *, topic: Optional[str] = None, category: Optional[FakeChannel] = None
+        self, name: str, *, topic: str | None = None, category: FakeChannel | None = None
     ) -> FakeChannel:
         """Add a text channel (CHANNEL_CREATE reaches a connected client)."""
         return self._add_channel(name, TEXT, topic=topic, parent_id=category.id if category else None)
@@ -164,16 +165,16 @@ class FakeGuild:
         name: str,
         *,
         roles: Iterable[FakeRole] = (),
-        nick: Optional[str] = None,
+        nick: str | None = None,
         bot: bool = False,
-        global_name: Optional[str] = None,
+        global_name: str | None = None,
     ) -> FakeMember:
         """Create a new user and add them to this guild."""
         assert self._server is not None
         user = self._server.create_user(name, bot=bot, global_name=global_name)
         return self.add_member(user, roles=roles, nick=nick)
 
-    def add_member(self, user: FakeUser, *, roles: Iterable[FakeRole] = (), nick: Optional[str] = None) -> FakeMember:
+    def add_member(self, user: FakeUser, *, roles: Iterable[FakeRole] = (), nick: str | None = None) -> FakeMember:
         """Add an existing user (e.g. one who is in another guild too)."""
         member = FakeMember(user=user, guild_id=self.id, roles=[r.id for r in roles], nick=nick, _server=self._server)
         self.members[user.id] = member
@@ -183,7 +184,7 @@ class FakeGuild:
             self._server._dispatch_guild_event(self.id, "GUILD_MEMBER_ADD", data, intent=INTENT_GUILD_MEMBERS)
         return member
 
-    def edit_role(self, role: FakeRole, *, name: Optional[str] = None, permissions: Any = None) -> FakeRole:
+    def edit_role(self, role: FakeRole, *, name: str | None = None, permissions: Any = None) -> FakeRole:
         """Change a role (GUILD_ROLE_UPDATE reaches a connected client, so its permission cache follows)."""
         if name is not None:
             role.name = name
@@ -235,7 +236,7 @@ class FakeGuild:
             return ALL_PERMISSIONS
         return perms
 
-    def permissions_in(self, member: FakeMember, channel: Optional[FakeChannel]) -> int:
+    def permissions_in(self, member: FakeMember, channel: FakeChannel | None) -> int:
         perms = self.base_permissions(member)
         if perms & ADMINISTRATOR or channel is None:
             return perms
@@ -257,7 +258,7 @@ class FakeGuild:
 
     # -- payloads ------------------------------------------------------------------------------
 
-    def payload(self) -> Dict[str, Any]:
+    def payload(self) -> dict[str, Any]:
         """The REST guild object."""
         return {
             "id": str(self.id),
@@ -292,7 +293,7 @@ class FakeGuild:
             "premium_progress_bar_enabled": False,
         }
 
-    def gateway_payload(self, *, include_all_members: bool) -> Dict[str, Any]:
+    def gateway_payload(self, *, include_all_members: bool) -> dict[str, Any]:
         """GUILD_CREATE data. Without the members intent Discord sends only the bot's own member."""
         data = self.payload()
         me_id = self._server.bot_user.id if self._server else None
@@ -318,18 +319,18 @@ class GuildsMixin:
     """FakeDiscord's world building (test-facing) and the guild events it dispatches."""
 
     def create_user(
-        self: "FakeDiscord", name: str, *, bot: bool = False, global_name: Optional[str] = None
+        self: FakeDiscord, name: str, *, bot: bool = False, global_name: str | None = None
     ) -> FakeUser:
         user = FakeUser(id=self.snowflake(), username=name, bot=bot, global_name=global_name)
         self.users[user.id] = user
         return user
 
     def create_guild(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         name: str = "Test Guild",
         *,
-        owner: Optional[FakeUser] = None,
-        upload_limit: Optional[int] = None,
+        owner: FakeUser | None = None,
+        upload_limit: int | None = None,
         everyone_permissions: Any = DEFAULT_EVERYONE_PERMISSIONS,
         bot_permissions: Any = DEFAULT_BOT_PERMISSIONS,
         locale: str = "en-US",
@@ -367,11 +368,11 @@ class GuildsMixin:
             session.dispatch("GUILD_CREATE", self.guild_create_payload(guild, session))
         return guild
 
-    def guild_create_payload(self: "FakeDiscord", guild: FakeGuild, session: GatewaySession) -> Dict[str, Any]:
+    def guild_create_payload(self: FakeDiscord, guild: FakeGuild, session: GatewaySession) -> dict[str, Any]:
         return guild.gateway_payload(include_all_members=session.wants(INTENT_GUILD_MEMBERS))
 
     def _dispatch_guild_event(
-        self: "FakeDiscord", guild_id: Optional[int], event: str, data: Any, intent: Optional[int] = None
+        self: FakeDiscord, guild_id: int | None, event: str, data: Any, intent: int | None = None
     ) -> None:
         if guild_id is None or guild_id not in self.guilds:
             return  # guild still being built

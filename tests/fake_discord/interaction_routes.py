@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import interactions as it
 from .errors import ApiError, FakeDiscordTimeout, invalid_form, unknown
@@ -26,12 +27,12 @@ class InteractionsMixin:
     # -- driving the bot (test-facing) -------------------------------------------------------------
 
     async def slash(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         guild: FakeGuild,
         channel: FakeChannel,
-        member: Union[FakeMember, FakeUser],
+        member: FakeMember | FakeUser,
         command: str,
-        options: Optional[Mapping[str, Any]] = None,
+        options: Mapping[str, Any] | None = None,
         *,
         require_synced: bool = True,
         locale: str = "en-US",
@@ -45,10 +46,10 @@ class InteractionsMixin:
         return await self._push_interaction(it.APPLICATION_COMMAND, guild, channel, member, data, locale=locale)
 
     async def autocomplete(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         guild: FakeGuild,
         channel: FakeChannel,
-        member: Union[FakeMember, FakeUser],
+        member: FakeMember | FakeUser,
         command: str,
         options: Mapping[str, Any],
         focused: str,
@@ -60,12 +61,12 @@ class InteractionsMixin:
         return await self._push_interaction(it.AUTOCOMPLETE, guild, channel, member, data)
 
     async def click(
-        self: "FakeDiscord",
-        message: Union[FakeMessage, int],
-        member: Union[FakeMember, FakeUser],
+        self: FakeDiscord,
+        message: FakeMessage | int,
+        member: FakeMember | FakeUser,
         custom_id: str,
         *,
-        values: Optional[List[str]] = None,
+        values: list[str] | None = None,
     ) -> InteractionHandle:
         """Click a button (or choose select values) on a stored message (type 3)."""
         msg = self.messages[int(getattr(message, "id", message))]
@@ -80,7 +81,7 @@ class InteractionsMixin:
             offered = [o["value"] for o in comp.get("options", [])]
             if not set(values) <= set(offered):
                 raise ValueError(f"select {custom_id!r} offers {offered}, not {values}")
-        data: Dict[str, Any] = {"custom_id": custom_id, "component_type": comp["type"]}
+        data: dict[str, Any] = {"custom_id": custom_id, "component_type": comp["type"]}
         if values is not None or comp["type"] in (3, 5, 6, 7, 8):
             data["values"] = list(values or [])
         if "id" in comp:
@@ -90,24 +91,24 @@ class InteractionsMixin:
         return await self._push_interaction(it.MESSAGE_COMPONENT, guild, channel, member, data, message=msg)
 
     async def select(
-        self: "FakeDiscord",
-        message: Union[FakeMessage, int],
-        member: Union[FakeMember, FakeUser],
+        self: FakeDiscord,
+        message: FakeMessage | int,
+        member: FakeMember | FakeUser,
         custom_id: str,
-        values: List[str],
+        values: list[str],
     ) -> InteractionHandle:
         """Choose values in a string select menu."""
         return await self.click(message, member, custom_id, values=values)
 
     async def _push_interaction(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         kind: int,
         guild: FakeGuild,
         channel: FakeChannel,
-        member: Union[FakeMember, FakeUser],
-        data: Dict[str, Any],
+        member: FakeMember | FakeUser,
+        data: dict[str, Any],
         *,
-        message: Optional[FakeMessage] = None,
+        message: FakeMessage | None = None,
         locale: str = "en-US",
     ) -> InteractionHandle:
         if channel.guild_id != guild.id:
@@ -124,7 +125,7 @@ class InteractionsMixin:
         member = guild.members[member.id]
         perms = guild.permissions_in(member, channel)
         iid, token = self.snowflake(), next_token()
-        payload: Dict[str, Any] = {
+        payload: dict[str, Any] = {
             "id": str(iid),
             "application_id": str(self.application_id),
             "type": kind,
@@ -164,7 +165,7 @@ class InteractionsMixin:
         self._notify()
         return handle
 
-    def _handle_by_token(self: "FakeDiscord", app_id: str, token: str) -> InteractionHandle:
+    def _handle_by_token(self: FakeDiscord, app_id: str, token: str) -> InteractionHandle:
         if str(app_id) == str(self.application_id):
             for h in self.interactions.values():
                 if h.token == token:
@@ -175,7 +176,7 @@ class InteractionsMixin:
 
     @route("POST", "/interactions/{interaction_id}/{token}/callback", auth=False)
     async def _interaction_callback(
-        self: "FakeDiscord", rec: "RecordedRequest", interaction_id: str, token: str
+        self: FakeDiscord, rec: RecordedRequest, interaction_id: str, token: str
     ) -> Reply:
         h = self.interactions.get(int(interaction_id)) if interaction_id.isdigit() else None
         if h is None or h.token != token:
@@ -189,7 +190,7 @@ class InteractionsMixin:
         kind = int(body.get("type", 0))
         data = body.get("data") or {}
         self._check_upload(rec.files, h.channel)
-        message: Optional[FakeMessage] = None
+        message: FakeMessage | None = None
 
         def invalid(why: str) -> ApiError:
             return invalid_form("type", "INTERACTION_RESPONSE_TYPE_INVALID", why)
@@ -232,7 +233,7 @@ class InteractionsMixin:
         self._notify()
         if rec.query.get("with_response") in (None, "0", "false", "False"):
             return 204, None
-        result: Dict[str, Any] = {"interaction": {"id": str(h.id), "type": h.type}}
+        result: dict[str, Any] = {"interaction": {"id": str(h.id), "type": h.type}}
         if message is not None:
             result["interaction"].update(
                 response_message_id=str(message.id),
@@ -245,7 +246,7 @@ class InteractionsMixin:
         return 200, result
 
     @route("POST", "/webhooks/{application_id}/{token}", auth=False)
-    async def _followup(self: "FakeDiscord", rec: "RecordedRequest", application_id: str, token: str) -> Reply:
+    async def _followup(self: FakeDiscord, rec: RecordedRequest, application_id: str, token: str) -> Reply:
         h = self._handle_by_token(application_id, token)
         if not h.responded:
             raise unknown("Webhook", 10015)  # follow-ups need an acknowledged interaction
@@ -261,7 +262,7 @@ class InteractionsMixin:
     @route("PATCH", WEBHOOK_MESSAGE, auth=False)
     @route("DELETE", WEBHOOK_MESSAGE, auth=False)
     async def _webhook_message(
-        self: "FakeDiscord", rec: "RecordedRequest", application_id: str, token: str, message_id: str
+        self: FakeDiscord, rec: RecordedRequest, application_id: str, token: str, message_id: str
     ) -> Reply:
         h = self._handle_by_token(application_id, token)
         mid = h.original_id if message_id == "@original" else (int(message_id) if message_id.isdigit() else None)

@@ -4,8 +4,9 @@ interaction, callback and option type numbers."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 from .guilds import FakeMember
 from .models import FLAG_EPHEMERAL, FakeAttachment, FakeChannel, FakeMessage, FakeUser, RecordedRequest
@@ -34,22 +35,22 @@ class InteractionCallback:
     """The bot's answer to POST /interactions/{id}/{token}/callback."""
 
     type: int
-    data: Dict[str, Any]
-    files: List[FakeAttachment]
+    data: dict[str, Any]
+    files: list[FakeAttachment]
     request: RecordedRequest
-    message: Optional[FakeMessage] = None  # message created (4, 5) or updated (7)
+    message: FakeMessage | None = None  # message created (4, 5) or updated (7)
     delay: float = 0.0  # seconds from INTERACTION_CREATE to this callback (Discord allows 3)
 
     @property
-    def content(self) -> Optional[str]:
+    def content(self) -> str | None:
         return self.data.get("content")
 
     @property
-    def embeds(self) -> List[Dict[str, Any]]:
+    def embeds(self) -> list[dict[str, Any]]:
         return self.data.get("embeds") or []
 
     @property
-    def components(self) -> List[Dict[str, Any]]:
+    def components(self) -> list[dict[str, Any]]:
         return self.data.get("components") or []
 
     @property
@@ -61,7 +62,7 @@ class InteractionCallback:
         return bool(self.flags & FLAG_EPHEMERAL)
 
     @property
-    def choices(self) -> List[Dict[str, Any]]:
+    def choices(self) -> list[dict[str, Any]]:
         """Autocomplete choices (type 8)."""
         return self.data.get("choices") or []
 
@@ -70,35 +71,35 @@ class InteractionCallback:
 class InteractionHandle:
     """An interaction the fake pushed to the bot, and everything the bot answered on its token."""
 
-    server: "FakeDiscord"
+    server: FakeDiscord
     id: int
     token: str
     type: int
-    payload: Dict[str, Any]
-    guild_id: Optional[int]
+    payload: dict[str, Any]
+    guild_id: int | None
     channel: FakeChannel
-    user: Union[FakeMember, FakeUser]
-    source_message_id: Optional[int] = None  # the message a component was clicked on
+    user: FakeMember | FakeUser
+    source_message_id: int | None = None  # the message a component was clicked on
     dispatched_at: float = field(default_factory=time.monotonic)
-    callbacks: List[InteractionCallback] = field(default_factory=list)
-    followup_ids: List[int] = field(default_factory=list)
-    original_id: Optional[int] = None
+    callbacks: list[InteractionCallback] = field(default_factory=list)
+    followup_ids: list[int] = field(default_factory=list)
+    original_id: int | None = None
 
     @property
     def responded(self) -> bool:
         return bool(self.callbacks)
 
     @property
-    def response(self) -> Optional[InteractionCallback]:
+    def response(self) -> InteractionCallback | None:
         return self.callbacks[0] if self.callbacks else None
 
     @property
-    def original(self) -> Optional[FakeMessage]:
+    def original(self) -> FakeMessage | None:
         """The @original message: the response message, or the clicked message for 6/7 answers."""
         return self.server.messages.get(self.original_id) if self.original_id else None
 
     @property
-    def followups(self) -> List[FakeMessage]:
+    def followups(self) -> list[FakeMessage]:
         return [self.server.messages[i] for i in self.followup_ids]
 
     async def wait_response(self, timeout: float = 5.0) -> InteractionCallback:
@@ -108,12 +109,12 @@ class InteractionHandle:
         return self.response
 
     async def wait_followup(
-        self, predicate: Optional[Callable[[FakeMessage], bool]] = None, *, timeout: float = 5.0
+        self, predicate: Callable[[FakeMessage], bool] | None = None, *, timeout: float = 5.0
     ) -> FakeMessage:
         """Wait for a follow-up message (POST /webhooks/{app}/{token}) matching predicate."""
         pred = predicate or (lambda m: True)
 
-        def find() -> Optional[FakeMessage]:
+        def find() -> FakeMessage | None:
             return next((m for m in self.followups if pred(m)), None)
 
         await self.server.wait_until(
@@ -122,7 +123,7 @@ class InteractionHandle:
         return find()  # type: ignore[return-value]
 
     async def wait_original(
-        self, predicate: Optional[Callable[[FakeMessage], bool]] = None, *, timeout: float = 5.0
+        self, predicate: Callable[[FakeMessage], bool] | None = None, *, timeout: float = 5.0
     ) -> FakeMessage:
         """Wait until @original exists, is no longer a "thinking" placeholder, and matches predicate."""
         pred = predicate or (lambda m: True)
@@ -143,7 +144,7 @@ class InteractionHandle:
         elif self.type == APPLICATION_COMMAND:
             msg.type = 20  # CHAT_INPUT_COMMAND
         user = self.user.user if isinstance(self.user, FakeMember) else self.user
-        meta: Dict[str, Any] = {
+        meta: dict[str, Any] = {
             "id": str(self.id),
             "type": self.type,
             "user": user.payload(),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Union
 
 from .errors import ApiError, FakeDiscordTimeout, invalid_form, unknown
 from .gateway import INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, GatewaySession
@@ -40,17 +41,17 @@ class MessagesMixin:
 
     # -- seeding and inspecting (test-facing) ------------------------------------------------------
 
-    def channel(self: "FakeDiscord", channel_id: int) -> FakeChannel:
+    def channel(self: FakeDiscord, channel_id: int) -> FakeChannel:
         return self._channels[int(channel_id)]
 
     def post_message(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         channel: FakeChannel,
         *,
-        author: Optional[Union[FakeUser, FakeMember]] = None,
+        author: FakeUser | FakeMember | None = None,
         content: str = "",
-        embeds: Optional[List[Dict[str, Any]]] = None,
-        components: Optional[List[Dict[str, Any]]] = None,
+        embeds: list[dict[str, Any]] | None = None,
+        components: list[dict[str, Any]] | None = None,
         dispatch: bool = False,
         source: str = "seeded",
     ) -> FakeMessage:
@@ -72,7 +73,7 @@ class MessagesMixin:
         return msg
 
     async def user_message(
-        self: "FakeDiscord", channel: FakeChannel, member: FakeMember, content: str
+        self: FakeDiscord, channel: FakeChannel, member: FakeMember, content: str
     ) -> FakeMessage:
         """A human posts in a channel: stored, and MESSAGE_CREATE is dispatched (content intent honoured)."""
         msg = self.post_message(channel, author=member, content=content, dispatch=True, source="user")
@@ -80,8 +81,8 @@ class MessagesMixin:
         return msg
 
     def channel_messages(
-        self: "FakeDiscord", channel: ChannelRef, *, include_ephemeral: bool = False
-    ) -> List[FakeMessage]:
+        self: FakeDiscord, channel: ChannelRef, *, include_ephemeral: bool = False
+    ) -> list[FakeMessage]:
         """Messages in a channel, oldest first, without deleted ones."""
         cid = getattr(channel, "id", channel)
         return [
@@ -91,8 +92,8 @@ class MessagesMixin:
         ]
 
     def channel_edits(
-        self: "FakeDiscord", channel: ChannelRef, *, via: Optional[str] = "channel"
-    ) -> List[Tuple[float, FakeMessage]]:
+        self: FakeDiscord, channel: ChannelRef, *, via: str | None = "channel"
+    ) -> list[tuple[float, FakeMessage]]:
         """(time.monotonic() of the edit, message) for every edit of a message in channel, oldest first.
 
         via: "channel" (PATCH /channels/.../messages/..., the route Discord's per-channel edit
@@ -109,7 +110,7 @@ class MessagesMixin:
         return sorted(edits, key=lambda pair: pair[0])
 
     def max_edits_in_window(
-        self: "FakeDiscord", channel: ChannelRef, window: float = 5.0, *, via: Optional[str] = "channel"
+        self: FakeDiscord, channel: ChannelRef, window: float = 5.0, *, via: str | None = "channel"
     ) -> int:
         """The most edits in channel within any `window` seconds (sliding), e.g. to hold the bot to
         Discord's budget of 5 message edits per 5 s per channel."""
@@ -124,14 +125,14 @@ class MessagesMixin:
     # -- waiting (test-facing) ---------------------------------------------------------------------
 
     async def wait_for_message(
-        self: "FakeDiscord",
-        channel: Optional[ChannelRef] = None,
-        predicate: Optional[Callable[[FakeMessage], bool]] = None,
+        self: FakeDiscord,
+        channel: ChannelRef | None = None,
+        predicate: Callable[[FakeMessage], bool] | None = None,
         *,
         timeout: float = 5.0,
-        after: Optional[Union[FakeMessage, int]] = None,
+        after: FakeMessage | int | None = None,
         include_ephemeral: bool = False,
-        author: Optional[Union[FakeUser, FakeMember]] = None,
+        author: FakeUser | FakeMember | None = None,
     ) -> FakeMessage:
         """First stored message (existing or future) in channel matching predicate.
 
@@ -142,7 +143,7 @@ class MessagesMixin:
         author_id = (author or self.bot_user).id
         pred = predicate or (lambda m: True)
 
-        def find() -> Optional[FakeMessage]:
+        def find() -> FakeMessage | None:
             for m in self.messages.values():
                 if (
                     (cid is None or m.channel_id == cid)
@@ -164,7 +165,7 @@ class MessagesMixin:
             ) from None
 
     async def wait_for_edits(
-        self: "FakeDiscord", message: Union[FakeMessage, int], count: int, *, timeout: float = 5.0
+        self: FakeDiscord, message: FakeMessage | int, count: int, *, timeout: float = 5.0
     ) -> FakeMessage:
         """Wait until a message has been edited at least `count` times."""
         mid = int(getattr(message, "id", message))
@@ -178,15 +179,15 @@ class MessagesMixin:
     # -- storing, editing, deleting ----------------------------------------------------------------
 
     def _new_message(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         channel: FakeChannel,
-        body: Dict[str, Any],
-        files: List[FakeAttachment],
+        body: dict[str, Any],
+        files: list[FakeAttachment],
         *,
         source: str,
         extra_flags: int = 0,
         allow_empty: bool = False,
-        interaction: Optional["InteractionHandle"] = None,
+        interaction: InteractionHandle | None = None,
     ) -> FakeMessage:
         attachments = self._attachments_from(channel.id, body, files, [])
         content = body.get("content") or ""
@@ -220,12 +221,12 @@ class MessagesMixin:
         self._store_message(msg, channel, dispatch=True)
         return msg
 
-    def _parse_mentions(self: "FakeDiscord", msg: FakeMessage) -> None:
+    def _parse_mentions(self: FakeDiscord, msg: FakeMessage) -> None:
         user_ids = [int(i) for i in re.findall(r"<@!?(\d+)>", msg.content)]
         msg.mentions = [self.users[i] for i in dict.fromkeys(user_ids) if i in self.users]
         msg.mention_roles = list(dict.fromkeys(int(i) for i in re.findall(r"<@&(\d+)>", msg.content)))
 
-    def _store_message(self: "FakeDiscord", msg: FakeMessage, channel: FakeChannel, *, dispatch: bool) -> None:
+    def _store_message(self: FakeDiscord, msg: FakeMessage, channel: FakeChannel, *, dispatch: bool) -> None:
         self._parse_mentions(msg)
         self.messages[msg.id] = msg
         if not msg.ephemeral:
@@ -235,7 +236,7 @@ class MessagesMixin:
         self._notify()
 
     def _edit_message(
-        self: "FakeDiscord", msg: FakeMessage, body: Dict[str, Any], files: List[FakeAttachment], *, via: str
+        self: FakeDiscord, msg: FakeMessage, body: dict[str, Any], files: list[FakeAttachment], *, via: str
     ) -> None:
         if "content" in body:
             msg.content = body["content"] or ""
@@ -258,17 +259,17 @@ class MessagesMixin:
             self._dispatch_message_event("MESSAGE_UPDATE", msg)
         self._notify()
 
-    def _delete_message(self: "FakeDiscord", msg: FakeMessage) -> None:
+    def _delete_message(self: FakeDiscord, msg: FakeMessage) -> None:
         msg.deleted = True
         if not msg.ephemeral:
             data = {"id": str(msg.id), "channel_id": str(msg.channel_id), "guild_id": str(msg.guild_id)}
             self._dispatch_to_message_sessions(lambda session: data, "MESSAGE_DELETE")
         self._notify()
 
-    def _dispatch_message_event(self: "FakeDiscord", event: str, msg: FakeMessage) -> None:
+    def _dispatch_message_event(self: FakeDiscord, event: str, msg: FakeMessage) -> None:
         guild = self.guilds[msg.guild_id]
 
-        def build(session: GatewaySession) -> Dict[str, Any]:
+        def build(session: GatewaySession) -> dict[str, Any]:
             data = msg.payload()
             data["guild_id"] = str(guild.id)
             member = guild.members.get(msg.author.id)
@@ -286,7 +287,7 @@ class MessagesMixin:
         self._dispatch_to_message_sessions(build, event)
 
     def _dispatch_to_message_sessions(
-        self: "FakeDiscord", build: Callable[[GatewaySession], Dict[str, Any]], event: str
+        self: FakeDiscord, build: Callable[[GatewaySession], dict[str, Any]], event: str
     ) -> None:
         for session in self.gateway.live_sessions():
             if session.wants(INTENT_GUILD_MESSAGES):
@@ -294,19 +295,19 @@ class MessagesMixin:
 
     # -- lookups raising Discord's errors ----------------------------------------------------------
 
-    def _channel_or_404(self: "FakeDiscord", channel_id: str) -> FakeChannel:
+    def _channel_or_404(self: FakeDiscord, channel_id: str) -> FakeChannel:
         channel = self._channels.get(int(channel_id)) if channel_id.isdigit() else None
         if channel is None:
             raise unknown("Channel", 10003)
         return channel
 
-    def _message_or_404(self: "FakeDiscord", channel: FakeChannel, message_id: str) -> FakeMessage:
+    def _message_or_404(self: FakeDiscord, channel: FakeChannel, message_id: str) -> FakeMessage:
         msg = self.messages.get(int(message_id)) if message_id.isdigit() else None
         if msg is None or msg.deleted or msg.channel_id != channel.id or msg.ephemeral:
             raise unknown("Message", 10008)
         return msg
 
-    def _require(self: "FakeDiscord", channel: FakeChannel, bits: int) -> None:
+    def _require(self: FakeDiscord, channel: FakeChannel, bits: int) -> None:
         """The bot's permissions in channel must include VIEW_CHANNEL and bits."""
         guild = self.guilds[channel.guild_id]
         perms = guild.permissions_in(guild.me, channel)
@@ -318,13 +319,13 @@ class MessagesMixin:
     # -- REST handlers -----------------------------------------------------------------------------
 
     @route("GET", "/channels/{channel_id}")
-    async def _get_channel(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str) -> Reply:
+    async def _get_channel(self: FakeDiscord, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._channel_or_404(channel_id)
         self._require(channel, 0)
         return 200, channel.payload()
 
     @route("GET", "/channels/{channel_id}/messages")
-    async def _list_messages(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str) -> Reply:
+    async def _list_messages(self: FakeDiscord, rec: RecordedRequest, channel_id: str) -> Reply:
         """Channel history (the bot looks for a post whose recording was lost): before/after/limit."""
         channel = self._channel_or_404(channel_id)
         self._require(channel, 0)
@@ -338,7 +339,7 @@ class MessagesMixin:
         return 200, [m.payload() for m in reversed(msgs)]  # newest first, like Discord
 
     @route("POST", "/channels/{channel_id}/messages")
-    async def _create_message(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str) -> Reply:
+    async def _create_message(self: FakeDiscord, rec: RecordedRequest, channel_id: str) -> Reply:
         channel = self._channel_or_404(channel_id)
         self._require(channel, SEND_MESSAGES | (ATTACH_FILES if rec.files else 0))
         self._check_upload(rec.files, channel)
@@ -356,13 +357,13 @@ class MessagesMixin:
         return 200, msg.payload()
 
     @route("GET", MESSAGE)
-    async def _get_message(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str, message_id: str) -> Reply:
+    async def _get_message(self: FakeDiscord, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:
         channel = self._channel_or_404(channel_id)
         self._require(channel, 0)
         return 200, self._message_or_404(channel, message_id).payload()
 
     @route("PATCH", MESSAGE)
-    async def _patch_message(self: "FakeDiscord", rec: "RecordedRequest", channel_id: str, message_id: str) -> Reply:
+    async def _patch_message(self: FakeDiscord, rec: RecordedRequest, channel_id: str, message_id: str) -> Reply:
         channel = self._channel_or_404(channel_id)
         msg = self._message_or_404(channel, message_id)
         if msg.author.id != self.bot_user.id:
@@ -373,7 +374,7 @@ class MessagesMixin:
 
     @route("DELETE", MESSAGE)
     async def _delete_message_route(
-        self: "FakeDiscord", rec: "RecordedRequest", channel_id: str, message_id: str
+        self: FakeDiscord, rec: RecordedRequest, channel_id: str, message_id: str
     ) -> Reply:
         channel = self._channel_or_404(channel_id)
         msg = self._message_or_404(channel, message_id)

@@ -11,8 +11,9 @@ import datetime as _dt
 import itertools
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any
 
 import discord
 
@@ -88,7 +89,7 @@ class SnowflakeGenerator:
 
 
 def iso_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def as_int(value: Any) -> int:
@@ -102,11 +103,11 @@ def as_int(value: Any) -> int:
 class FakeUser:
     id: int
     username: str
-    global_name: Optional[str] = None
+    global_name: str | None = None
     bot: bool = False
-    avatar: Optional[str] = None
+    avatar: str | None = None
 
-    def payload(self) -> Dict[str, Any]:
+    def payload(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "username": self.username,
@@ -133,10 +134,10 @@ class FakeRole:
     hoist: bool = False
     mentionable: bool = False
     managed: bool = False
-    bot_id: Optional[int] = None  # set for the bot's managed integration role
+    bot_id: int | None = None  # set for the bot's managed integration role
 
-    def payload(self) -> Dict[str, Any]:
-        data: Dict[str, Any] = {
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "id": str(self.id),
             "name": self.name,
             "permissions": str(self.permissions),
@@ -166,15 +167,15 @@ class FakeChannel:
     name: str
     type: int = TEXT
     position: int = 0
-    topic: Optional[str] = None
-    parent_id: Optional[int] = None
+    topic: str | None = None
+    parent_id: int | None = None
     nsfw: bool = False
     # Discord's overwrite objects: {"id", "type" (0 role, 1 member), "allow", "deny"} with int bits.
-    overwrites: List[Dict[str, Any]] = field(default_factory=list)
-    last_message_id: Optional[int] = None
-    _server: Optional["FakeDiscord"] = field(default=None, repr=False)
+    overwrites: list[dict[str, Any]] = field(default_factory=list)
+    last_message_id: int | None = None
+    _server: FakeDiscord | None = field(default=None, repr=False)
 
-    def payload(self) -> Dict[str, Any]:
+    def payload(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "guild_id": str(self.guild_id),
@@ -193,7 +194,7 @@ class FakeChannel:
             "flags": 0,
         }
 
-    def set_overwrite(self, target: Union["FakeRole", "FakeMember"], *, allow: Any = 0, deny: Any = 0) -> None:
+    def set_overwrite(self, target: FakeRole | FakeMember, *, allow: Any = 0, deny: Any = 0) -> None:
         """Set a permission overwrite for a role or member (replaces an existing one)."""
         kind = 0 if isinstance(target, FakeRole) else 1
         tid = target.id
@@ -214,15 +215,15 @@ class FakeAttachment:
     id: int
     filename: str
     data: bytes
-    content_type: Optional[str] = None
-    description: Optional[str] = None
+    content_type: str | None = None
+    description: str | None = None
     url: str = ""
 
     @property
     def size(self) -> int:
         return len(self.data)
 
-    def payload(self) -> Dict[str, Any]:
+    def payload(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "filename": self.filename,
@@ -240,24 +241,24 @@ class FakeMessage:
 
     id: int
     channel_id: int
-    guild_id: Optional[int]
+    guild_id: int | None
     author: FakeUser
     content: str = ""
-    embeds: List[Dict[str, Any]] = field(default_factory=list)
-    components: List[Dict[str, Any]] = field(default_factory=list)
-    attachments: List[FakeAttachment] = field(default_factory=list)
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[FakeAttachment] = field(default_factory=list)
     flags: int = 0
     tts: bool = False
     type: int = 0
     timestamp: str = field(default_factory=iso_now)
-    edited_timestamp: Optional[str] = None
-    webhook_id: Optional[int] = None
-    application_id: Optional[int] = None
-    interaction_metadata: Optional[Dict[str, Any]] = None
-    message_reference: Optional[Dict[str, Any]] = None
-    mentions: List[FakeUser] = field(default_factory=list)  # parsed from <@id> in content
-    mention_roles: List[int] = field(default_factory=list)  # parsed from <@&id>
-    edits: List[Dict[str, Any]] = field(default_factory=list)
+    edited_timestamp: str | None = None
+    webhook_id: int | None = None
+    application_id: int | None = None
+    interaction_metadata: dict[str, Any] | None = None
+    message_reference: dict[str, Any] | None = None
+    mentions: list[FakeUser] = field(default_factory=list)  # parsed from <@id> in content
+    mention_roles: list[int] = field(default_factory=list)  # parsed from <@&id>
+    edits: list[dict[str, Any]] = field(default_factory=list)
     deleted: bool = False
     source: str = ""  # "channel", "interaction_response", "followup", "user"
 
@@ -274,16 +275,16 @@ class FakeMessage:
         """True for a deferred ("thinking") response that has not been edited yet."""
         return bool(self.flags & FLAG_LOADING)
 
-    def iter_components(self) -> Iterator[Dict[str, Any]]:
+    def iter_components(self) -> Iterator[dict[str, Any]]:
         """Every component, flattened through action rows, sections, containers and labels."""
         yield from _walk_components(self.components)
 
     @property
-    def custom_ids(self) -> List[str]:
+    def custom_ids(self) -> list[str]:
         return [c["custom_id"] for c in self.iter_components() if "custom_id" in c]
 
-    def payload(self) -> Dict[str, Any]:
-        data: Dict[str, Any] = {
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "id": str(self.id),
             "channel_id": str(self.channel_id),
             "author": self.author.payload(),
@@ -320,7 +321,7 @@ class FakeMessage:
         )
 
 
-def _walk_components(components: Iterable[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+def _walk_components(components: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for comp in components or ():
         yield comp
         yield from _walk_components(comp.get("components") or ())
@@ -335,12 +336,12 @@ class RecordedRequest:
 
     method: str
     path: str  # relative to /api/v10, e.g. "/channels/123/messages"
-    route: Optional[str]  # matched template, e.g. "/channels/{channel_id}/messages"; None if unknown
-    params: Dict[str, str]  # route parameters
-    query: Dict[str, str]
+    route: str | None  # matched template, e.g. "/channels/{channel_id}/messages"; None if unknown
+    params: dict[str, str]  # route parameters
+    query: dict[str, str]
     json: Any  # JSON body, or the decoded payload_json of a multipart body
-    files: List[FakeAttachment]
-    headers: Dict[str, str]
+    files: list[FakeAttachment]
+    headers: dict[str, str]
     status: int = 0  # filled once answered
     response: Any = None
     at: float = field(default_factory=time.monotonic)

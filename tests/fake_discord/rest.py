@@ -8,8 +8,9 @@ import logging
 import mimetypes
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-Reply = Tuple[int, Any]  # (HTTP status, JSON body or None)
+Reply = tuple[int, Any]  # (HTTP status, JSON body or None)
 Handler = Callable[..., Awaitable[Reply]]
 
 _ROUTE_PARAM = re.compile(r"\{(\w+)\}")
@@ -47,14 +48,14 @@ class Route:
     template: str
     handler: Handler
     auth: bool
-    pattern: "re.Pattern[str]" = field(init=False)
+    pattern: re.Pattern[str] = field(init=False)
 
     def __post_init__(self) -> None:
         escaped = re.escape(self.template).replace(r"\{", "{").replace(r"\}", "}")
         self.pattern = re.compile("^" + _ROUTE_PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", escaped) + "$")
 
 
-def collect_routes(server: object) -> List[Route]:
+def collect_routes(server: object) -> list[Route]:
     """Every @route-marked method of server's class, bound to server."""
     routes = []
     for name in dir(type(server)):
@@ -73,14 +74,14 @@ class Fault:
     """
 
     method: str
-    route: Optional[str]
-    path_re: Optional["re.Pattern[str]"]
+    route: str | None
+    path_re: re.Pattern[str] | None
     status: int
     code: int
     message: str
     times: int
-    retry_after: Optional[float] = None
-    hits: List[RecordedRequest] = field(default_factory=list)
+    retry_after: float | None = None
+    hits: list[RecordedRequest] = field(default_factory=list)
 
     @property
     def remaining(self) -> int:
@@ -93,7 +94,7 @@ class Fault:
             return rec.route == self.route
         return self.path_re is not None and self.path_re.search(rec.path) is not None
 
-    def answer(self) -> Tuple[int, Dict[str, Any], Dict[str, str]]:
+    def answer(self) -> tuple[int, dict[str, Any], dict[str, str]]:
         """(status, body, extra headers). A 429 looks like Discord's: discord.py sleeps retry_after and retries."""
         if self.status != 429:
             return self.status, ApiError(self.status, self.code, self.message).body, {}
@@ -110,11 +111,11 @@ class Fault:
         return 429, body, headers
 
 
-async def read_body(request: web.Request) -> Tuple[Any, List[FakeAttachment]]:
+async def read_body(request: web.Request) -> tuple[Any, list[FakeAttachment]]:
     """JSON body, or a multipart body's payload_json and files (files[n] parts)."""
     if request.headers.get("Content-Type", "").startswith("multipart/"):
         payload: Any = None
-        files: List[FakeAttachment] = []
+        files: list[FakeAttachment] = []
         async for part in await request.multipart():
             name = part.name or ""
             raw = await part.read(decode=False)
@@ -138,16 +139,16 @@ class RestMixin:
     """FakeDiscord's /api/v10 entry point, and fault injection (test-facing)."""
 
     def fail_next(
-        self: "FakeDiscord",
+        self: FakeDiscord,
         method: str,
-        path_regex: Optional[str] = None,
+        path_regex: str | None = None,
         *,
-        route: Optional[str] = None,
+        route: str | None = None,
         status: int = 503,
         code: int = 0,
-        message: Optional[str] = None,
+        message: str | None = None,
         times: int = 1,
-        retry_after: Optional[float] = None,
+        retry_after: float | None = None,
     ) -> Fault:
         """Answer the next `times` requests of a route (template) or path (regex) with an error.
 
@@ -173,7 +174,7 @@ class RestMixin:
         self.faults.append(fault)
         return fault
 
-    async def _api(self: "FakeDiscord", request: web.Request) -> web.StreamResponse:
+    async def _api(self: FakeDiscord, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["tail"]
         body, files = await read_body(request)
         matched, params = None, {}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -51,7 +52,7 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
         gateway_compression: bool = False,
         default_upload_limit: int = DEFAULT_UPLOAD_LIMIT,
         application_flags: int = 1 << 23,
-        interaction_ack_timeout: Optional[float] = None,
+        interaction_ack_timeout: float | None = None,
     ) -> None:
         self.token = token
         self.snowflake = SnowflakeGenerator()
@@ -62,19 +63,19 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
         self.application_flags = application_flags
         self.default_upload_limit = default_upload_limit
 
-        self.users: Dict[int, FakeUser] = {self.bot_user.id: self.bot_user, self.app_owner.id: self.app_owner}
-        self.guilds: Dict[int, FakeGuild] = {}
-        self._channels: Dict[int, FakeChannel] = {}
-        self.messages: Dict[int, FakeMessage] = {}
-        self._nonces: Dict[str, FakeMessage] = {}  # enforce_nonce: nonce -> the message it created
-        self.attachments: Dict[int, FakeAttachment] = {}
-        self.global_commands: List[Dict[str, Any]] = []
-        self.guild_commands: Dict[int, List[Dict[str, Any]]] = {}
-        self.interactions: Dict[int, InteractionHandle] = {}
-        self.requests: List[RecordedRequest] = []
-        self.unhandled: List[RecordedRequest] = []  # requests to routes the fake does not know
-        self.faults: List[Fault] = []  # see fail_next
-        self.presence_updates: List[Dict[str, Any]] = []
+        self.users: dict[int, FakeUser] = {self.bot_user.id: self.bot_user, self.app_owner.id: self.app_owner}
+        self.guilds: dict[int, FakeGuild] = {}
+        self._channels: dict[int, FakeChannel] = {}
+        self.messages: dict[int, FakeMessage] = {}
+        self._nonces: dict[str, FakeMessage] = {}  # enforce_nonce: nonce -> the message it created
+        self.attachments: dict[int, FakeAttachment] = {}
+        self.global_commands: list[dict[str, Any]] = []
+        self.guild_commands: dict[int, list[dict[str, Any]]] = {}
+        self.interactions: dict[int, InteractionHandle] = {}
+        self.requests: list[RecordedRequest] = []
+        self.unhandled: list[RecordedRequest] = []  # requests to routes the fake does not know
+        self.faults: list[Fault] = []  # see fail_next
+        self.presence_updates: list[dict[str, Any]] = []
         # Discord rejects initial callbacks after 3 s with 10062. Off (None) by default so a loaded
         # CI machine cannot make tests flaky; set 3.0 to hold the bot to it (delay is recorded anyway).
         self.interaction_ack_timeout = interaction_ack_timeout
@@ -83,13 +84,13 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
 
         self.gateway = Gateway(self, heartbeat_interval_ms=heartbeat_interval_ms, compression=gateway_compression)
         self._changed = asyncio.Event()
-        self._runner: Optional[web.AppRunner] = None
+        self._runner: web.AppRunner | None = None
         self.port: int = 0
         self._routes = collect_routes(self)
 
     # -- lifecycle and URLs ------------------------------------------------------------------------
 
-    async def start(self) -> "FakeDiscord":
+    async def start(self) -> FakeDiscord:
         app = web.Application(client_max_size=1024**3)
         app.router.add_get("/", self.gateway.handle)  # the gateway lives at the root, like wss://gateway.discord.gg/
         app.router.add_route("*", "/api/v{version:\\d+}/{tail:.*}", self._api)
@@ -109,7 +110,7 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> "FakeDiscord":
+    async def __aenter__(self) -> FakeDiscord:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -131,7 +132,7 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
 
     # -- requests and waiting (test-facing) --------------------------------------------------------
 
-    def requests_to(self, method: str, route: str) -> List[RecordedRequest]:
+    def requests_to(self, method: str, route: str) -> list[RecordedRequest]:
         """Recorded requests for a route template, e.g. ("POST", "/channels/{channel_id}/messages")."""
         return [r for r in self.requests if r.method == method and r.route == route]
 
@@ -154,14 +155,14 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
             try:
                 # Short cap: state changed by code that does not call _notify is still noticed.
                 await asyncio.wait_for(event.wait(), min(remaining, 0.05))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def wait_for_request(
         self,
         method: str,
         route: str,
-        predicate: Optional[Callable[[RecordedRequest], bool]] = None,
+        predicate: Callable[[RecordedRequest], bool] | None = None,
         *,
         timeout: float = 5.0,
         after: int = 0,
@@ -169,7 +170,7 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
         """Wait for an answered request to a route template (index in self.requests >= after)."""
         pred = predicate or (lambda r: True)
 
-        def find() -> Optional[RecordedRequest]:
+        def find() -> RecordedRequest | None:
             matching = (r for r in self.requests[after:] if r.method == method and r.route == route and r.status)
             return next((r for r in matching if pred(r)), None)
 

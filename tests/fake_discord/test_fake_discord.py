@@ -6,7 +6,7 @@ import asyncio
 import io
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import aiohttp
 import discord
@@ -27,7 +27,7 @@ CHARACTERS = ["Akira", "Akane", "Asuka", "Rei", "Shinji"]
 
 @dataclass
 class Recorder:
-    calls: List[Dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class JoinView(discord.ui.View):
@@ -64,7 +64,7 @@ class ModeSelect(discord.ui.View):
 
 
 class TinyBot(commands.Bot):
-    def __init__(self, rec: Recorder, *, intents: Optional[discord.Intents] = None) -> None:
+    def __init__(self, rec: Recorder, *, intents: discord.Intents | None = None) -> None:
         if intents is None:
             intents = discord.Intents.default()
             intents.members = True
@@ -87,7 +87,7 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
         title: str,
         rounds: app_commands.Range[int, 1, 10] = 3,
         fast: bool = False,
-        rival: Optional[discord.Member] = None,
+        rival: discord.Member | None = None,
     ) -> None:
         perms = interaction.permissions
         rec.calls.append(
@@ -134,7 +134,7 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
         await interaction.response.send_message(f"picked {character}")
 
     @pick.autocomplete("character")
-    async def pick_autocomplete(interaction: discord.Interaction, current: str) -> List[app_commands.Choice[str]]:
+    async def pick_autocomplete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         return [app_commands.Choice(name=c, value=c) for c in CHARACTERS if c.lower().startswith(current.lower())]
 
     @game.command(name="upload", description="Upload a reference image")
@@ -457,7 +457,7 @@ async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: Fake
 
 
 class NoIdentifyDelayBot(TinyBot):
-    async def before_identify_hook(self, shard_id: Optional[int], *, initial: bool = False) -> None:
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """discord.py sleeps 5 s before every re-IDENTIFY; not needed against the fake."""
 
 
@@ -478,7 +478,7 @@ async def test_events_after_ready_reach_the_client(fake_discord: FakeDiscord, wo
     await fake_discord.wait_until(lambda: bot.get_guild(world.guild.id).get_member(newbie.id), 2, "GUILD_MEMBER_ADD")
     other = fake_discord.create_guild("Second Guild")
     await fake_discord.wait_until(lambda: bot.get_guild(other.id), 2, "GUILD_CREATE for a new guild")
-    seen: List[discord.Message] = []
+    seen: list[discord.Message] = []
 
     async def on_message(message: discord.Message) -> None:
         seen.append(message)
@@ -547,9 +547,8 @@ async def test_default_intents_and_zlib_stream_gateway(world: World):
 
 async def test_bad_token_fails_login(fake_discord: FakeDiscord):
     client = discord.Client(intents=discord.Intents.default())
-    with patch_discord(fake_discord):
-        with pytest.raises(discord.LoginFailure):
-            await client.login("wrong-token")
+    with patch_discord(fake_discord), pytest.raises(discord.LoginFailure):
+        await client.login("wrong-token")
     await client.close()
     assert json.dumps(fake_discord.requests[-1].response) == json.dumps({"message": "401: Unauthorized", "code": 0})
 

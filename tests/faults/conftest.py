@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import threading

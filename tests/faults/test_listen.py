@@ -30,7 +30,7 @@ async def _notify_until_received(url: str, listener: Listener, n: int, timeout: 
             got = await listener.next(timeout=1.5)
             if got.payload.get("n") == n:
                 return
-        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError):
+        except (TimeoutError, OSError, asyncpg.PostgresError):
             pass
         if loop.time() > deadline:
             raise AssertionError(f"notification {n} not received within {timeout} s")

@@ -218,7 +218,7 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
     assert page.proc.poll() is None
 
     _assert_consistent(rows)
-    assert dict((await _jobs(sessions))) == {"succeeded": 36}
+    assert dict(await _jobs(sessions)) == {"succeeded": 36}
     assert poller.failures == [], poller.failures[:5]
     assert poller.statuses[200] > 0 and poller.statuses[503] > 0  # it answered, and said "down" while down
 
@@ -299,4 +299,4 @@ async def test_connections_killed_every_second_for_30s(pg_cluster, fault_url, fa
     assert codes == [0, 0, 0], codes
     assert sum(k for k in killed if isinstance(k, int)) > 30  # connections really were killed
     _assert_consistent(rows)
-    assert dict((await _jobs(sessions))) == {"succeeded": 200}
+    assert dict(await _jobs(sessions)) == {"succeeded": 200}

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.tiny import mllm as tiny
 from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import load_mllm
 from inference.mllm.prompt import PromptBuilder
+from tests.tiny import mllm as tiny
 
 torch.set_num_threads(2)
 

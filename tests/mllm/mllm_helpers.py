@@ -10,7 +10,7 @@ from inference.mllm.prompt import HistoryItem
 def instruction(i: int) -> str:
     names = ["Qiqi", "Jiji", "Qiqi, Jiji"]
     motions = ["fly on the broomstick", "run", "eat"]
-    return f"Character: {names[i % 3]}; Motion: quickly {motions[i % 3]}; Background: night {'sky town sea'.split()[i % 3]}."
+    return f"Character: {names[i % 3]}; Motion: quickly {motions[i % 3]}; Background: night {['sky', 'town', 'sea'][i % 3]}."
 
 
 def history(n: int, seed: int = 0, rep_dim: int = 1920) -> list[HistoryItem]:

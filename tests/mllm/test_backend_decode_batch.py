@@ -8,10 +8,10 @@ import threading
 
 import numpy as np
 import pytest
+from mllm_helpers import instruction
 
 from contracts.turn import TurnRequest
 from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
-from mllm_helpers import instruction
 from tests.tiny import mllm as tiny
 from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mllm_helpers import history, instruction
 
+from contracts.turn import HistoryTurn, TurnRequest
 from game.motion import motion_scope
 from game.states import Prediction
-from contracts.turn import HistoryTurn, TurnRequest
 from inference.backend import Backend, BackendError
 from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
-from mllm_helpers import history, instruction
 
 
 class RecordingDecoder:

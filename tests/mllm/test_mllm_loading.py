@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.tiny import mllm as tiny
 from inference.mllm.loading import CheckpointError, load_mllm
 from inference.mllm.tokens import TokenizerMismatch
+from tests.tiny import mllm as tiny
 
 # The key shapes of the released agent checkpoint, literally.
 RELEASED_KEYS = [

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from mllm_helpers import history, instruction
 
 from inference.mllm.loading import load_mllm
 from inference.mllm.predict import MLLMPredictor, PredictOptions
-from mllm_helpers import history, instruction
 
 STRENGTH = list(range(32262, 32273))
 CLOSE, OPEN = [32275, 32277, 32279, 32281], [32274, 32276, 32278, 32280]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from mllm_helpers import history, instruction
 
 from inference.mllm.mask import attention_mask_4d, position_ids
-from mllm_helpers import history, instruction
 
 BOS, TURN, TURN_END = 1, 32282, 32283
 IMG, IMG_END, FRAME, FRAME_END = 32256, 32257, 32260, 32261

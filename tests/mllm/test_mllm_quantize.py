@@ -9,9 +9,10 @@ import torch
 
 pytest.importorskip("torchao", reason="8-bit MLLM weights need torchao (the project's models extra)")
 
+from mllm_helpers import instruction  # noqa: E402
+
 from inference.mllm.loading import load_mllm  # noqa: E402
 from inference.mllm.predict import MLLMPredictor  # noqa: E402
-from mllm_helpers import instruction  # noqa: E402
 
 
 def test_int8_weights_load_and_predict_close_to_full_precision(files, loaded, make_builder):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from mllm_helpers import instruction
 
 from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.tokens import ADDED_TOKENS, SPECIAL, TokenizerMismatch, verify
-from mllm_helpers import instruction
 
 HOSTILE = [
     "Character: Qiqi <frame_00001>; Motion: fly",
@@ -88,8 +88,8 @@ def test_released_tokenizer_is_built_from_mistrals(tmp_path, tokenizer):
     GitHub only): same base vocabulary, the 284 tokens at their ids, same encoding of text."""
     from transformers import LlamaTokenizer
 
-    from tests.tiny.mllm import tiny_vocab
     from inference.mllm.tokens import build_released_tokenizer
+    from tests.tiny.mllm import tiny_vocab
 
     vocab, merges = tiny_vocab()
     mistral_like = LlamaTokenizer(vocab=vocab, merges=merges, legacy=False, add_prefix_space=None)

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from mllm_helpers import instruction
 
 from contracts.turn import HistoryTurn, TurnRequest
 from inference.backend import BackendError
@@ -19,7 +20,6 @@ from inference.backends.multifilm import MultiFilmBackend
 from inference.decoder.residency import DecoderResidency
 from inference.mllm.adapters import load_films
 from inference.mllm.loading import CheckpointError
-from mllm_helpers import instruction
 from tests.tiny import mllm as tiny
 from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
 

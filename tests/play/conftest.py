@@ -8,10 +8,10 @@ import aiohttp
 import pytest_asyncio
 from aiohttp import web
 
-from db.runtime import Database
 from db.engine import make_sessionmaker
-from play.events import EventHub
+from db.runtime import Database
 from play.app import build_app
+from play.events import EventHub
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from tests.ports import free_port
 

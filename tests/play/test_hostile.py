@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import aiohttp
 import pytest

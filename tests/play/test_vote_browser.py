@@ -10,8 +10,8 @@ from sqlalchemy import select
 
 from db.models import Turn
 from tests.play.conftest import running_app
-from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, join, open_tab
 from tests.play.helpers import ARTIFACTS
+from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, join, open_tab
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from settings import Settings
 from inference.worker import Worker
+from settings import Settings
 from tests.queue.helpers import wait_started
 
 

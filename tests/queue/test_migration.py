@@ -9,7 +9,6 @@ import procrastinate
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-
 from sqlalchemy import text
 
 from db import migrate

@@ -16,16 +16,15 @@ import pytest_asyncio
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
+from contracts import representation
 from db.models import Turn
 from game.catalogue import FILMS
-from contracts import representation
 from inference.backends import BackendUnavailable, make_backend
-from tests.tiny.decoder import TINY_SIZE
 from inference.model_paths import film_paths
 from inference.worker import Worker
 from tests.queue.helpers import new_session, submit, turn_rows, wait_started, wait_until
+from tests.tiny.decoder import TINY_SIZE
 from tests.tiny.models_dir import REP_DIM
-
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from settings import Settings
+from contracts.turn import TurnRequest
 from game import preview_rules
 from game.states import CharacterState
-from contracts.turn import TurnRequest
 from inference.backends import BackendUnavailable, make_backend
 from inference.backends.preview import PreviewBackend
+from settings import Settings
 
 
 def _request(**kw) -> TurnRequest:

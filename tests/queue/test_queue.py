@@ -10,12 +10,19 @@ import pytest
 from sqlalchemy import text
 
 from db import sessions as session_service
-from db.models import GameSession, Turn
 from db.guilds import Limits
+from db.models import GameSession, Turn
 from game.errors import BacklogFull, TurnNotCancellable
 from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
 from tests.queue.helpers import (
-    ROOT, all_finished, job_rows, new_session, submit, turn_rows, wait_until, worker_env,
+    ROOT,
+    all_finished,
+    job_rows,
+    new_session,
+    submit,
+    turn_rows,
+    wait_until,
+    worker_env,
 )
 
 

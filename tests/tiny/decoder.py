@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
 from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder

@@ -27,10 +27,7 @@ from torch import nn
 
 from inference.mllm.tokens import BASE_VOCAB, VOCAB_SIZE, add_animegamer_tokens
 
-WORDS = (
-    "Character Motion Background Qiqi Jiji Ponyo Sosuke quickly slowly happily fly run walk jump eat "
-    "sleep read swim play on the a broomstick night sky morning forest sea town street house room"
-).split()
+WORDS = ["Character", "Motion", "Background", "Qiqi", "Jiji", "Ponyo", "Sosuke", "quickly", "slowly", "happily", "fly", "run", "walk", "jump", "eat", "sleep", "read", "swim", "play", "on", "the", "a", "broomstick", "night", "sky", "morning", "forest", "sea", "town", "street", "house", "room"]
 
 
 def tiny_vocab() -> tuple[dict[str, int], list[tuple[str, str]]]:
