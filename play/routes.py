@@ -176,12 +176,16 @@ async def get_suggestions(request: web.Request, query: SuggestQuery) -> web.Resp
 
 @routes.get("/api/events")
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-sent events: every NOTIFY of this channel, as JSON."""
+    """Server-sent events: every NOTIFY of this channel, as JSON. HEAD gets the stream's headers
+    and nothing else (the router answers HEAD with this GET handler; aiohttp leaves the body of a
+    StreamResponse to it)."""
     svc = services(request)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
     await resp.prepare(request)
+    if request.method == "HEAD":
+        return resp
     sub = svc.hub.subscribe()
     try:
         await resp.write(b"retry: 1000\n\n" + sse_frame({"type": "hello"}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -320,3 +321,53 @@ def test_host_names_this_server(bound, local, host, ok):
     app = {SERVICES: PlayServices(settings=None, db=None, hub=None, host=bound)}
     request = make_mocked_request("GET", "/api/state", headers={"Host": host}, transport=transport, app=app)
     assert (allowed_host(request) is not None) == ok
+
+
+# --- on the wire: what the page sends back, byte for byte
+
+
+async def connect(base: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    return await asyncio.open_connection(host, int(port))
+
+
+async def read_response(reader: asyncio.StreamReader, *, head: bool = False, timeout: float = 5) -> tuple[int, dict[str, str], bytes]:
+    """One response off a connection: (status, headers by lower-case name, body). `head`: the
+    answer to a HEAD, which has no body whatever its headers say."""
+    try:
+        raw_head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+    except TimeoutError:
+        raise AssertionError(f"no response head within {timeout} s") from None
+    except asyncio.IncompleteReadError as e:
+        raise AssertionError(f"no well-formed response head; the connection closed after {e.partial[:200]!r}") from None
+    status_line, *lines = raw_head.decode("latin-1").split("\r\n")
+    m = re.fullmatch(r"HTTP/1\.[01] ([0-9]{3}) .*", status_line)
+    assert m, f"a broken status line: {status_line!r}"
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines if line)}
+    if head:
+        return int(m.group(1)), headers, b""
+    assert "transfer-encoding" not in headers, headers  # every answer here has a length
+    data = await asyncio.wait_for(reader.readexactly(int(headers.get("content-length", "0"))), timeout)
+    return int(m.group(1)), headers, data
+
+
+async def test_head_on_the_event_stream_is_headers_only(app):
+    """HEAD is GET without the body (RFC 9110 9.3.2): the stream's headers, no stream, and the
+    keep-alive connection carries the next answer intact (not stream data where a status line
+    should be)."""
+    base, _ = app
+    host = base.removeprefix("http://")
+    reader, writer = await connect(base)
+    try:
+        writer.write(f"HEAD /api/events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        status, headers, _ = await read_response(reader, head=True)
+        assert status == 200 and headers["content-type"].startswith("text/event-stream"), headers
+        assert "transfer-encoding" not in headers and headers.get("connection") != "close", headers
+
+        writer.write(f"GET /api/state HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        status, headers, data = await read_response(reader)
+        assert status == 200 and "films" in json.loads(data)
+    finally:
+        writer.close()
+    # No subscriber is left behind by the HEAD.
+    assert not app[1].hub.subscribers
