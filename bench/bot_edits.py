@@ -18,6 +18,7 @@ from _paths import ROOT  # noqa: F401  (first: the project root on sys.path)
 
 import argparse
 import asyncio
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -77,11 +78,11 @@ async def run(args) -> None:
                 bot.queue.position, bot.queue.positions, bot.board.progress = counting_position, counting_positions, counting_progress
 
                 await slash(server, guild, channels[0], admin, "admin film", {"film": "qiqi"})
-                for channel, player in zip(channels, players):
+                for channel, player in zip(channels, players, strict=True):
                     await slash(server, guild, channel, player, "game start")
                     await slash(server, guild, channel, player, "game join", {"character": "qiqi"})
                 for seq in range(args.turns):
-                    for channel, player in zip(channels, players):
+                    for channel, player in zip(channels, players, strict=True):
                         await slash(server, guild, channel, player, "act", {"motion": "walk", "background": f"town {seq}"})
                 queued = dict(calls)
 
@@ -108,7 +109,7 @@ async def run(args) -> None:
                 for channel in channels:
                     turn_messages = [m for m in server.channel_messages(channel) if m.embeds]
                     times = [at for at, _ in server.channel_edits(channel)]
-                    gap = min((b - a for a, b in zip(times, times[1:])), default=float("nan"))
+                    gap = min((b - a for a, b in itertools.pairwise(times)), default=float("nan"))
                     print(f"{channel.name:>10} {len(turn_messages) / args.turns:>14.1f} {len(times):>6} "
                           f"{server.max_edits_in_window(channel, 5.0):>12} {gap:>12.3f}")
                 print(f"queue positions: {queued['position']} single look-ups (one per /act) and {queued['refresh']} "
@@ -121,12 +122,12 @@ async def run(args) -> None:
 
                 seen: list[str] = []
                 event.listen(db.engine.sync_engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
-                for channel, player in zip(channels, players):
+                for channel, player in zip(channels, players, strict=True):
                     await keystroke(channel, player, "")  # the first keystroke in a channel loads its entry
                 loads, seen[:] = len(seen), []
                 keystrokes = 0
                 for typed in ("f", "fl", "fly", "fly ", "fly o", "fly on"):
-                    for channel, player in zip(channels, players):
+                    for channel, player in zip(channels, players, strict=True):
                         await keystroke(channel, player, typed)
                         keystrokes += 1
                 sweep = sum("turns" in q for q in seen)  # the notifier's periodic sweep, not autocomplete

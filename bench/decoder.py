@@ -55,7 +55,7 @@ def run(decoder, turns: int, batch: int, label: str) -> None:
         reps = [rng.standard_normal((226, width)).astype(np.float32) for _ in range(batch)]
         stamps: list[float] = []
 
-        def progress(fraction: float, stage: str) -> None:
+        def progress(fraction: float, stage: str, stamps: list[float] = stamps) -> None:
             if stage.startswith("denoise"):
                 _sync(device)
                 stamps.append(time.perf_counter())

@@ -82,7 +82,7 @@ def run(predictor: MLLMPredictor, encoder: InstructionEncoder, windows: list[int
             "released_causal cached": PredictOptions(state_pass="released_causal"),
             "released_causal uncached": PredictOptions(state_pass="released_causal", use_cache=False),
         }
-        row = timed({n: (lambda o=o: predictor.predict_batch([prompt], o)) for n, o in variants.items()}, repeat)
+        row = timed({n: (lambda o=o, prompt=prompt: predictor.predict_batch([prompt], o)) for n, o in variants.items()}, repeat)
         total, st = row["cached"]
         print(f"\nwindow {w} ({len(prompt)} tokens): one turn {ms(total)} (prefill {ms(st['prefill'])}, states {ms(st['states'])})")
         for name in ("uncached", "released_causal cached", "released_causal uncached"):
@@ -96,8 +96,8 @@ def run(predictor: MLLMPredictor, encoder: InstructionEncoder, windows: list[int
     same = [builders[-1].build(INSTRUCTIONS[i % 4], pool) for i in range(batch)]
     for label, prompts in (("mixed windows", mixed), (f"window {windows[-1]}", same)):
         lengths = [len(p) for p in prompts]
-        got = timed({"batched": lambda: predictor.predict_batch(prompts),
-                     "sequential": lambda: [predictor.predict(p) for p in prompts]}, repeat)
+        got = timed({"batched": lambda prompts=prompts: predictor.predict_batch(prompts),
+                     "sequential": lambda prompts=prompts: [predictor.predict(p) for p in prompts]}, repeat)
         t_batch, t_seq = got["batched"][0], got["sequential"][0]
         print(f"\nbatch of {batch} turns, {label} (lengths {lengths}): batched {ms(t_batch)}, sequential {ms(t_seq)}"
               f" -> sequential/batched x{t_seq / t_batch:.2f}, per turn {ms(t_batch / batch)}")

@@ -71,7 +71,7 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
     names = {"qiqi": "Qiqi", "jiji": "Jiji"}
     assert [t.status for t in turns] == ["done"] * 3
     assert turns[1].instruction == "Character: Jiji, Qiqi; Motion: talk; Background: bakery."
-    for m, t in zip(posted, turns):
+    for m, t in zip(posted, turns, strict=True):
         assert len(m.attachments) == 1 and m.attachments[0].filename == f"turn-{t.seq}.mp4"
         assert m.attachments[0].data == t.mp4
         assert ffprobe_frames(m.attachments[0].data) == 17
@@ -85,14 +85,14 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
     # one message per turn: queued with a Cancel button, a progress bar edited in place, then
     # edited into the post (the clip, the final embed, Regenerate)
     progress = []
-    for m, t in zip(posted, turns):
+    for m, t in zip(posted, turns, strict=True):
         assert turn_messages(w, t.seq) == [m] and m.id == t.status_message_id
         assert m.edits[-1]["files"] == [f"turn-{t.seq}.mp4"], "the post is the last edit"
-        progress += [e for e in m.edits if "Turn #%d · generating" % t.seq in json.dumps(e["body"], ensure_ascii=False)]
+        progress += [e for e in m.edits if f"Turn #{t.seq} · generating" in json.dumps(e["body"], ensure_ascii=False)]
     # running turns show a progress bar (coalesced within the channel's edit budget)
     assert progress and all("%" in json.dumps(e["body"], ensure_ascii=False) for e in progress)
     edits = sorted(e["at"] for m in posted for e in m.edits)
-    assert all(later - earlier >= 5.0 for earlier, later in zip(edits, edits[5:])), "at most 5 edits per 5 s in a channel"
+    assert all(later - earlier >= 5.0 for earlier, later in zip(edits, edits[5:], strict=False)), "at most 5 edits per 5 s in a channel"
     queued_post = [r for r in server.requests_to(*CHANNEL_MESSAGES) if "queued" in json.dumps(r.json)][0]
     assert queued_post.json["components"][0]["components"][0]["custom_id"] == f"ag:cancel:{turns[0].id}"
 

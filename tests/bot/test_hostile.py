@@ -109,7 +109,7 @@ async def test_hostile_discord_commands(world, start_bot, sessions, qsettings):
             continue
         if row.announced is not None:
             try:
-                await server.wait_until(lambda: any(m.content == row.announced for m in server.channel_messages(w.games)[seen:]),
+                await server.wait_until(lambda row=row, seen=seen: any(m.content == row.announced for m in server.channel_messages(w.games)[seen:]),
                                         timeout=5, what=row.announced)
             except Exception:
                 wrong.append(f"{row.name}: no channel message {row.announced!r}; got {[m.content for m in server.channel_messages(w.games)[seen:]]}")

@@ -4,6 +4,7 @@ after a cancelled turn."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import discord.http
@@ -39,11 +40,11 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
     games3 = w.guild.create_text_channel("games-3")
     channels = [w.games, w.games2, games3]
     await say(w, w.erin, "admin film", {"film": "qiqi"})
-    for channel, member in zip(channels, (w.alice, w.bob, w.carol)):
+    for channel, member in zip(channels, (w.alice, w.bob, w.carol), strict=True):
         await start_game(w, channel, member)
     # Every turn queued first (status messages show positions up to 15), then one worker for all.
     for seq in range(5):
-        for channel, member in zip(channels, (w.alice, w.bob, w.carol)):
+        for channel, member in zip(channels, (w.alice, w.bob, w.carol), strict=True):
             assert "is queued" in await say(w, member, "act", {"motion": "walk", "background": f"town {seq}"}, channel=channel)
     await start_worker(films=["qiqi"], backend_options={"delay": 0.4})
 
@@ -63,7 +64,7 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
         shown = [json.dumps(e["body"]) for m in server.channel_messages(channel) for e in m.edits]
         assert any("Queue position" in b for b in shown) and any("generating" in b for b in shown)
         assert server.max_edits_in_window(channel, EDIT_WINDOW) <= EDIT_LIMIT, f"{channel.name}: {times}"
-        assert all(b - a >= 0.05 for a, b in zip(times, times[1:])), "no two edits at once"
+        assert all(b - a >= 0.05 for a, b in itertools.pairwise(times)), "no two edits at once"
     assert all(t.posted_message_id == t.status_message_id for t in turns)
     # Positions are refreshed when the queue changes (15 turns queued, 15 started, 15 finished;
     # bursts coalesce), not on every progress NOTIFY.

@@ -100,7 +100,8 @@ def test_an_error_raised_while_handling_a_transient_one_is_not_transient():
         try:
             raise ConnectionResetError()
         except ConnectionResetError:
-            raise KeyError("a bug in the handler")
+            # Implicitly chained on purpose (__context__, not __cause__): what this test is about.
+            raise KeyError("a bug in the handler")  # noqa: B904
     except KeyError as e:
         assert classify(e) is None
 

@@ -51,7 +51,7 @@ def test_parent_is_built_without_its_motion_scope_embedding_and_config_keeps_our
     assert model.config.ofs_embed_dim == TINY_TRANSFORMER_CONFIG["ofs_embed_dim"], CHANGED + "register_to_config"
     model.save_pretrained(tmp_path)
     again = AnimeGamerTransformer3DModel.from_pretrained(tmp_path)
-    for (k, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+    for (k, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items(), strict=True):
         assert torch.equal(a, b), k
 
 

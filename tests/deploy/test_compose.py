@@ -101,7 +101,7 @@ def _check_command(argv: list[str]) -> None:
         pending = PENDING_FLAGS.get(args.command, set())
         flags = {a for a in unknown if a.startswith("-")}
         assert flags and flags <= pending, f"{argv}: unknown arguments {unknown}"
-        warnings.warn(f"`animegamer {' '.join(argv)}`: {sorted(flags)} not registered yet by `{args.command}`")
+        warnings.warn(f"`animegamer {' '.join(argv)}`: {sorted(flags)} not registered yet by `{args.command}`", stacklevel=2)
 
 
 def test_commands_are_real_cli_commands():

@@ -61,10 +61,8 @@ async def start_client(server: FakeDiscord, client: ClientT, *, timeout: float =
 async def stop_client(client: discord.Client, task: asyncio.Task[None], *, timeout: float = 10.0) -> None:
     """Close the client (gateway close 1000 ends its session) and wait for its task."""
     await client.close()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(task, timeout)
-    except asyncio.CancelledError:
-        pass
 
 
 @contextlib.asynccontextmanager

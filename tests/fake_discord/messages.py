@@ -7,7 +7,7 @@ import asyncio
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from .errors import ApiError, FakeDiscordTimeout, invalid_form, unknown
 from .gateway import INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, GatewaySession
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .models import RecordedRequest
     from .server import FakeDiscord
 
-ChannelRef = Union[FakeChannel, int]
+ChannelRef = FakeChannel | int
 MESSAGE = "/channels/{channel_id}/messages/{message_id}"
 
 

@@ -11,6 +11,7 @@ use it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -152,11 +153,9 @@ class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin
             if remaining <= 0:
                 raise FakeDiscordTimeout(f"timed out after {timeout}s waiting for {what}")
             event = self._changed
-            try:
-                # Short cap: state changed by code that does not call _notify is still noticed.
+            # Short cap: state changed by code that does not call _notify is still noticed.
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), min(remaining, 0.05))
-            except TimeoutError:
-                pass
 
     async def wait_for_request(
         self,

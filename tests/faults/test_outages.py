@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import signal
 import threading
 import time
@@ -80,7 +81,7 @@ def _assert_consistent(rows: list[Turn]) -> None:
     for turns in by_session.values():
         turns.sort(key=lambda t: t.seq)
         stamina = 50
-        for prev, nxt in zip(turns, turns[1:]):
+        for prev, nxt in itertools.pairwise(turns):
             assert nxt.started_at >= prev.finished_at, (prev.id, nxt.id)
             assert nxt.states_before == prev.states_after, (prev.id, nxt.id)
         for t in turns:

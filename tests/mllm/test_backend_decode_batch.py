@@ -41,7 +41,7 @@ def test_concurrent_turns_share_one_decode_batch(small_files):
 
     def recording(reps, scopes, seeds, progress=None):
         frames, timings = inner(reps, scopes, seeds, progress)
-        batches.append(dict(zip(seeds, frames)))
+        batches.append(dict(zip(seeds, frames, strict=True)))
         return frames, timings
 
     decoder.decode_batch_timed = recording

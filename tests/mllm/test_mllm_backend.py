@@ -96,7 +96,7 @@ def test_history_window_and_batch(files):
     # several sessions in one forward pass agree with one by one
     reqs = [request(0), request(1, hist[:1]), request(3, hist)]
     batched = backend.predict(reqs)
-    for r, (pred, rep) in zip(reqs, batched):
+    for r, (pred, rep) in zip(reqs, batched, strict=True):
         one = backend.generate(r, lambda f, s: None)
         assert pred == one.prediction
         np.testing.assert_allclose(rep, one.representation, atol=2e-5)
@@ -125,7 +125,7 @@ def test_concurrent_turns_share_one_mllm_pass(files):
     for t in threads:
         t.join(60)
     assert backend._batcher.batch_sizes == [3]
-    for r, (pred, rep) in zip(reqs, expected):
+    for r, (pred, rep) in zip(reqs, expected, strict=True):
         assert results[r.turn_id].prediction == pred
         np.testing.assert_allclose(results[r.turn_id].representation, rep, atol=2e-5)
 

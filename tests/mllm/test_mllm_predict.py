@@ -30,7 +30,7 @@ def embeds_of(model, prompt):
     """Prompt embeddings with history slots replaced, written independently of predict.py."""
     with torch.no_grad():
         e = model.causal_lm.get_input_embeddings()(torch.tensor([prompt.input_ids]))
-        for start, rep in zip(prompt.history_starts, prompt.history_reps):
+        for start, rep in zip(prompt.history_starts, prompt.history_reps, strict=True):
             e[0, start : start + 226] = model.input_resampler(torch.from_numpy(rep))
     return e
 
@@ -114,7 +114,7 @@ def test_batched_and_one_by_one_agree(predictor, prompts, state_pass):
     opt = PredictOptions(state_pass=state_pass)
     assert len({len(p) for p in prompts}) == 3  # different lengths: rows are padded
     batched = predictor.predict_batch(prompts, opt)
-    for p, got in zip(prompts, batched):
+    for p, got in zip(prompts, batched, strict=True):
         one = predictor.predict(p, opt)
         close(got.representation, one.representation)
         close(got.state_logits, one.state_logits)
@@ -139,6 +139,6 @@ def test_eager_and_sdpa_agree(files, loaded, prompts):
     eager = load_mllm(files["mistral"], files["tokenizer"], files["agent"], device="cpu", attn_implementation="eager")
     a = MLLMPredictor(eager.model, eager.special).predict_batch(prompts)
     b = MLLMPredictor(loaded.model, loaded.special).predict_batch(prompts)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         close(x.representation, y.representation)
         assert x.values == y.values

@@ -62,7 +62,7 @@ def test_three_history_turns(make_builder, encoder):
     expect += VIDEO + [ML]
     assert p.input_ids == expect
     assert p.history_starts == starts and p.query_start == query_start
-    assert [r is h.representation for r, h in zip(p.history_reps, hist)] == [True] * 3
+    assert [r is h.representation for r, h in zip(p.history_reps, hist, strict=True)] == [True] * 3
     assert len(p) == len(expect)
 
 

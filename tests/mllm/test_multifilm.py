@@ -107,7 +107,7 @@ def test_a_mixed_batch_runs_one_pass_per_film(alone, shared):
     for film in FILMS:
         idx = [i for i, r in enumerate(reqs) if r.film_id == film]
         want = alone[film].predict([reqs[i] for i in idx])
-        for i, (p, rep) in zip(idx, want):
+        for i, (p, rep) in zip(idx, want, strict=True):
             assert got[i][0] == p
             assert np.abs(got[i][1] - rep).max() <= 1e-5
 
@@ -213,7 +213,7 @@ def _recording(decoder, log: list, film: str):
 
     def record(reps, scopes, seeds, progress=None):
         frames, timings = inner(reps, scopes, seeds, progress)
-        log.append((film, dict(zip(seeds, frames))))
+        log.append((film, dict(zip(seeds, frames, strict=True))))
         return frames, timings
 
     decoder.decode_batch_timed = record
@@ -233,7 +233,7 @@ def test_concurrent_turns_are_decoded_in_one_batch_per_film(files, two_films):
     # One decode per film: the three qiqi clips in one batch, never three calls on the GPU lock.
     assert sorted((film, len(rows)) for film, rows in batches) == [("ponyo", 1), ("qiqi", 3)], batches
     assert isinstance(outcomes[3], Aborted)  # cancelled mid-batch: fails alone
-    for (film, turn), result in zip(turns[:3], outcomes[:3]):
+    for (film, turn), result in zip(turns[:3], outcomes[:3], strict=True):
         assert result.mp4[4:8] == b"ftyp"
         assert result.timings["decode_batch"] == (3.0 if film == "qiqi" else 1.0)
         assert "decoder_move" in result.timings and "mllm_adapter_switch" in result.timings

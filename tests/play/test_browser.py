@@ -174,7 +174,7 @@ async def test_two_tabs_play_three_turns(play):
             await a.screenshot(path=str(ARTIFACTS / "play-tab-a-three-turns.png"), full_page=True)
             await b.screenshot(path=str(ARTIFACTS / "play-tab-b-three-turns.png"), full_page=True)
 
-            for seq, turn_id, _, _, before, after, author, instruction in rows:
+            for seq, _turn_id, _, _, before, after, author, instruction in rows:
                 for page in (a, b):
                     await page.bring_to_front()  # a background tab does not present frames
                     v = await page.evaluate(VIDEO_CHECK, seq)
@@ -202,7 +202,7 @@ async def test_two_tabs_play_three_turns(play):
             # The side panel shows the states now stored for each character.
             stored = query(url, "SELECT character_id, stamina, social, entertainment FROM character_states cs"
                                 " JOIN game_sessions g ON g.id = cs.session_id WHERE g.status = 'active'")
-            expected = sorted((c, k, v) for c, *vals in stored for k, v in zip(("stamina", "social", "entertainment"), vals))
+            expected = sorted((c, k, v) for c, *vals in stored for k, v in zip(("stamina", "social", "entertainment"), vals, strict=True))
             for page in (a, b):
                 bars = await page.evaluate(BARS, "#states .bar")
                 assert sorted((x["character"], x["state"], x["value"]) for x in bars) == expected

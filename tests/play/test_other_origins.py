@@ -38,7 +38,7 @@ async (TARGET) => {
   await tryit('beacon pause', async () => navigator.sendBeacon(TARGET + '/api/pause', new Blob([body], {type: 'text/plain'})));
   // A JSON body needs a preflight, which the page does not grant.
   await tryit('act json', () => fetch(TARGET + '/api/act', {method: 'POST', headers: {'Content-Type': 'application/json'},
-    body: JSON.stringify({player_id: %d, motion: 'walk', background: 'town'})}).then(r => r.status));
+    body: JSON.stringify({player_id: PLAYER_ID, motion: 'walk', background: 'town'})}).then(r => r.status));
   // Reading the game: CORS keeps the answer from the attacker.
   await tryit('read state', () => fetch(TARGET + '/api/state').then(r => r.text()));
   // A form posted into a hidden frame (a top-level navigation would do the same).
@@ -57,7 +57,7 @@ async (TARGET) => {
   await new Promise(r => setTimeout(r, 500));  // let the beacon go out
   return out;
 }
-""" % A
+""".replace("PLAYER_ID", str(A))
 
 
 @contextlib.asynccontextmanager

@@ -97,8 +97,12 @@ def worker_env(database_url: str, **settings) -> dict:
 def start_worker_process(database_url: str, *args: str, log_path: Path | None = None, **settings) -> subprocess.Popen:
     """`animegamer worker` as a subprocess (preview backend, no metrics unless asked)."""
     cmd = [sys.executable, "-m", "animegamer.cli", "worker", "--backend", "preview", "--no-migrate", "--metrics-port", "0", *args]
-    out = open(log_path, "wb") if log_path else subprocess.DEVNULL
-    return subprocess.Popen(cmd, cwd=ROOT, env=worker_env(database_url, **settings), stdout=out, stderr=subprocess.STDOUT)
+    env = worker_env(database_url, **settings)
+    if log_path is None:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    # The child holds its own copy of the log's descriptor; ours is closed once it has started.
+    with open(log_path, "wb") as out:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def stop_processes(procs) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 
 from tests.queue.helpers import (
@@ -24,7 +25,7 @@ def _assert_strictly_ordered(rows) -> None:
         by_session.setdefault(t.session_id, []).append(t)
     for turns in by_session.values():
         turns.sort(key=lambda t: t.seq)
-        for prev, nxt in zip(turns, turns[1:]):
+        for prev, nxt in itertools.pairwise(turns):
             # The next turn of a session starts only once the previous one is written.
             assert nxt.started_at >= prev.finished_at, (prev.seq, nxt.seq)
             # And it sees the previous result: its states start where the previous ones ended.
