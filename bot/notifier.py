@@ -23,6 +23,7 @@ held back meanwhile, are posted in order after it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import hashlib
 import io
@@ -324,10 +325,8 @@ class Notifier:
         notice = f"Turn #{turn.seq} could not be posted: Discord kept failing. It is kept in /history."
         if turn.status_message_id and channel is not None:
             embed = status_embed(turn, state="not posted", note=notice)
-            try:
+            with contextlib.suppress(TimeoutError, discord.HTTPException, OSError):
                 await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None)
-            except (TimeoutError, discord.HTTPException, OSError):
-                pass
         try:
             await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice)
         except (TimeoutError, discord.HTTPException, OSError) as e:

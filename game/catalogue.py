@@ -174,31 +174,32 @@ def parse_films(data: Mapping, source: str, base: Mapping[str, Film] | None = No
     if not isinstance(tables, dict):
         problems.append(f"{source}: films: must be tables [films.<id>]")
         tables = {}
-    for fid, table in tables.items():
-        def problem(where: str, what: str) -> None:
-            problems.append(f"{source}: film {fid!r}: {where}: {what}")
 
+    def problem(fid: str, where: str, what: str) -> None:
+        problems.append(f"{source}: film {fid!r}: {where}: {what}")
+
+    for fid, table in tables.items():
         if not FILM_ID_RE.match(fid):
-            problem("id", "must be lowercase letters, digits, '-' or '_' (at most 32), starting with a letter or digit")
+            problem(fid, "id", "must be lowercase letters, digits, '-' or '_' (at most 32), starting with a letter or digit")
             continue
         if not isinstance(table, dict):
-            problem("id", "must be a table [films.<id>]")
+            problem(fid, "id", "must be a table [films.<id>]")
             continue
         values, ok = {}, True
         for key, v in table.items():
             if key not in KNOWN_FIELDS:
-                problem(key, f"unknown field (known: {', '.join(KNOWN_FIELDS)})")
+                problem(fid, key, f"unknown field (known: {', '.join(KNOWN_FIELDS)})")
                 ok = False
                 continue
             if key == "enabled":
                 if not isinstance(v, bool):
-                    problem(key, "must be true or false")
+                    problem(fid, key, "must be true or false")
                     ok = False
                 continue
             try:
                 values[key] = _FIELD_CHECKS[key](v, key)
             except _Problem as p:
-                problem(p.where, p.what)
+                problem(fid, p.where, p.what)
                 ok = False
         if not ok:
             continue
@@ -211,7 +212,7 @@ def parse_films(data: Mapping, source: str, base: Mapping[str, Film] | None = No
         missing = [k for k in REQUIRED if k not in values]
         if missing:
             for k in missing:
-                problem(k, "missing (required for a film that is not in the packaged catalogue)")
+                problem(fid, k, "missing (required for a film that is not in the packaged catalogue)")
             continue
         films[fid] = Film(id=fid, **values, source=source)
     if problems:

@@ -115,9 +115,8 @@ class Play(commands.Cog):
             chosen = guilds.film_or_error(film) if film else cfg.film
             if chosen is None:
                 raise NoFilm()
-            if cfg.film is None or chosen.id != cfg.film.id:
-                if not await checks.is_admin(interaction):
-                    raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
+            if (cfg.film is None or chosen.id != cfg.film.id) and not await checks.is_admin(interaction):
+                raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
             await game_sessions.start_session(s, interaction.guild_id, interaction.channel_id, chosen, interaction.user.id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
         await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)

@@ -1,7 +1,7 @@
 """app schema
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 15:30:28.609899
 """
 
