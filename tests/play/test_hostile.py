@@ -371,3 +371,101 @@ async def test_head_on_the_event_stream_is_headers_only(app):
         writer.close()
     # No subscriber is left behind by the HEAD.
     assert not app[1].hub.subscribers
+
+
+CLIP = bytes(range(256)) * 4  # 1024 bytes, each offset recognisable
+
+
+async def a_clip(http, base: str, sessions) -> int:
+    """A turn with CLIP as its stored clip; returns its id."""
+    assert (await http.post(f"{base}/api/start", json={})).status == 200
+    assert (await http.post(f"{base}/api/join", json={"player_id": A, "name": "Ann", "character": "qiqi"})).status == 200
+    async with http.post(f"{base}/api/act", json={"player_id": A, **ACT}) as r:
+        turn_id = (await r.json())["turn_id"]
+    async with sessions() as s, s.begin():
+        t = await s.get(Turn, turn_id)
+        t.mp4 = CLIP
+    return turn_id
+
+
+N = len(CLIP)
+RANGES = [
+    # (Range header, then If-Range or None; status; (first, last) for a 206)
+    ("bytes=0-99", 206, (0, 99)),
+    ("bytes=1000-", 206, (1000, N - 1)),
+    ("bytes=-24", 206, (N - 24, N - 1)),
+    ("bytes=0-0", 206, (0, 0)),
+    ("bytes=1000-5000", 206, (1000, N - 1)),  # the last byte past the end: up to the end
+    ("Bytes=0-9", 206, (0, 9)),  # the unit is case-insensitive
+    ("bytes=0-999999999999999999999", 206, (0, N - 1)),
+    ("bytes=-999999999999999999999", 206, (0, N - 1)),  # a suffix longer than the clip: all of it
+    # Well-formed, but no byte of the clip in it: 416 with the size.
+    ("bytes=999999999999999999999-", 416, None),
+    ("bytes=999999999999999999999-999999999999999999999", 416, None),
+    (f"bytes={N}-", 416, None),
+    (f"bytes={N}-{N + 10}", 416, None),
+    ("bytes=-0", 416, None),
+    (f"bytes={N}-,{N + 5}-{N + 9}", 416, None),  # several ranges, none satisfiable
+    # Several ranges with some satisfiable: answered whole (a server may ignore Range).
+    ("bytes=0-1,5-6", 200, None),
+    ("bytes=0-9, 20-29", 200, None),
+    (f"bytes=0-1,{N}-", 200, None),
+    # Malformed or another unit: ignored, the whole clip.
+    ("bytes=5-3", 200, None),  # last before first: an invalid range-spec
+    ("bytes=abc", 200, None),
+    ("bytes=", 200, None),
+    ("bytes=,", 200, None),
+    ("bytes=-", 200, None),
+    ("bytes = 0-9", 200, None),
+    # Empty list elements are ignored (RFC 9110 5.6.1.2); numbers may be long.
+    ("bytes=0-9,", 206, (0, 9)),
+    ("bytes=, ,0-9", 206, (0, 9)),
+    ("bytes=" + "0" * 5000 + "5-9", 206, (5, 9)),
+    ("bytes=" + "9" * 5000 + "-", 416, None),
+    ("bytes=-" + "9" * 5000, 206, (0, N - 1)),
+    ("bytes=+1-5", 200, None),
+    ("bytes=0x10-", 200, None),
+    ("bytes=\u0661-\u0669", 200, None),  # Arabic-Indic digits are not DIGIT
+    ("items=0-9", 200, None),
+    ("bytes=" + ",".join(["0-0"] * 500), 200, None),
+]
+
+
+async def test_clip_byte_ranges(app, http, sessions):
+    """RFC 9110 14: a satisfiable single range is a 206 with its Content-Range; a well-formed
+    range set with no byte of the clip in it is a 416 with `Content-Range: bytes */size`; a
+    malformed one, another unit, or several ranges are ignored (200, the whole clip). A range
+    sent with If-Range is ignored too: the clip has no validator for it to match (13.1.5)."""
+    base, _ = app
+    turn_id = await a_clip(http, base, sessions)
+    host = base.removeprefix("http://")
+    path = f"/api/turns/{turn_id}/video.mp4"
+    cases = [(r, None, status, span) for r, status, span in RANGES]
+    cases += [
+        ("bytes=0-99", '"some-etag"', 200, None),
+        ("bytes=0-99", "Tue, 01 Dec 2026 10:00:00 GMT", 200, None),
+    ]
+    wrong = []
+    for rng, if_range, want, span in cases:
+        reader, writer = await connect(base)
+        try:
+            extra = f"If-Range: {if_range}\r\n" if if_range else ""
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nRange: {rng}\r\n{extra}Connection: close\r\n\r\n".encode())
+            status, headers, data = await read_response(reader)
+        finally:
+            writer.close()
+        name = f"{rng[:40]!r}" + (f" If-Range {if_range!r}" if if_range else "")
+        if status != want:
+            wrong.append(f"{name}: {status} (wanted {want}) {headers.get('content-range')}")
+        elif want == 206:
+            first, last = span
+            if headers.get("content-range") != f"bytes {first}-{last}/{N}" or data != CLIP[first:last + 1]:
+                wrong.append(f"{name}: Content-Range {headers.get('content-range')}, {len(data)} bytes")
+        elif want == 416:
+            if headers.get("content-range") != f"bytes */{N}" or json.loads(data)["error"] != "range_not_satisfiable":
+                wrong.append(f"{name}: 416 with Content-Range {headers.get('content-range')}: {data[:100]!r}")
+        elif data != CLIP or "content-range" in headers:
+            wrong.append(f"{name}: 200 with {len(data)} bytes, Content-Range {headers.get('content-range')}")
+        if status in (200, 206) and headers.get("accept-ranges") != "bytes":
+            wrong.append(f"{name}: no Accept-Ranges")
+    assert not wrong, f"{len(wrong)} of {len(cases)} ranges answered wrongly:\n" + "\n".join(wrong)
