@@ -54,8 +54,13 @@ def decode_latents(vae: AutoencoderKLCogVideoX, latents: torch.Tensor) -> torch.
     return decode_vae(vae, z)
 
 
-def to_uint8_frames(video: torch.Tensor) -> np.ndarray:
-    """(B, C, F, H, W) in [-1, 1] -> uint8 (B, F, H, W, 3)."""
+def uint8_video(video: torch.Tensor) -> torch.Tensor:
+    """(B, C, F, H, W) in [-1, 1] -> uint8 (B, F, H, W, 3), on the video's device."""
     x = ((video.float() + 1.0) / 2.0).clamp(0.0, 1.0)
-    x = (x * 255.0).round().to(torch.uint8)
-    return x.permute(0, 2, 3, 4, 1).cpu().numpy()  # (the release truncates instead of rounding)
+    x = (x * 255.0).round().to(torch.uint8)  # (the release truncates instead of rounding)
+    return x.permute(0, 2, 3, 4, 1)
+
+
+def to_uint8_frames(video: torch.Tensor) -> np.ndarray:
+    """(B, C, F, H, W) in [-1, 1] -> uint8 (B, F, H, W, 3) as numpy."""
+    return uint8_video(video).cpu().numpy()

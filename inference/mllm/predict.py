@@ -75,23 +75,32 @@ class MLLMPredictor:
 
     @torch.inference_mode()
     def predict_batch(self, prompts: Sequence[TurnPrompt], options: PredictOptions | None = None) -> list[TurnOutput]:
-        opt = options or self.options
         if not prompts:
             return []
+        reps_t, chosen, logits_t, timings = self.forward(prompts, options)
+        reps = reps_t.float().cpu().numpy()
+        values = (chosen - 5).tolist()  # index 0..10 -> -5..5
+        state_logits = logits_t.cpu().numpy()
+        return [
+            TurnOutput(reps[b], tuple(values[b]), state_logits[b], dict(timings)) for b in range(len(prompts))
+        ]
+
+    def forward(self, prompts: Sequence[TurnPrompt], options: PredictOptions | None = None):
+        """The batch's outputs as tensors on the model's device: representations (B, 226, rep_dim),
+        chosen strength indices (B, 4), their logits (B, 4, 11); and the stage timings. All of the
+        model's work, and nothing that reads values back (inference.memory traces it on fake tensors)."""
+        opt = options or self.options
         t0 = self._now()
         batch = _Batch.build(self.model, prompts)
         if opt.use_cache:
             rep_hidden, logits, cache = self._prefill_cached(batch, opt)
         else:
             rep_hidden, logits, cache = self._prefill_full(batch, opt)
-        reps = self.model.output_resampler(rep_hidden).float().cpu().numpy()
+        reps = self.model.output_resampler(rep_hidden)
         t1 = self._now()
-        values, state_logits = self._decode_states(batch, opt, logits, cache)
+        chosen, state_logits = self._decode_states(batch, opt, logits, cache)
         t2 = self._now()
-        timings = {"prefill": t1 - t0, "states": t2 - t1}
-        return [
-            TurnOutput(reps[b], tuple(values[b]), state_logits[b], dict(timings)) for b in range(len(prompts))
-        ]
+        return reps, chosen, state_logits, {"prefill": t1 - t0, "states": t2 - t1}
 
     # -- passes -----------------------------------------------------------------------------
 
@@ -151,11 +160,10 @@ class MLLMPredictor:
                 h = self._forward(batch, 0, embeds, block, None)
             cols += fed.shape[1]
             logits = self.model.logits(h[:, -1])
-        values = (torch.stack(chosen, dim=1) - 5).tolist()  # index 0..10 -> -5..5
-        return values, torch.stack(all_logits, dim=1).cpu().numpy()
+        return torch.stack(chosen, dim=1), torch.stack(all_logits, dim=1)
 
     def _now(self) -> float:
-        if self.model.device.type == "cuda":
+        if self.model.device.type == "cuda" and torch.cuda.is_available():  # (fake CUDA tensors: nothing to wait for)
             torch.cuda.synchronize(self.model.device)
         return time.perf_counter()
 
