@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from db import sessions as session_service
 from db.guilds import Limits
@@ -160,8 +161,9 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
 
 def test_worker_with_a_missing_database_says_so(database_url):
     # A database that does not exist is a configuration error (exit 2); an unreachable server is
-    # not: the worker waits for it (tests/faults).
-    missing = database_url.rpartition("/")[0] + "/agtest_no_such_database"
+    # not: the worker waits for it (tests/faults). Only the database name changes, whether the
+    # test server is reached over TCP or (embedded) through a socket directory in `host=`.
+    missing = make_url(database_url).set(database="agtest_no_such_database").render_as_string(hide_password=False)
     r = subprocess.run(
         [sys.executable, "-m", "animegamer.cli", "worker", "--metrics-port", "0"],
         cwd=ROOT, env=worker_env(missing), capture_output=True, text=True, timeout=60,
