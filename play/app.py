@@ -1,9 +1,12 @@
 """The play page's aiohttp application: middlewares (errors outermost, then the same-origin
-guard), the routes, the static files."""
+guard), the routes, the static files; and the runner that serves it, with its server log."""
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from play.errors import errors_middleware
 from play.guard import same_origin_middleware
@@ -11,6 +14,30 @@ from play.requests import MAX_BODY
 from play.routes import STATIC, routes
 from play.services import SERVICES, PlayServices
 from play.vote_routes import add_vote_routes
+
+# aiohttp's server log for the page (RequestHandler's `logger`, normally "aiohttp.server").
+SERVER_LOG = logging.getLogger("play.server")
+
+
+class MalformedRequestsInOneLine(logging.Filter):
+    """A request aiohttp cannot parse (a bad request line, an oversized or broken header, no Host
+    on HTTP/1.1) is answered 400 by aiohttp itself, before any handler or middleware, and logged
+    by RequestHandler.handle_error as an ERROR with the parser's traceback. It is the client's
+    mistake, not the page's: it becomes one WARNING line, so that a client cannot fill the
+    operator's log with tracebacks. Every other record (a 500's traceback) passes unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.levelno < logging.ERROR or not isinstance(exc, HttpProcessingError) or not 400 <= exc.code < 500:
+            return True
+        # handle_error's message is "Error handling request from %s", with the peer's address.
+        peer = f" from {record.args[0]}" if isinstance(record.args, tuple) and record.args else ""
+        reason = " ".join(exc.message.split())[:200]  # the parser's words, quoting the bytes as repr
+        SERVER_LOG.warning("refused a malformed request%s (%d): %s", peer, exc.code, reason)
+        return False
+
+
+SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 
 
 def build_app(svc: PlayServices) -> web.Application:
@@ -25,3 +52,9 @@ def build_app(svc: PlayServices) -> web.Application:
 
     app.on_shutdown.append(on_shutdown)
     return app
+
+
+def make_runner(svc: PlayServices, *, shutdown_timeout: float = 3) -> web.AppRunner:
+    """The page's app, ready to serve: aiohttp's server log goes through SERVER_LOG, and there is
+    no access log (every request of every tab, polling included, would be a line)."""
+    return web.AppRunner(build_app(svc), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)

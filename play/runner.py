@@ -30,7 +30,7 @@ from aiohttp import web
 
 from db.engine import libpq_url
 from db.runtime import open_database
-from play.app import build_app
+from play.app import make_runner
 from play.events import EventHub
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from settings import Settings
@@ -168,7 +168,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                         worker.hurry = hurry
                     svc.on_film = worker.set_film
                     await worker.start()
-                runner = web.AppRunner(build_app(svc), shutdown_timeout=3, access_log=None)
+                runner = make_runner(svc, shutdown_timeout=3)
                 await runner.setup()
                 site = web.TCPSite(runner, options.host, options.port)
                 await site.start()

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from db.engine import make_sessionmaker
 from db.runtime import Database
-from play.app import build_app
+from play.app import make_runner
 from play.events import EventHub
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from tests.ports import free_port
@@ -24,7 +24,7 @@ async def running_app(settings, engine, database_url, **services):
     await hub.start()
     svc = PlayServices(settings=settings, db=db, hub=hub, **{"use_queue": False, **services})
     await ensure_film(svc)
-    runner = web.AppRunner(build_app(svc), shutdown_timeout=2)
+    runner = make_runner(svc, shutdown_timeout=2)  # as `animegamer play` serves it
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()

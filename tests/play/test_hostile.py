@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -469,3 +470,48 @@ async def test_clip_byte_ranges(app, http, sessions):
         if status in (200, 206) and headers.get("accept-ranges") != "bytes":
             wrong.append(f"{name}: no Accept-Ranges")
     assert not wrong, f"{len(wrong)} of {len(cases)} ranges answered wrongly:\n" + "\n".join(wrong)
+
+
+MALFORMED = [
+    ("HTTP/9.9", b"GET /api/state HTTP/9.9\r\nHost: {host}\r\n\r\n"),
+    ("a 20 KB header", b"GET /api/state HTTP/1.1\r\nHost: {host}\r\nX-Pad: " + b"a" * 20_000 + b"\r\n\r\n"),
+    ("no Host on HTTP/1.1", b"GET /api/state HTTP/1.1\r\nAccept: */*\r\n\r\n"),
+    ("two Hosts", b"GET /api/state HTTP/1.1\r\nHost: {host}\r\nHost: {host}\r\n\r\n"),
+    ("a space in a header name", b"GET /api/state HTTP/1.1\r\nHost: {host}\r\nBad Header: x\r\n\r\n"),
+    ("Content-Length not a number", b"POST /api/reset HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1e3\r\n\r\n"),
+    ("a control character in the target", b"GET /api/st\x01ate HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+    ("a chunk longer than it says", b"POST /api/pause HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\n"
+     b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{\"paused\":true}\r\n0\r\n\r\n"),
+    # aiohttp logs a bad method as the first request at DEBUG (a TLS or non-HTTP client), but as
+    # an ERROR on a connection that already made a request.
+    ("an unknown method after a good request", b"GARBAGE / HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+]
+
+
+@pytest.mark.parametrize("name,request_bytes", MALFORMED, ids=[m[0] for m in MALFORMED])
+async def test_malformed_request_is_a_400_and_one_log_line(app, caplog, name, request_bytes):
+    """A request aiohttp cannot parse is the client's mistake: a 400, and one line in the log (no
+    traceback), so that any client cannot fill the operator's log with ERRORs. RFC 9112 3.2: no
+    Host on HTTP/1.1, or two, is a 400."""
+    base, _ = app
+    host = base.removeprefix("http://").encode()
+    caplog.set_level(logging.DEBUG)
+    reader, writer = await connect(base)
+    try:
+        if name.endswith("after a good request"):
+            writer.write(b"GET /api/state HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+            assert (await read_response(reader))[0] == 200
+        writer.write(request_bytes.replace(b"{host}", host))
+        status, _, _ = await read_response(reader)
+        assert status == 400
+        await asyncio.sleep(0.1)  # the log line is written after the answer
+    finally:
+        writer.close()
+    shown = [r for r in caplog.records if r.levelno >= logging.INFO and not r.name.startswith(("asyncio", "sqlalchemy"))]
+    assert len(shown) == 1, [(r.name, r.levelname, r.getMessage()) for r in shown]
+    [line] = shown
+    assert line.levelno == logging.WARNING and line.exc_info is None and line.exc_text is None
+    text = line.getMessage()
+    assert "\n" not in text and len(text) < 400, text
+    assert "from 127.0.0.1" in text, text
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
