@@ -19,16 +19,28 @@ from play.vote_routes import add_vote_routes
 SERVER_LOG = logging.getLogger("play.server")
 
 
+def _client_error(exc: BaseException | None) -> HttpProcessingError | None:
+    """The parser's 4xx error behind an exception: itself, or what a RequestPayloadError (a body
+    that does not decode) was raised from."""
+    if isinstance(exc, web.RequestPayloadError):
+        exc = exc.__cause__
+    if isinstance(exc, HttpProcessingError) and 400 <= exc.code < 500:
+        return exc
+    return None
+
+
 class MalformedRequestsInOneLine(logging.Filter):
     """A request aiohttp cannot parse (a bad request line, an oversized or broken header, no Host
     on HTTP/1.1) is answered 400 by aiohttp itself, before any handler or middleware, and logged
-    by RequestHandler.handle_error as an ERROR with the parser's traceback. It is the client's
-    mistake, not the page's: it becomes one WARNING line, so that a client cannot fill the
-    operator's log with tracebacks. Every other record (a 500's traceback) passes unchanged."""
+    by RequestHandler.handle_error as an ERROR with the parser's traceback; a body that does not
+    decode (a broken gzip or chunk) is logged so too ("Unhandled exception") when aiohttp reads
+    what is left of it after the answer. It is the client's mistake, not the page's: it becomes
+    one WARNING line, so that a client cannot fill the operator's log with tracebacks. Every
+    other record (a 500's traceback) passes unchanged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if record.levelno < logging.ERROR or not isinstance(exc, HttpProcessingError) or not 400 <= exc.code < 500:
+        exc = _client_error(record.exc_info[1] if record.exc_info else None)
+        if record.levelno < logging.ERROR or exc is None:
             return True
         # handle_error's message is "Error handling request from %s", with the peer's address.
         peer = f" from {record.args[0]}" if isinstance(record.args, tuple) and record.args else ""

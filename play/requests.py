@@ -161,6 +161,8 @@ async def read_body(request: web.Request) -> bytes:
         raise ApiError(408, "timeout", "The request body did not arrive in time.") from None
     except web.HTTPRequestEntityTooLarge:
         raise ApiError(413, "too_large", f"The request body is too large (at most {MAX_BODY} bytes).") from None
+    except web.RequestPayloadError:  # it does not decode: a broken gzip body, a broken chunk
+        raise bad_request("The request body could not be read (its Content-Encoding or chunks are broken).") from None
 
 
 async def parse_body(request: web.Request, model: type[Body]) -> Body:
