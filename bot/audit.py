@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import discord
 
+from bot import context
 from db import audit
 
 
 async def record(s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
     await audit.record(
         s,
-        guild_id=interaction.guild_id,
+        guild_id=context.guild_id(interaction),
         channel_id=interaction.channel_id,
         actor_id=interaction.user.id,
         actor_name=interaction.user.display_name,

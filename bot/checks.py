@@ -12,6 +12,7 @@ from typing import Literal
 import discord
 from discord import app_commands
 
+from bot import context
 from bot.replies import Refusal, as_game_error
 from game.errors import GuildOnly, MissingRights
 
@@ -22,7 +23,7 @@ def _member_role_ids(interaction: discord.Interaction) -> set[int]:
 
 
 async def _configured_roles(interaction: discord.Interaction) -> tuple[frozenset[int], frozenset[int]]:
-    cfg = await interaction.client.config.config(interaction.guild_id, interaction.channel_id)  # cached
+    cfg = await context.bot_of(interaction).config.config(*context.place(interaction))  # cached
     return cfg.admin_role_ids, cfg.moderator_role_ids
 
 

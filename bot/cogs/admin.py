@@ -11,7 +11,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks
+from bot import checks, context
 from bot.choices import film_choices
 from bot.embeds import INFO, esc
 from db import audit, guilds
@@ -49,9 +49,9 @@ class Admin(commands.Cog):
     @app_commands.autocomplete(film=film_choices)
     async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        channel_id = interaction.channel_id if scope == "channel" else None
+        channel_id = context.channel_id(interaction) if scope == "channel" else None
         async with self._writing(interaction) as s:
-            chosen = await guilds.set_film(s, interaction.guild_id, film, channel_id=channel_id)
+            chosen = await guilds.set_film(s, context.guild_id(interaction), film, channel_id=channel_id)
             await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
         where = "this channel" if channel_id else "this server"
         await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
@@ -62,16 +62,16 @@ class Admin(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self._writing(interaction) as s:
             cast = await guilds.set_character_enabled(
-                s, self.bot.settings, interaction.guild_id, interaction.channel_id, character, enabled
+                s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction), character, enabled
             )
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             await bot_audit.record(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
         names = ", ".join(c.name for c in cfg.cast()) or "nobody"
         await self._done(interaction, f"Playable here now: {names}.")
 
     @character.autocomplete("character")
     async def _character_choices(self, interaction: discord.Interaction, current: str):
-        cfg = await self.bot.config.config(interaction.guild_id, interaction.channel_id)
+        cfg = await self.bot.config.config(context.guild_id(interaction), context.channel_id(interaction))
         if cfg.film is None:
             return []
         names = {c.name: c.id for c in cfg.film.characters}
@@ -93,7 +93,7 @@ class Admin(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self._writing(interaction) as s:
             change = await guilds.set_limits(
-                s, self.bot.settings, interaction.guild_id,
+                s, self.bot.settings, context.guild_id(interaction),
                 cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length,
             )
             await bot_audit.record(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
@@ -115,10 +115,10 @@ class Admin(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self._writing(interaction) as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
             (ids.add if enabled else ids.discard)(role.id)
-            await guilds.set_roles(s, interaction.guild_id, **{f"{kind}_role_ids": sorted(ids)})
+            await guilds.set_roles(s, context.guild_id(interaction), **{f"{kind}_role_ids": sorted(ids)})
             await bot_audit.record(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
         verb = "now has" if enabled else "no longer has"
         await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
@@ -127,8 +127,8 @@ class Admin(commands.Cog):
     async def show(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
-            recent = await audit.recent(s, interaction.guild_id, limit=10)
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
+            recent = await audit.recent(s, context.guild_id(interaction), limit=10)
         e = discord.Embed(title="Game settings here", colour=INFO)
         e.add_field(name="Film", value=cfg.film.title if cfg.film else "none (choose one with /admin film)", inline=False)
         e.add_field(name="Playable", value=", ".join(c.name for c in cfg.cast()) or "nobody", inline=False)

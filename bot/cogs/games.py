@@ -7,6 +7,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot import context
 from bot.embeds import INFO
 from db import games as past_games
 from game.catalogue import FILMS
@@ -32,7 +33,7 @@ class Games(commands.Cog):
     async def games(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            found = await past_games.channel_games(s, interaction.channel_id)
+            found = await past_games.channel_games(s, context.channel_id(interaction))
         e = discord.Embed(title="Games in this channel", colour=INFO)
         if not found:
             e.description = "No game has been played here yet. Start one with /game start."

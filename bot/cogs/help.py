@@ -11,7 +11,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import checks
+from bot import checks, context
 from bot.embeds import INFO, esc
 from db import guilds, votes
 from db import sessions as game_sessions
@@ -101,9 +101,9 @@ class Help(commands.Cog):
     async def help(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
-            gs = await game_sessions.live_session(s, interaction.channel_id)
-            voting = await votes.vote_config(s, interaction.channel_id)
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
+            gs = await game_sessions.live_session(s, context.channel_id(interaction))
+            voting = await votes.vote_config(s, context.channel_id(interaction))
         film = FILMS.get(gs.film_id) if gs is not None else cfg.film
         note = ""
         if film is None:

@@ -8,7 +8,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks
+from bot import checks, context
 from bot.embeds import esc
 from db import sessions as game_sessions
 from db import turns as turn_service
@@ -32,7 +32,7 @@ class Moderation(commands.Cog):
         return await checks.require(interaction, "moderator")
 
     async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
-        await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(public)
+        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(public)
         await interaction.followup.send(private, ephemeral=True)
 
     def _by(self, interaction: discord.Interaction) -> str:
@@ -43,7 +43,7 @@ class Moderation(commands.Cog):
     async def pause(self, interaction: discord.Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, True, reason)
             await bot_audit.record(s, interaction, "pause", f"session {gs.id}", reason=reason)
         why = f" ({esc(gs.paused_reason)})" if gs.paused_reason else ""  # the reason as stored (cleaned)
@@ -53,7 +53,7 @@ class Moderation(commands.Cog):
     async def resume(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, False)
             await bot_audit.record(s, interaction, "resume", f"session {gs.id}")
         await self._announce(interaction, f"{self._by(interaction)} resumed the game. Play on with /act.", "The game is resumed.")
@@ -62,7 +62,7 @@ class Moderation(commands.Cog):
     async def reset(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, lock=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             waiting = [t for t in await turn_service.pending_turns(s, gs.id) if t.status == "queued"]
             fresh = await game_sessions.reset(s, gs, interaction.user.id)
             await self.bot.queue.cancel_stale_jobs(s, gs.id)
@@ -83,7 +83,7 @@ class Moderation(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             row = await turn_service.turn_by_seq(s, gs.id, turn)
             text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
             await self.bot.queue.cancel_queued_turn(s, row, text)
@@ -97,7 +97,7 @@ class Moderation(commands.Cog):
     async def kick(self, interaction: discord.Interaction, player: discord.User) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             if await game_sessions.player_of(s, gs.id, player.id) is None:
                 raise PlayerNotInGame(esc(player.display_name))
             p = await game_sessions.leave(s, gs, player.id)

@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import checks
+from bot import checks, context
 from bot.choices import film_choices
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import ExportLimiter, export_session
@@ -44,9 +44,10 @@ def split_names(text: str | None) -> list[str]:
 async def film_and_cast(interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
     """The film played in this channel (its game's, else the configured one) and its playable
     characters, from the bot's cache: autocomplete asks on every keystroke."""
-    cache = interaction.client.config
-    cfg = await cache.config(interaction.guild_id, interaction.channel_id)
-    game = await cache.live_game(interaction.channel_id)
+    cache = context.bot_of(interaction).config
+    guild_id, channel_id = context.place(interaction)
+    cfg = await cache.config(guild_id, channel_id)
+    game = await cache.live_game(channel_id)
     film = FILMS.get(game.film_id) if game is not None else cfg.film
     return film, (cfg.cast_for(film) if film else [])
 
@@ -63,9 +64,23 @@ def catalogue_choices(attr: str):
     return choices
 
 
+async def others_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    """Autocomplete for /act's `with`: completes the last name of a comma-separated list."""
+    _, cast = await film_and_cast(interaction)
+    done, _, typing = current.rpartition(",")
+    chosen = {n.casefold() for n in split_names(done)}
+    prefix = ", ".join(split_names(done))
+    names = tuple(c.name for c in cast if c.name.casefold() not in chosen)
+    out = []
+    for n in suggest(names, typing):
+        value = f"{prefix}, {n}" if prefix else n
+        out.append(app_commands.Choice(name=value[:100], value=value[:100]))
+    return out
+
+
 def act_fields(others: str):
-    """The /act fields as Discord shows them (names, help, autocomplete from the channel's film),
-    shared by /act and /vote propose; `others` is the help of the `with` field."""
+    """The /act fields as Discord shows them (names, help, autocomplete from the channel's film
+    and cast), shared by /act and /vote propose; `others` is the help of the `with` field."""
 
     def apply(command):
         command = app_commands.describe(
@@ -81,6 +96,7 @@ def act_fields(others: str):
             background=catalogue_choices("backgrounds"),
             adverb=catalogue_choices("adverbs"),
             time_of_day=catalogue_choices("times"),
+            others=others_choices,
         )(command)
 
     return apply
@@ -96,12 +112,12 @@ class Play(commands.Cog):
     # --- shared look-ups
 
     async def _config(self, s, interaction: discord.Interaction) -> ChannelConfig:
-        return await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+        return await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
 
 
     async def _say(self, interaction: discord.Interaction, text: str) -> None:
         """A line for the whole channel (mentions are off client-wide)."""
-        await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(text)
+        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(text)
 
     # --- /game
 
@@ -117,7 +133,7 @@ class Play(commands.Cog):
                 raise NoFilm()
             if (cfg.film is None or chosen.id != cfg.film.id) and not await checks.is_admin(interaction):
                 raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
-            await game_sessions.start_session(s, interaction.guild_id, interaction.channel_id, chosen, interaction.user.id)
+            await game_sessions.start_session(s, context.guild_id(interaction), context.channel_id(interaction), chosen, interaction.user.id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
         await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
 
@@ -126,7 +142,7 @@ class Play(commands.Cog):
     async def join(self, interaction: discord.Interaction, character: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             film = session_film(gs.film_id)
             cast = (await self._config(s, interaction)).cast_for(film)
             ch = film.character(character)
@@ -139,7 +155,7 @@ class Play(commands.Cog):
     @join.autocomplete("character")
     async def _join_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         _, cast = await film_and_cast(interaction)
-        game = await self.bot.config.live_game(interaction.channel_id)
+        game = await self.bot.config.live_game(context.channel_id(interaction))
         taken = game.players if game else {}
         by_name = {c.name: c for c in cast}
         out = []
@@ -153,7 +169,7 @@ class Play(commands.Cog):
     async def leave(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             p = await game_sessions.leave(s, gs, interaction.user.id)
         name = display_film(gs.film_id).character(p.character_id)
         await self._say(interaction, f"{esc(interaction.user.display_name)} no longer plays {name.name if name else p.character_id}.")
@@ -175,10 +191,10 @@ class Play(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             film = session_film(gs.film_id)
             cfg = await self._config(s, interaction)
-            await turn_service.require_direct_play(s, interaction.channel_id)  # vote mode: /vote propose
+            await turn_service.require_direct_play(s, context.channel_id(interaction))  # vote mode: /vote propose
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             if me is None:
                 raise NotJoined()
@@ -204,20 +220,6 @@ class Play(commands.Cog):
         text = with_cleaning_notes(f"Turn #{turn.seq} is queued ({position_text(position)}).", ins)
         await interaction.followup.send(text, ephemeral=True)
 
-    @act.autocomplete("others")
-    async def _others_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        """Completes the last name of a comma-separated list."""
-        _, cast = await film_and_cast(interaction)
-        done, _, typing = current.rpartition(",")
-        chosen = {n.casefold() for n in split_names(done)}
-        prefix = ", ".join(split_names(done))
-        names = tuple(c.name for c in cast if c.name.casefold() not in chosen)
-        out = []
-        for n in suggest(names, typing):
-            value = f"{prefix}, {n}" if prefix else n
-            out.append(app_commands.Choice(name=value[:100], value=value[:100]))
-        return out
-
     # --- information
 
     @app_commands.command(name="status", description="Every character's stamina, social and entertainment")
@@ -225,7 +227,7 @@ class Play(commands.Cog):
     async def status(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             states = await game_sessions.states(s, gs.id)
             players = await game_sessions.players(s, gs.id)
         await interaction.followup.send(embed=states_embed(gs, display_film(gs.film_id), states, players), ephemeral=True)
@@ -233,8 +235,8 @@ class Play(commands.Cog):
     async def _game(self, s, interaction: discord.Interaction, number: int | None):
         """The live game, or the channel's game `number` (past ones included: see /games)."""
         if number is None:
-            return await game_sessions.require_session(s, interaction.channel_id)
-        return await past_games.game_by_number(s, interaction.channel_id, number)
+            return await game_sessions.require_session(s, context.channel_id(interaction))
+        return await past_games.game_by_number(s, context.channel_id(interaction), number)
 
     @app_commands.command(name="history", description="The latest turns of this channel's game, or of a past game")
     @app_commands.guild_only()
@@ -254,7 +256,7 @@ class Play(commands.Cog):
     async def queue(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
             pending = await turn_service.pending_turns(s, gs.id)
             lines = [
                 f"#{t.seq} by {esc(t.author_name)}: {position_text(await self.bot.queue.position(s, t))}" for t in pending

@@ -19,7 +19,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks, replies
+from bot import checks, context, replies
 from bot.cogs.play import act_fields, split_names, with_cleaning_notes
 from bot.embeds import DONE, INFO, WAITING, esc
 from bot.views import view_of
@@ -193,9 +193,9 @@ class Vote(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             film = session_film(gs.film_id)
-            cfg = await guilds.channel_config(s, self.bot.settings, interaction.guild_id, interaction.channel_id)
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             names = votes.shot_characters(me.character_id if me else None, split_names(others))
             ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "")
@@ -206,31 +206,11 @@ class Vote(commands.Cog):
         text = with_cleaning_notes(f"Your proposal is option {number}: {esc(ins.text)}", ins)
         await interaction.followup.send(text, ephemeral=True)
 
-    @propose.autocomplete("motion")
-    async def _motion(self, interaction, current: str):
-        return await self.bot.get_cog("Play")._catalogue_choices(interaction, current, "motions")
-
-    @propose.autocomplete("background")
-    async def _background(self, interaction, current: str):
-        return await self.bot.get_cog("Play")._catalogue_choices(interaction, current, "backgrounds")
-
-    @propose.autocomplete("adverb")
-    async def _adverb(self, interaction, current: str):
-        return await self.bot.get_cog("Play")._catalogue_choices(interaction, current, "adverbs")
-
-    @propose.autocomplete("time_of_day")
-    async def _time(self, interaction, current: str):
-        return await self.bot.get_cog("Play")._catalogue_choices(interaction, current, "times")
-
-    @propose.autocomplete("others")
-    async def _others(self, interaction, current: str):
-        return await self.bot.get_cog("Play")._others_choices(interaction, current)
-
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")
     async def open_now(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, interaction.channel_id, active=True)
+            gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             rnd, created = await votes.open_round(s, gs, by=interaction.user.id)
         await self.refresh(rnd.id)
         text = "A vote round is open: propose with /vote propose." if created else "A round is already open: vote on its message."
@@ -245,7 +225,7 @@ class Vote(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions.begin() as s:
-            cfg, voided = await votes.set_mode(s, interaction.guild_id, interaction.channel_id, enabled, seconds)
+            cfg, voided = await votes.set_mode(s, context.guild_id(interaction), context.channel_id(interaction), enabled, seconds)
             await bot_audit.record(s, interaction, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
         for rnd in voided:
             await self.refresh(rnd.id)
@@ -256,7 +236,7 @@ class Vote(commands.Cog):
         else:
             public = f"{esc(interaction.user.display_name)} turned off vote mode: players act with /act again."
             private = "Vote mode is off."
-        await self.bot.board.channel(interaction.channel_id, interaction.guild_id).send(public)
+        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(public)
         await interaction.followup.send(private, ephemeral=True)
 
 

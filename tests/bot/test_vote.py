@@ -196,3 +196,21 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
         rnd = (await s.scalars(select(VoteRound))).one()
     assert rnd.turn_id == turn.id and rnd.result_shown_at is not None
     assert w.server.unhandled == []
+
+
+async def test_propose_autocompletes_like_act(world, start_bot):
+    """/vote propose offers the film's catalogue and cast as /act does (its motion, background,
+    adverb and time suggestions once called a method the Play cog does not have)."""
+    w = world
+    await start_bot()
+    await setup_vote_game(w)
+
+    async def choices(options: dict, focused: str) -> list[str]:
+        h = await w.server.autocomplete(w.guild, w.games, w.carol, "vote propose", options, focused=focused)
+        return [c["name"] for c in (await h.wait_response(timeout=5)).choices]
+
+    assert (await choices({"motion": "fly"}, "motion"))[0] == "fly on broomstick"
+    assert await choices({"motion": "x", "background": "sk"}, "background")
+    assert await choices({"motion": "x", "background": "y", "adverb": "qu"}, "adverb")
+    assert await choices({"motion": "x", "background": "y", "time": "ni"}, "time")
+    assert await choices({"motion": "x", "with": "Qiqi, Ji"}, "with") == ["Qiqi, Jiji"]
