@@ -340,13 +340,21 @@ class Worker:
 
     async def _check_database(self, db) -> None:
         """Wait for a database that is not up yet (a transient error: refused, starting up...);
-        any other error (wrong credentials, no such database) is a start error."""
+        any other error (wrong credentials, no such database, no socket directory) is a start
+        error, whose message names the URL (password masked) and what is missing."""
+        from asyncpg import PostgresError
+        from sqlalchemy.exc import DBAPIError
+
+        from db.engine import describe_database_error
 
         async def attempt():
             if not self._stop.is_set():
                 await db.ping()
 
-        await retry_transient(attempt, status=self.db_status, what="connecting to the database", give_up=self._stop.is_set, cap=10.0)
+        try:
+            await retry_transient(attempt, status=self.db_status, what="connecting to the database", give_up=self._stop.is_set, cap=10.0)
+        except (DBAPIError, PostgresError, OSError) as e:  # PostgresError: older SQLAlchemy lets asyncpg's through
+            raise WorkerStartError(describe_database_error(db.url, e)) from e
 
     async def _migrate(self, db) -> None:
         from db.migrate import upgrade

@@ -11,10 +11,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from db import sessions as session_service
+from db.engine import describe_database_error, masked_url
 from db.guilds import Limits
 from db.models import GameSession, Turn
 from game.errors import BacklogFull, TurnNotCancellable
 from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
+from tests.ports import free_port
 from tests.queue.helpers import (
     ROOT,
     all_finished,
@@ -159,16 +161,58 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
         assert await retry_stalled(s, 60) == []
 
 
+def _start_error(url: str) -> subprocess.CompletedProcess:
+    """`animegamer worker` pointed at `url`, which it cannot use: its exit status and message."""
+    return subprocess.run(
+        [sys.executable, "-m", "animegamer.cli", "worker", "--metrics-port", "0"],
+        cwd=ROOT, env=worker_env(url), capture_output=True, text=True, timeout=60,
+    )
+
+
 def test_worker_with_a_missing_database_says_so(database_url):
     # A database that does not exist is a configuration error (exit 2); an unreachable server is
     # not: the worker waits for it (tests/faults). Only the database name changes, whether the
     # test server is reached over TCP or (embedded) through a socket directory in `host=`.
-    missing = make_url(database_url).set(database="agtest_no_such_database").render_as_string(hide_password=False)
-    r = subprocess.run(
-        [sys.executable, "-m", "animegamer.cli", "worker", "--metrics-port", "0"],
-        cwd=ROOT, env=worker_env(missing), capture_output=True, text=True, timeout=60,
-    )
-    assert r.returncode == 2 and "cannot use the database" in r.stderr and "agtest_no_such_database" in r.stderr
+    missing = make_url(database_url).set(database="agtest_no_such_database")
+    r = _start_error(missing.render_as_string(hide_password=False))
+    assert r.returncode == 2, r.stderr
+    assert f"cannot use the database at {masked_url(missing.render_as_string(hide_password=False))}:" in r.stderr, r.stderr
+    assert 'the server has no database "agtest_no_such_database"' in r.stderr, r.stderr
+
+
+def test_worker_with_a_missing_socket_directory_names_it(database_url, tmp_path):
+    # A Unix-socket URL whose directory does not exist (a typo, a server never started there):
+    # the message names the database URL, its password masked, and the directory.
+    nowhere = tmp_path / "no_such_socket_dir"
+    url = (make_url(database_url).set(host=None, port=None, password="s3cret")
+           .update_query_dict({"host": str(nowhere)}).render_as_string(hide_password=False))
+    r = _start_error(url)
+    assert r.returncode == 2, r.stderr
+    assert f"cannot use the database at {masked_url(url)}:" in r.stderr and "***" in r.stderr, r.stderr
+    assert f"the socket directory {nowhere} does not exist" in r.stderr and "s3cret" not in r.stderr, r.stderr
+
+
+async def test_start_error_names_a_refused_host_port_and_a_missing_socket_file(tmp_path):
+    # The worker waits for a server that refuses connections (transient) and stops on a missing
+    # socket file; either way, once it says why, it names host:port or the socket file.
+    from db.engine import make_engine
+
+    port = free_port()
+    cases = {
+        f"postgresql://u:s3cret@127.0.0.1:{port}/agtest": f"nothing accepts connections at 127.0.0.1:{port}",
+        f"postgresql://u@/agtest?host={tmp_path}&port={port}": f"there is no server socket {tmp_path}/.s.PGSQL.{port}",
+    }
+    for url, detail in cases.items():
+        engine = make_engine(url)
+        try:
+            with pytest.raises(OSError) as caught:
+                async with engine.connect():
+                    pass
+        finally:
+            await engine.dispose()
+        message = describe_database_error(url, caught.value)
+        assert message.startswith(f"cannot use the database at {masked_url(url)}: {detail}"), message
+        assert "s3cret" not in message, message
 
 
 async def test_sweep_repairs_lost_status_writes_whatever_the_heartbeats(sessions):
