@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from typing import Annotated, Literal
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Literal, Protocol, TypeVar, overload
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from db.bounds import BIGINT_MAX, INT_MAX
@@ -189,13 +191,50 @@ def parse_path(request: web.Request, model: type[Query]) -> Query:
         raise not_found() from None  # no such turn (an id no row can have)
 
 
-def accepts(*, body: type[Body] | None = None, query: type[Query] | None = None, path: type[Query] | None = None):
-    """Parse a handler's inputs into its models; it gets them as `body=`, `query=`, `path=`."""
+_B = TypeVar("_B", bound=Body)
+_Q = TypeVar("_Q", bound=Query)
+_P = TypeVar("_P", bound=Query)
+_B_in = TypeVar("_B_in", bound=Body, contravariant=True)
+_Q_in = TypeVar("_Q_in", bound=Query, contravariant=True)
+_P_in = TypeVar("_P_in", bound=Query, contravariant=True)
 
-    def wrap(handler):
+
+# What `@accepts(...)` takes: a handler with the request and, by name, the models it declared.
+class BodyHandler(Protocol[_B_in]):
+    def __call__(self, request: web.Request, /, *, body: _B_in) -> Awaitable[web.StreamResponse]: ...
+
+
+class QueryHandler(Protocol[_Q_in]):
+    def __call__(self, request: web.Request, /, *, query: _Q_in) -> Awaitable[web.StreamResponse]: ...
+
+
+class PathHandler(Protocol[_P_in]):
+    def __call__(self, request: web.Request, /, *, path: _P_in) -> Awaitable[web.StreamResponse]: ...
+
+
+class PathBodyHandler(Protocol[_P_in, _B_in]):
+    def __call__(self, request: web.Request, /, *, path: _P_in, body: _B_in) -> Awaitable[web.StreamResponse]: ...
+
+
+@overload
+def accepts(*, body: type[_B]) -> Callable[[BodyHandler[_B]], Handler]: ...
+@overload
+def accepts(*, query: type[_Q]) -> Callable[[QueryHandler[_Q]], Handler]: ...
+@overload
+def accepts(*, path: type[_P]) -> Callable[[PathHandler[_P]], Handler]: ...
+@overload
+def accepts(*, path: type[_P], body: type[_B]) -> Callable[[PathBodyHandler[_P, _B]], Handler]: ...
+def accepts(
+    *, body: type[Body] | None = None, query: type[Query] | None = None, path: type[Query] | None = None
+) -> Callable[[Callable[..., Awaitable[web.StreamResponse]]], Handler]:
+    """Parse a handler's inputs into its models; it gets them as `body=`, `query=`, `path=`.
+    The result is an aiohttp handler (it takes the request alone); the overloads let the type
+    checker see that the handler's parameters are the declared models."""
+
+    def wrap(handler: Callable[..., Awaitable[web.StreamResponse]]) -> Handler:
         @functools.wraps(handler)
         async def run(request: web.Request) -> web.StreamResponse:
-            kw = {}
+            kw: dict[str, BaseModel] = {}
             if path is not None:
                 kw["path"] = parse_path(request, path)
             if query is not None:
