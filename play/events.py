@@ -72,7 +72,7 @@ class EventHub:
         # Listening before the page is served, so no early event is lost.
         self._listener = Listener(self.url, notify.CHANNELS, on_connect=self._on_connect)
         await self._listener.__aenter__()
-        self._task = asyncio.create_task(self._run(), name="play-events")
+        self._task = asyncio.create_task(self._run(self._listener), name="play-events")
 
     async def stop(self) -> None:
         if self._listener is not None:
@@ -83,8 +83,8 @@ class EventHub:
                 await self._task
         self.publish(None)  # ends every open event stream
 
-    async def _run(self) -> None:
-        async for n in self._listener:
+    async def _run(self, listener: Listener) -> None:
+        async for n in listener:
             if n.payload.get("channel_id") != self.channel_id:
                 continue
             self.publish({"type": SHORT.get(n.channel, n.channel), **n.payload})

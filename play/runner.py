@@ -145,14 +145,15 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
     """Run everything until `stop` is set, then stop it all in reverse order. `hurry` (a second
     Ctrl-C) stops the worker without waiting for its turn."""
     t0 = time.monotonic()
-    embedded = not settings.database_url
-    if embedded:
+    if settings.database_url:
+        embedded = False
+        url = libpq_url(settings.database_url)
+    else:
+        embedded = True
         from db.embedded import release_embedded, start_embedded
 
         log.info("starting the embedded Postgres under %s", settings.data_dir / "pg")
         url = await asyncio.to_thread(start_embedded, settings.data_dir)
-    else:
-        url = libpq_url(settings.database_url)
     try:
         async with open_database(settings, migrate=True, url=url) as db:
             hub = EventHub(db.url, PLAY_CHANNEL_ID)
