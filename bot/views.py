@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING
 
 import discord
 
 from bot import audit as bot_audit
-from bot import checks, replies
+from bot import checks, context, replies
 from db import sessions as game_sessions
 from db import turns as turn_service
-from db.models import GameSession
-from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, TurnNotFound
+from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +44,10 @@ async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action:
         await bot_audit.record(s, interaction, action, f"turn #{turn.seq}", turn_id=turn.id, via="button")
 
 
-class _TurnButton:
+class _TurnButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:(?:cancel|regen):(?P<turn>\d+)"):
     """What both buttons share: the turn id in the custom_id, rebuilt from it after a restart, and
-    a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal."""
+    a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal. Only the
+    subclasses, each with its own template, are registered."""
 
     label: str
     style: discord.ButtonStyle
@@ -51,7 +55,7 @@ class _TurnButton:
 
     def __init__(self, turn_id: int) -> None:
         button = discord.ui.Button(label=self.label, style=self.style, custom_id=f"{self.prefix}:{turn_id}")
-        super().__init__(button)  # discord.ui.DynamicItem
+        super().__init__(button)
         self.turn_id = turn_id
 
     @classmethod
@@ -61,21 +65,21 @@ class _TurnButton:
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
             await interaction.response.defer(ephemeral=True, thinking=True)
-            await interaction.followup.send(await self.act(interaction, interaction.client), ephemeral=True)
+            await interaction.followup.send(await self.act(interaction, context.bot_of(interaction)), ephemeral=True)
         except Exception as e:
             await replies.report(interaction, e)
 
-    async def act(self, interaction: discord.Interaction, bot) -> str:
+    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         """Do it; returns what the clicker is told."""
         raise NotImplementedError
 
 
-class CancelButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:cancel:(?P<turn>\d+)"):
+class CancelButton(_TurnButton, template=r"ag:cancel:(?P<turn>\d+)"):
     """On a turn's status message while it is queued: its author or a moderator cancels it."""
 
     label, style, prefix = "Cancel", discord.ButtonStyle.secondary, "ag:cancel"
 
-    async def act(self, interaction: discord.Interaction, bot) -> str:
+    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
             await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
@@ -85,20 +89,22 @@ class CancelButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], templ
         return f"Turn #{turn.seq} is cancelled."
 
 
-class RegenerateButton(_TurnButton, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:regen:(?P<turn>\d+)"):
+class RegenerateButton(_TurnButton, template=r"ag:regen:(?P<turn>\d+)"):
     """On a posted turn: its author or a moderator generates the session's latest turn (cancelled
     ones do not count) again with a new seed (its effect on the characters is undone first)."""
 
     label, style, prefix = "Regenerate", discord.ButtonStyle.primary, "ag:regen"
 
-    async def act(self, interaction: discord.Interaction, bot) -> str:
+    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "regenerate")
-            gs = await s.get(GameSession, turn.session_id)
+            gs = await game_sessions.session_by_id(s, turn.session_id)
             live = await game_sessions.live_session(s, gs.channel_id)
             if live is None or live.id != gs.id:
                 raise GameEnded()
             latest = await turn_service.latest_turn(s, gs.id)
+            if latest is None:  # every turn was cancelled: this button's turn too, after it was regenerated
+                raise NoTurnToRegenerate()
             if latest.id != turn.id:
                 raise NotLatestTurn(turn.seq, latest.seq)
             # The take's message (its status message, edited into the post; the post may be

@@ -18,6 +18,15 @@ from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, Ses
 from game.states import CharacterState
 
 
+async def session_by_id(s: AsyncSession, session_id: int, *, lock: bool = False) -> GameSession:
+    """The session a row refers to (a turn's, a vote round's). Sessions are archived, never
+    deleted, and those rows' session_id is a NOT NULL foreign key, so it exists; LookupError if not."""
+    gs = await s.get(GameSession, session_id, with_for_update=lock)
+    if gs is None:
+        raise LookupError(f"game session {session_id} does not exist, yet a row refers to it")
+    return gs
+
+
 async def live_session(s: AsyncSession, channel_id: int, *, lock: bool = False) -> GameSession | None:
     """The channel's active or paused session."""
     if not fits_bigint(channel_id):

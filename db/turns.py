@@ -30,6 +30,7 @@ from game.errors import (
     Cooldown,
     NoSession,
     NotJoined,
+    NoTurnToRegenerate,
     SessionPaused,
     TurnNotCancellable,
     TurnNotFinished,
@@ -361,7 +362,7 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
         raise SessionPaused(gs.paused_reason)
     turn = await latest_turn(s, gs.id)
     if turn is None:
-        raise TurnNotFound("latest")
+        raise NoTurnToRegenerate()
     await s.refresh(turn, with_for_update=True)
     if turn.status not in ("done", "failed"):
         raise TurnNotFinished(turn.status)

@@ -187,6 +187,13 @@ class NotTurnAuthor(GameError):
         super().__init__(f"Only {author} (who asked for this turn) or a moderator can {what} it.")
 
 
+class NoTurnToRegenerate(GameError):
+    code = "no_turn_to_regenerate"
+
+    def __init__(self) -> None:
+        super().__init__("This game has no finished turn to regenerate.")
+
+
 class NotLatestTurn(GameError):
     code = "not_latest"
 

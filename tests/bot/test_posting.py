@@ -146,3 +146,31 @@ async def test_regenerate_after_a_cancelled_turn(world, start_bot, start_worker,
 
 async def _running(sessions) -> bool:
     return any(t.status == "running" for t in await turns_of(sessions))
+
+
+async def test_a_left_over_regenerate_button_when_no_turn_is_left(world, start_bot, start_worker, sessions):
+    """alice's only turn is regenerated and the new take cancelled, so the game has no turn left to
+    regenerate; the first take's button, left in place because removing it failed, gets a refusal
+    (it used to read the missing latest turn: an internal error)."""
+    w, server = world, world.server
+    await start_bot()
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await start_game(w, w.games, w.alice)
+    worker = await start_worker(films=["qiqi"])
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    first = await result(w, 1)
+    worker.stop()  # the new take stays queued
+    await asyncio.wait_for(worker.task, 30)
+
+    kept = server.fail_next("PATCH", rf"^/channels/\d+/messages/{first.id}$", status=403, code=50013, message="Missing Permissions")
+    h = await server.click(first, w.alice, first.custom_ids[0])
+    assert (await h.wait_followup(timeout=15)).content == "Turn #1 is being generated again with a new seed."
+    await server.wait_until(lambda: kept.hits, timeout=10, what="the try to remove the first take's button")
+    (t1,) = await turns_of(sessions)
+    queued = await server.wait_for_message(w.games, lambda m: f"ag:cancel:{t1.id}" in m.custom_ids, after=first, timeout=10)
+    h = await server.click(queued, w.alice, f"ag:cancel:{t1.id}")
+    assert (await h.wait_followup(timeout=15)).content == "Turn #1 is cancelled."
+
+    assert server.messages[first.id].custom_ids == [f"ag:regen:{t1.id}"]
+    h = await server.click(first, w.alice, f"ag:regen:{t1.id}")
+    assert (await h.wait_followup(timeout=15)).content == "This game has no finished turn to regenerate."

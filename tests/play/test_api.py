@@ -238,7 +238,7 @@ async def test_regenerate_needs_a_finished_turn(app, http):
     base, _ = app
     await start_and_join(http, base)
     status, r = await post(http, f"{base}/api/regenerate")
-    assert (status, r["message"]) == (409, errors.TurnNotFound("latest").message)
+    assert (status, r["message"]) == (409, errors.NoTurnToRegenerate().message)
     await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
     status, r = await post(http, f"{base}/api/regenerate")
     assert (status, r["message"]) == (409, errors.TurnNotFinished("queued").message)
