@@ -38,12 +38,12 @@ class ConfigCache:
         self._generation = 0  # bumped by every invalidation: a load that raced one is not kept
         self.loads = 0  # database loads so far (tests and benchmarks read it)
 
-    def _fresh(self, entry) -> bool:
-        return entry is not None and time.monotonic() - entry[0] < self.ttl
+    def _fresh(self, loaded_at: float) -> bool:
+        return time.monotonic() - loaded_at < self.ttl
 
     async def config(self, guild_id: int, channel_id: int) -> ChannelConfig:
         entry = self._configs.get((guild_id, channel_id))
-        if self._fresh(entry):
+        if entry is not None and self._fresh(entry[0]):
             return entry[1]
         generation = self._generation
         async with self.bot.db.sessions() as s:
@@ -55,7 +55,7 @@ class ConfigCache:
 
     async def live_game(self, channel_id: int) -> LiveGame | None:
         entry = self._games.get(channel_id)
-        if self._fresh(entry):
+        if entry is not None and self._fresh(entry[0]):
             return entry[1]
         generation = self._generation
         async with self.bot.db.sessions() as s:

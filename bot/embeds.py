@@ -102,13 +102,14 @@ def states_embed(
     """/status: every character of the game with its bars and who plays it."""
     by_char = {p.character_id: p for p in players}
     title = f"{film.title}" + (" · paused" if gs.status == "paused" else "")
-    e = discord.Embed(title=title, colour=INFO, description=f"Next turn: #{gs.next_seq}")
+    description = f"Next turn: #{gs.next_seq}"
+    if not states:
+        description += "\nNobody has joined yet: pick a character with /game join."
+    e = discord.Embed(title=title, colour=INFO, description=description)
     for cid, st in states.items():
         who = by_char.get(cid)
         name = character_name(film, cid) + (f" — {who.user_name}" if who else "")
         e.add_field(name=esc(name), value=_state_lines(None, st.as_dict()), inline=False)
-    if not states:
-        e.description += "\nNobody has joined yet: pick a character with /game join."
     return e
 
 

@@ -27,8 +27,8 @@ def gateway_state(bot) -> str:
     return "connected"
 
 
-async def health(bot) -> dict:
-    state = {
+async def health(bot) -> dict[str, object]:
+    state: dict[str, object] = {
         "gateway": gateway_state(bot),
         "database": "up" if await bot.db.answers(CHECK_TIMEOUT) else "unreachable",
         "live_updates": "up" if bot.notifier.live else "reconnecting",
