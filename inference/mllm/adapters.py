@@ -26,6 +26,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import torch
 from peft import LoraConfig, get_peft_model
@@ -41,8 +42,12 @@ from .loading import (
     load_state_into,
     lora_config,
 )
-from .model import REP_DIM, AnimeGamerMLLM, Projection
+from .model import REP_DIM, Projection, body_forward, input_embeddings
 from .tokens import VOCAB_SIZE, SpecialIds
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import MistralForCausalLM
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +86,12 @@ class _MustEqual:
 class MultiFilmMLLM(nn.Module):
     """One Mistral body, one peft adapter and one pair of projections per film."""
 
-    def __init__(self, llm: nn.Module, films: list[str], rep_dim: int = REP_DIM):
+    def __init__(self, llm: MistralForCausalLM, films: list[str], rep_dim: int = REP_DIM):
         super().__init__()
         if not films:
             raise ValueError("at least one film")
         llm.resize_token_embeddings(VOCAB_SIZE, mean_resizing=False)
-        self.llm = get_peft_model(llm, film_lora_config(), adapter_name=films[0])
+        self.llm: PeftModel = get_peft_model(llm, film_lora_config(), adapter_name=films[0])
         for film in films[1:]:
             self.llm.add_adapter(film, film_lora_config())
         hidden = self.causal_lm.config.hidden_size
@@ -113,8 +118,9 @@ class MultiFilmMLLM(nn.Module):
         return freed
 
     @property
-    def causal_lm(self) -> nn.Module:
-        return self.llm.get_base_model()
+    def causal_lm(self) -> MistralForCausalLM:
+        # peft types the wrapped model as nn.Module; it is the Mistral given to __init__.
+        return cast("MistralForCausalLM", self.llm.get_base_model())
 
     @property
     def config(self):
@@ -133,19 +139,24 @@ class MultiFilmMLLM(nn.Module):
         self.active = film
         return time.perf_counter() - t0
 
+    def projection(self, film: str, side: str) -> Projection:
+        """`film`'s "input" or "output" projection (ModuleDict indexing is typed as any nn.Module)."""
+        return cast(Projection, cast(nn.ModuleDict, self.projections[film])[side])
+
     def view(self, film: str) -> FilmModel:
         return FilmModel(self, film)
 
     # -- loading ---------------------------------------------------------------------------
 
-    def released_view(self, film: str, mismatches: list[str]) -> dict[str, object]:
+    def released_view(self, film: str, mismatches: list[tuple[str, float]]) -> dict[str, object]:
         """The model's tensors for `film` under the released checkpoint's names (see the module
         docstring); shared base tensors are _MustEqual stand-ins."""
         sd = self.state_dict(keep_vars=False)
         out: dict[str, object] = {}
         others = [f for f in self.films if f != film]
         mine = re.compile(rf"\.(lora_A|lora_B|modules_to_save)\.{re.escape(film)}\.")
-        theirs = re.compile(r"\.(lora_A|lora_B|modules_to_save)\.(%s)\." % "|".join(map(re.escape, others))) if others else None
+        alternatives = "|".join(map(re.escape, others))
+        theirs = re.compile(rf"\.(lora_A|lora_B|modules_to_save)\.({alternatives})\.") if others else None
         for key, tensor in sd.items():
             if key.startswith("projections."):
                 _, f, side, rest = key.split(".", 3)
@@ -190,8 +201,8 @@ class FilmModel:
 
     def __init__(self, shared: MultiFilmMLLM, film: str):
         self.shared, self.film = shared, film
-        self.input_resampler = shared.projections[film]["input"]
-        self.output_resampler = shared.projections[film]["output"]
+        self.input_resampler = shared.projection(film, "input")
+        self.output_resampler = shared.projection(film, "output")
         self.rep_dim = shared.rep_dim
 
     @property
@@ -200,11 +211,11 @@ class FilmModel:
 
     @property
     def device(self) -> torch.device:
-        return self.input_resampler.proj[0].weight.device
+        return next(self.input_resampler.parameters()).device  # proj[0].weight
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.input_resampler.proj[0].weight.dtype
+        return next(self.input_resampler.parameters()).dtype  # proj[0].weight
 
     def _check(self) -> None:
         if self.shared.active != self.film:  # a batch of the wrong film would be silently wrong
@@ -212,11 +223,11 @@ class FilmModel:
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         self._check()
-        return self.shared.causal_lm.get_input_embeddings()(input_ids)
+        return input_embeddings(self.shared.causal_lm)(input_ids)
 
     def transformer(self, inputs_embeds, attention_mask, position_ids, cache) -> torch.Tensor:
         self._check()
-        return AnimeGamerMLLM.transformer(self.shared, inputs_embeds, attention_mask, position_ids, cache)
+        return body_forward(self.shared.causal_lm, inputs_embeds, attention_mask, position_ids, cache)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         self._check()

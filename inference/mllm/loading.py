@@ -24,12 +24,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from peft import LoraConfig, get_peft_model
 
 from .model import REP_DIM, AnimeGamerMLLM
 from .tokens import VOCAB_SIZE, SpecialIds, verify
+
+if TYPE_CHECKING:
+    from transformers import MistralForCausalLM
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +55,7 @@ def lora_config(modules_to_save: tuple[str, ...] = MODULES_TO_SAVE) -> LoraConfi
     )
 
 
-def wrap_released(llm, rep_dim: int = REP_DIM) -> AnimeGamerMLLM:
+def wrap_released(llm: MistralForCausalLM, rep_dim: int = REP_DIM) -> AnimeGamerMLLM:
     """Resize a MistralForCausalLM to the AnimeGamer vocabulary and wrap it like the release."""
     # The new rows are overwritten by the checkpoint, so skip transformers' mean/covariance init.
     llm.resize_token_embeddings(VOCAB_SIZE, mean_resizing=False)
@@ -66,7 +70,7 @@ class CheckpointError(ValueError):
 KEY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"^module\.", "", "DeepSpeed/DDP wrapper prefix"),
     (
-        r"^(llm\.base_model\.model\..*\.(?:%s))\.weight$" % "|".join(LORA_TARGETS),
+        rf"^(llm\.base_model\.model\..*\.(?:{'|'.join(LORA_TARGETS)}))\.weight$",
         r"\1.base_layer.weight",
         "peft < 0.7 kept the frozen base weight on the LoRA layer itself",
     ),
@@ -219,7 +223,10 @@ def default_device_dtype(device=None, dtype=None) -> tuple[torch.device, torch.d
 FP32_BUFFERS = re.compile(r"(^|\.)(original_)?inv_freq$")
 
 
-def cast_keeping_fp32_buffers(model: torch.nn.Module, device, dtype: torch.dtype) -> torch.nn.Module:
+M = TypeVar("M", bound=torch.nn.Module)
+
+
+def cast_keeping_fp32_buffers(model: M, device, dtype: torch.dtype) -> M:
     """`model.to(device, dtype)`, except that the buffers named by FP32_BUFFERS stay fp32.
 
     Their fp32 values are taken before the cast (transformers builds them in fp32), so a model
@@ -234,7 +241,7 @@ def cast_keeping_fp32_buffers(model: torch.nn.Module, device, dtype: torch.dtype
 
 @dataclass
 class BaseModel:
-    llm: object  # MistralForCausalLM
+    llm: MistralForCausalLM
     tokenizer: object
     special: SpecialIds
     device: torch.device
@@ -254,7 +261,7 @@ def load_base(mistral_dir, tokenizer_dir, checkpoints, device=None, dtype=None, 
     dev, dt = default_device_dtype(device, dtype)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     special = verify(tokenizer)
-    extra = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
+    extra: dict[str, Any] = {"device_map": {"": str(dev)}} if dev.type != "cpu" else {}
     llm = MistralForCausalLM.from_pretrained(str(mistral_dir), dtype=dt, attn_implementation=attn_implementation, **extra)
     return BaseModel(llm, tokenizer, special, dev, dt)
 

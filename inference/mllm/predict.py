@@ -33,7 +33,7 @@ import torch
 from transformers import DynamicCache
 
 from .mask import attention_mask_4d, position_ids
-from .model import AnimeGamerMLLM
+from .model import PredictModel
 from .prompt import NUM_QUERY, TAIL, TurnPrompt
 from .tokens import UNK_ID, SpecialIds
 
@@ -63,7 +63,7 @@ class TurnOutput:
 
 
 class MLLMPredictor:
-    def __init__(self, model: AnimeGamerMLLM, special: SpecialIds, options: PredictOptions | None = None):
+    def __init__(self, model: PredictModel, special: SpecialIds, options: PredictOptions | None = None):
         self.model = model
         self.ids = special
         self.options = options or PredictOptions()
@@ -176,7 +176,7 @@ class _Batch:
     block: tuple[int, int]  # columns of the current query block (the same in every row)
 
     @classmethod
-    def build(cls, model: AnimeGamerMLLM, prompts: Sequence[TurnPrompt]) -> _Batch:
+    def build(cls, model: PredictModel, prompts: Sequence[TurnPrompt]) -> _Batch:
         device = model.device
         L = max(len(p) for p in prompts)
         pads = [L - len(p) for p in prompts]

@@ -7,12 +7,17 @@ embedding and the small input/output projections stay in the model dtype. Works 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
+
+if TYPE_CHECKING:
+    from .model import AnimeGamerMLLM
 
 QUANTIZATIONS = ("int8",)
 
 
-def quantize_weights(model: torch.nn.Module, mode: str) -> int:
+def quantize_weights(model: AnimeGamerMLLM, mode: str) -> int:
     """Quantise the Mistral body's and lm_head's Linear weights in place; returns how many."""
     if mode not in QUANTIZATIONS:
         raise ValueError(f"MLLM quantisation must be one of {QUANTIZATIONS}, got {mode!r}")

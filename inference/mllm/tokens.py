@@ -49,9 +49,11 @@ class SpecialIds:
     turn: int = ADDED_TOKENS["<TURN>"]
     turn_end: int = ADDED_TOKENS["</TURN>"]
     # The four state spans, in prompt order: motion level, social, entertainment, stamina.
-    state_open: tuple[int, int, int, int] = tuple(ADDED_TOKENS[t] for t in ("<ML>", "<SC>", "<ET>", "<ST>"))
-    state_close: tuple[int, int, int, int] = tuple(
-        ADDED_TOKENS[t] for t in ("</ML>", "</SC>", "</ET>", "</ST>")
+    state_open: tuple[int, int, int, int] = (
+        ADDED_TOKENS["<ML>"], ADDED_TOKENS["<SC>"], ADDED_TOKENS["<ET>"], ADDED_TOKENS["<ST>"]
+    )
+    state_close: tuple[int, int, int, int] = (
+        ADDED_TOKENS["</ML>"], ADDED_TOKENS["</SC>"], ADDED_TOKENS["</ET>"], ADDED_TOKENS["</ST>"]
     )
     strength: tuple[int, ...] = tuple(ADDED_TOKENS[f"<Strength_{v}>"] for v in STRENGTH_VALUES)
 
@@ -88,7 +90,7 @@ def verify(tokenizer) -> SpecialIds:
         problems.append(f"BOS id is {tokenizer.bos_token_id}, expected {BOS_ID}")
     names = list(ADDED_TOKENS)
     ids = tokenizer.convert_tokens_to_ids(names)
-    wrong = [(n, got, ADDED_TOKENS[n]) for n, got in zip(names, ids) if got != ADDED_TOKENS[n]]
+    wrong = [(n, got, ADDED_TOKENS[n]) for n, got in zip(names, ids, strict=True) if got != ADDED_TOKENS[n]]
     problems += [f"{n} has id {got}, expected {want}" for n, got, want in wrong[:10]]
     if len(wrong) > 10:
         problems.append(f"... and {len(wrong) - 10} more wrong ids")
