@@ -83,11 +83,13 @@ class MicroBatcher(Generic[Req, Res]):
             self.batch_sizes.append(len(batch))
             try:
                 results = self._run([req for req, _ in batch])
+                if len(results) != len(batch):  # a turn left without a result would wait forever
+                    raise RuntimeError(f"the batch function gave {len(results)} results for {len(batch)} requests")
             except BaseException as e:  # every waiting turn gets the error
                 for _, fut in batch:
                     fut.set_exception(e)
                 continue
-            for (_, fut), res in zip(batch, results):
+            for (_, fut), res in zip(batch, results, strict=True):
                 fut.set_result(res)
 
 

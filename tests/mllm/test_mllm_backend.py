@@ -143,6 +143,28 @@ def test_batch_errors_reach_every_waiting_turn():
     assert ok.submit(21) == 42
 
 
+def test_a_batch_function_returning_too_few_results_fails_every_turn_instead_of_hanging():
+    import threading
+
+    from inference.mllm.batcher import MicroBatcher
+
+    b = MicroBatcher(lambda batch: [], max_batch=2, window=0.0)
+    outcome: list = []
+
+    def turn():
+        try:
+            outcome.append(b.submit("x"))
+        except RuntimeError as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=turn, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "the turn is still waiting for a result that will never come"
+    assert isinstance(outcome[0], RuntimeError) and "0 results for 1 requests" in str(outcome[0])
+    b.close()
+
+
 def test_batcher_close_stops_its_thread_and_a_later_submit_restarts_it():
     from inference.mllm.batcher import MicroBatcher
 
