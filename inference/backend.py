@@ -40,6 +40,7 @@ class ClipDecoder(Protocol):
         progress: ProgressCallback | None = None,
     ) -> np.ndarray:
         """Return frames as uint8 (T, H, W, 3)."""
+        ...
 
 
 @runtime_checkable
@@ -54,6 +55,7 @@ class BatchClipDecoder(ClipDecoder, Protocol):
         progress: ProgressCallback | None = None,
     ) -> tuple[np.ndarray, dict[str, float]]:
         """Frames (B, T, H, W, 3) uint8, row i as decode(rep_i, scope_i, seed_i), and this call's timings."""
+        ...
 
 
 class BackendError(RuntimeError):

@@ -177,11 +177,14 @@ class AnimeGamerBackend:
         return play_turn(request, progress, predict, None if self.decoder is None else self._decode, self.settings)
 
     def _decode(self, rep, scope: float, seed: int, progress: ProgressCallback) -> tuple[np.ndarray, int, dict]:
+        decoder = self.decoder
+        if decoder is None:  # generate hands _decode to play_turn only when there is a decoder
+            raise BackendError("this backend has no video decoder (MLLM only)")
         if self._decode_batcher is not None:
             frames, timings = outcome(self._decode_batcher.submit((rep, scope, seed, progress)))
         else:
-            frames, timings = self.decoder.decode(rep, scope, seed, progress), {}
-        return frames, clip_fps(self.decoder), timings
+            frames, timings = decoder.decode(rep, scope, seed, progress), {}
+        return frames, clip_fps(decoder), timings
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""

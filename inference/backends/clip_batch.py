@@ -26,7 +26,7 @@ def decode_together(decoder: ClipDecoder, items: Sequence[ClipItem]) -> list[Cli
     timings, prefixed `decode_`), otherwise one after another."""
     if not isinstance(decoder, BatchClipDecoder):
         return [_decode_alone(decoder, item) for item in items]
-    reps, scopes, seeds, callbacks = zip(*items)
+    reps, scopes, seeds, callbacks = zip(*items, strict=True)
     errors: dict[int, BaseException] = {}
 
     def progress(fraction: float, label: str) -> None:
@@ -55,4 +55,6 @@ def outcome(result: ClipOutcome) -> tuple[np.ndarray, dict]:
     frames, timings, error = result
     if error is not None:
         raise error
+    if frames is None:  # decode_together pairs every missing clip with its error
+        raise RuntimeError("a clip came back with neither frames nor an error")
     return frames, timings

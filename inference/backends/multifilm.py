@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,11 @@ from inference.backend import BackendError, ClipDecoder
 from inference.backends.animegamer import DEFAULT_FPS, AnimeGamerSettings, clip_fps, play_turn, prompt_history
 from inference.backends.clip_batch import ClipItem, ClipOutcome, decode_together, outcome
 from inference.mllm.batcher import MicroBatcher, close_all
+
+if TYPE_CHECKING:
+    from inference.decoder.residency import DecoderResidency
+    from inference.mllm.adapters import MultiFilmMLLM
+    from inference.mllm.prompt import PromptBuilder
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +66,10 @@ class MultiFilmBackend:
         self._decoders = dict(decoders or {})
         self._factories = dict(decoder_factories or {})
         self.decoder_budget = decoder_budget_bytes
-        self.mllm = None  # MultiFilmMLLM once loaded
-        self.residency = None  # DecoderResidency once loaded
+        self.mllm: MultiFilmMLLM | None = None  # once loaded
+        self.residency: DecoderResidency[ClipDecoder] | None = None  # once loaded, unless MLLM only
         self._predictors: dict = {}
-        self._builder = None
+        self._builder: PromptBuilder | None = None
         self._batcher: MicroBatcher | None = None  # MLLM passes, set at load when max_batch > 1
         self._decode_batcher: MicroBatcher | None = None  # clips, likewise
         self._loaded = loaded
@@ -154,16 +160,19 @@ class MultiFilmBackend:
     def _decode_films(self, items: Sequence[tuple[str, ClipItem]]) -> list[tuple[ClipOutcome, int]]:
         """Clips of several sessions' turns (any films): one batch per film present, each with that
         film's decoder on the device; the seconds spent moving it there go to each of its turns."""
+        residency = self.residency
+        if residency is None:  # generate decodes through here only once the decoders are loaded
+            raise BackendError("this backend has no clip decoders (MLLM only)")
         out: list = [None] * len(items)
         for film, idx in _by_film(f for f, _ in items).items():
             moved, fps = 0.0, DEFAULT_FPS
             try:
-                with self.residency.use(film) as (decoder, moved):
+                with residency.use(film) as (decoder, moved):
                     fps = clip_fps(decoder)
                     results = decode_together(decoder, [items[i][1] for i in idx])
             except Exception as e:  # noqa: BLE001  (this film's turns fail; the other films' go on)
                 results = [(None, {}, e)] * len(idx)
-            for i, (frames, timings, error) in zip(idx, results):
+            for i, (frames, timings, error) in zip(idx, results, strict=True):
                 out[i] = ((frames, {**timings, "decoder_move": moved}, error), fps)
         return out
 
@@ -176,19 +185,24 @@ class MultiFilmBackend:
     def _predict_with_timings(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray, dict]]:
         for r in requests:
             self._require_loaded(r.film_id)
+        mllm, builder = self._loaded_parts()
         out: list = [None] * len(requests)
         for film, idx in _by_film(r.film_id for r in requests).items():
-            prompts = [self._builder.build(requests[i].instruction, prompt_history(requests[i])) for i in idx]
-            with self.mllm.lock:
-                switch = self.mllm.use(film)
+            prompts = [builder.build(requests[i].instruction, prompt_history(requests[i])) for i in idx]
+            with mllm.lock:
+                switch = mllm.use(film)
                 outs = self._predictors[film].predict_batch(prompts)
-            for i, o in zip(idx, outs):
+            for i, o in zip(idx, outs, strict=True):
                 out[i] = (Prediction.from_sequence(o.values), o.representation, {**o.timings, "adapter_switch": switch})
         return out
 
-    def _require_loaded(self, film: str) -> None:
-        if self.mllm is None:
+    def _loaded_parts(self) -> tuple[MultiFilmMLLM, PromptBuilder]:
+        if self.mllm is None or self._builder is None:
             raise BackendError("the animegamer backend is not loaded (call load() first)")
+        return self.mllm, self._builder
+
+    def _require_loaded(self, film: str) -> None:
+        self._loaded_parts()
         if film not in self._predictors:
             raise BackendError(f"this worker does not serve the film {film!r} (it serves {', '.join(self.films)})")
 

@@ -67,7 +67,7 @@ class PreviewBackend:
         self.delay = delay  # seconds spread over the frames: stands in for model time in tests
         self.max_bytes = max_bytes
         self.scope_mapping, self.scope_otherwise = scope_mapping, scope_otherwise
-        self._fonts: dict[int, ImageFont.ImageFont] = {}
+        self._fonts: dict[int, ImageFont.ImageFont | ImageFont.FreeTypeFont] = {}
         self._lock = threading.Lock()
 
     def load(self) -> None:

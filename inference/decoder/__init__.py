@@ -5,6 +5,13 @@ Heavy imports (torch, diffusers) happen on first use, so `import inference.decod
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the real names for type checkers; at run time __getattr__ imports them on first use
+    from .convert import convert_decoder_main
+    from .pipeline import AnimeGamerDecoder, load_decoder, warm_up_compiled
+    from .transformer import AnimeGamerTransformer3DModel
+
 __all__ = ["AnimeGamerDecoder", "AnimeGamerTransformer3DModel", "convert_decoder_main", "load_decoder", "warm_up_compiled"]
 
 

@@ -20,11 +20,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import torch
 from torch import nn
 
 log = logging.getLogger(__name__)
+
+D = TypeVar("D")  # the decoder type (AnimeGamerDecoder in the worker)
 
 
 def decoder_modules(decoder) -> list[nn.Module]:
@@ -41,9 +44,9 @@ class _Slot:
 
 
 @dataclass
-class _Entry:
+class _Entry(Generic[D]):
     film: str
-    decoder: object
+    decoder: D
     slots: list[_Slot]
     nbytes: int
     on_device: bool = False
@@ -62,8 +65,8 @@ class Residency:
     moves: dict[str, int] = field(default_factory=dict)
 
 
-class DecoderResidency:
-    def __init__(self, decoders: Mapping[str, object], device: torch.device | str, budget_bytes: int | None = None):
+class DecoderResidency(Generic[D]):
+    def __init__(self, decoders: Mapping[str, D], device: torch.device | str, budget_bytes: int | None = None):
         """`decoders`: film id -> decoder (its weights on the CPU or already on `device`).
         `budget_bytes`: device memory the decoders' weights may take together (None: no limit)."""
         self.device = torch.device(device)
@@ -80,7 +83,7 @@ class DecoderResidency:
                  "none" if self.budget is None else f"{self.budget / 2**30:.1f} GiB")
 
     @staticmethod
-    def _entry(film: str, decoder, pin: bool) -> _Entry:
+    def _entry(film: str, decoder: D, pin: bool) -> _Entry[D]:
         slots, nbytes = [], 0
         for module in decoder_modules(decoder):
             for owner in module.modules():
@@ -100,7 +103,7 @@ class DecoderResidency:
     # -- public --------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def use(self, film: str) -> Iterator[tuple[object, float]]:
+    def use(self, film: str) -> Iterator[tuple[D, float]]:
         entry = self._entries.get(film)
         if entry is None:
             raise KeyError(f"no decoder for film {film!r} (loaded: {', '.join(self._entries)})")
@@ -166,6 +169,9 @@ def _point(entry: _Entry, to: torch.device | None) -> None:
     for s in entry.slots:
         t = s.host if to is None else s.host.to(to, non_blocking=True)
         if s.is_param:
-            s.owner._parameters[s.name].data = t
+            param = s.owner._parameters[s.name]
+            if param is None:  # the slot was taken from a set parameter; inference never unsets one
+                raise RuntimeError(f"parameter {s.name} of {type(s.owner).__name__} was removed")
+            param.data = t
         else:
             s.owner._buffers[s.name] = t
