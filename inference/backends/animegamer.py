@@ -183,7 +183,8 @@ class AnimeGamerBackend:
         if self._decode_batcher is not None:
             frames, timings = outcome(self._decode_batcher.submit((rep, scope, seed, progress)))
         else:
-            frames, timings = decoder.decode(rep, scope, seed, progress), {}
+            # the same call as a batch of one: the turn keeps its denoise and VAE seconds
+            frames, timings = outcome(decode_together(decoder, [(rep, scope, seed, progress)])[0])
         return frames, clip_fps(decoder), timings
 
     def close(self) -> None:

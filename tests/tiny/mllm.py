@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from inference.mllm.model import MISTRAL_7B_SHAPE as _MISTRAL_7B_SHAPE
 from inference.mllm.tokens import BASE_VOCAB, VOCAB_SIZE, add_animegamer_tokens
 
 WORDS = ["Character", "Motion", "Background", "Qiqi", "Jiji", "Ponyo", "Sosuke", "quickly", "slowly", "happily", "fly", "run", "walk", "jump", "eat", "sleep", "read", "swim", "play", "on", "the", "a", "broomstick", "night", "sky", "morning", "forest", "sea", "town", "street", "house", "room"]
@@ -147,12 +148,7 @@ def build_all(directory: str | Path, rep_dim: int = 1920) -> dict[str, Path]:
     return paths
 
 
-# Mistral-7B-Instruct-v0.1's shapes (the vocabulary already resized to AnimeGamer's 32284).
-MISTRAL_7B_SHAPE = dict(
-    vocab_size=VOCAB_SIZE, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-    num_attention_heads=32, num_key_value_heads=8, sliding_window=4096, max_position_embeddings=32768,
-    rope_theta=10000.0, tie_word_embeddings=False,
-)
+MISTRAL_7B_SHAPE = _MISTRAL_7B_SHAPE  # the full size, defined once in inference.mllm.model
 
 
 def random_mllm(device, dtype, rep_dim: int = 1920, seed: int = 0, **shape):

@@ -1,0 +1,403 @@
+"""A whole turn at the released sizes on this CPU, each stage measured and held against the memory plan.
+
+    .venv/bin/python bench/fullsize.py                    # low_vram (int8 MLLM), 2 steps; ~20 min
+    .venv/bin/python bench/fullsize.py --modes resident,low_vram --out bench-fullsize.md
+    .venv/bin/python bench/fullsize.py --steps 50         # the released step count (hours on a CPU)
+    .venv/bin/python bench/fullsize.py --tiny             # the same code on the tests' tiny configs
+
+Random weights at the released architectures (Mistral-7B with the AnimeGamer vocabulary and
+projections, the 2B DiT, the CogVideoX VAE; nothing downloaded), loaded as a worker holds them and
+run through the real AnimeGamerBackend: the MLLM prefill and states at the history window's
+prompt, N denoise steps, the VAE decode to 17x480x720 and the MP4. On a CPU the decoder runs in
+bf16 where a GPU runs fp16 (this CPU's AMX makes bf16 ~6x faster than fp16; the sizes are equal).
+
+Per stage it prints the seconds, the RSS high-water mark (reset between stages through
+/proc/self/clear_refs), the live tensor bytes counted at the dispatcher (inference.memory.live)
+and the largest single tensor, and beside them what inference.memory.plan predicts for the same
+shapes, dtypes and mode on the CPU: predicted / measured. Before each mode, the plan's peak is
+checked against the memory this machine has; a mode or stage that would not fit is not run but
+reported with its numbers and what would make it fit. Nothing is asserted: tests/bench runs --tiny.
+
+Modes: `low_vram` (int8 MLLM weights, VAE tiled; the whole turn to the MP4) and `resident` (bf16
+MLLM, untiled VAE; stages run while they fit). resident runs first when asked for: the int8 weights
+are made from its bf16 ones.
+"""
+
+from __future__ import annotations
+
+import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the stdlib)
+
+import argparse
+import gc
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from contracts.turn import HistoryTurn, TurnRequest
+from game.states import Prediction
+from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
+from inference.decoder.pipeline import AnimeGamerDecoder, prepare
+from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
+from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
+from inference.memory.live import GiB, LiveBytes
+from inference.memory.plan import Precision, Shapes, compose, trace
+from inference.mllm.instruction import InstructionEncoder
+from inference.mllm.loading import LoadedMLLM, LoadReport
+from inference.mllm.model import MISTRAL_7B_SHAPE
+from inference.mllm.quantize import quantize_weights
+from inference.mllm.tokens import SPECIAL, verify
+from tests.tiny import mllm as tiny_mllm
+from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+
+INSTRUCTIONS = (
+    "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",
+    "Character: Jiji; Motion: slowly walk; Background: morning street.",
+)
+HISTORY = 2  # the default ANIMEGAMER_HISTORY_WINDOW
+STAGES = ("mllm", "denoise", "vae", "mp4")
+DTYPE = torch.bfloat16  # the CPU's fast dtype, for both models (a GPU runs the decoder in fp16)
+
+
+# -- the process's memory -----------------------------------------------------------------------
+
+
+def rss_hwm() -> int:
+    """The process's resident-set high-water mark (VmHWM), bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_rss_hwm() -> bool:
+    """Restart the high-water mark from the current RSS (Linux: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def available() -> int:
+    """Bytes this process may still take: MemAvailable (and the cgroup's limit, if lower)."""
+    avail = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            avail = min(avail, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+# -- one turn, stage by stage -------------------------------------------------------------------
+
+
+@dataclass
+class StageRow:
+    name: str
+    seconds: float = float("nan")
+    rss: int = 0  # high-water mark during the stage
+    live: int = 0  # peak live tensor bytes (dispatch count)
+    largest: str = ""
+    predicted: int = 0
+    note: str = ""
+
+
+@dataclass
+class ModeRun:
+    mode: str
+    rows: list[StageRow] = field(default_factory=list)
+    note: str = ""
+    mp4_bytes: int = 0
+
+
+class StageMeter:
+    """Follows the backend's progress labels: each stage gets its live-bytes peak and its RSS mark."""
+
+    LABELS = {"mllm": "mllm", "decode": "denoise", "vae": "vae", "encode": "mp4"}
+
+    def __init__(self, counter: LiveBytes):
+        self.counter = counter
+        self.current: str | None = None
+        self.rss: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        self._since = 0.0
+
+    def __call__(self, fraction: float, label: str) -> None:
+        stage = self.LABELS.get(label.split()[0])
+        if stage and stage != self.current:
+            self.switch(stage)
+        elif label == "done":
+            self.switch(None)
+
+    def switch(self, stage: str | None) -> None:
+        now = time.perf_counter()
+        if self.current is not None:
+            self.rss[self.current] = rss_hwm()
+            self.seconds[self.current] = now - self._since
+            self.counter.end()
+        self.current, self._since = stage, now
+        if stage is not None:
+            reset_rss_hwm()
+            self.counter.begin(stage)
+
+
+class FullSize:
+    def __init__(self, tiny: bool, steps: int, tmp: str):
+        self.tiny = tiny
+        self.steps = steps
+        self.dit_cfg = dict(TINY_TRANSFORMER_CONFIG if tiny else ANIMEGAMER_2B_CONFIG)
+        self.vae_cfg = dict(TINY_VAE_CONFIG if tiny else COGVIDEOX_VAE_CONFIG)
+        self.size = dict(TINY_SIZE if tiny else {"height": 480, "width": 720})
+        self.mllm_shape = {} if tiny else dict(MISTRAL_7B_SHAPE)
+        self.rep_dim = self.dit_cfg["text_embed_dim"]
+        self.tokenizer = tiny_mllm.build_tokenizer(Path(tmp) / "tokenizer")
+        verify(self.tokenizer)
+        self.shapes = Shapes(tiny_mllm.tiny_config(vocab_size=32284, **self.mllm_shape).to_dict() if tiny
+                             else dict(MISTRAL_7B_SHAPE), self.dit_cfg, self.vae_cfg, self.size,
+                             rep_dim=self.rep_dim, history=HISTORY)
+        self.mllm = None
+        self.decoder: AnimeGamerDecoder | None = None
+
+    # -- models (random weights, as a worker holds them) --
+
+    def build_mllm(self) -> float:
+        t = time.perf_counter()
+        self.mllm = tiny_mllm.random_mllm("cpu", DTYPE, rep_dim=self.rep_dim, **self.mllm_shape)
+        return time.perf_counter() - t
+
+    def build_decoder(self) -> float:
+        t = time.perf_counter()
+        torch.manual_seed(1)
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(DTYPE)  # built in its dtype, as from_pretrained loads it
+        try:
+            dit = AnimeGamerTransformer3DModel(**self.dit_cfg)
+            vae = AutoencoderKLCogVideoX(**self.vae_cfg)
+        finally:
+            torch.set_default_dtype(default)
+        with torch.no_grad():
+            dit.uncond_embedding.normal_()
+        self.decoder = AnimeGamerDecoder(dit, vae, steps=self.steps, **self.size)
+        return time.perf_counter() - t
+
+    def backend(self) -> AnimeGamerBackend:
+        # max_batch=1: the turn runs in this thread, where the dispatch count sees it
+        s = AnimeGamerSettings("-", "-", "-", history_window=HISTORY, rep_dim=self.rep_dim, max_batch=1)
+        loaded = LoadedMLLM(self.mllm, self.tokenizer, SPECIAL, LoadReport("random weights"))
+        backend = AnimeGamerBackend(s, decoder=self.decoder, loaded_mllm=loaded)
+        backend.load()
+        return backend
+
+    def request(self) -> TurnRequest:
+        rng = np.random.default_rng(0)
+        history = tuple(
+            HistoryTurn(INSTRUCTIONS[k % 2], Prediction.from_sequence(rng.integers(-5, 6, 4)),
+                        rng.standard_normal((226, self.rep_dim)).astype(np.float32))
+            for k in range(HISTORY)
+        )
+        return TurnRequest(turn_id=1, session_id=1, film_id="qiqi", instruction=INSTRUCTIONS[0], characters=("Qiqi",),
+                           motion="fly", adverb="quickly", background="sky", time_of_day="night", seed=7,
+                           history=history)
+
+    def encoder(self) -> InstructionEncoder:
+        return InstructionEncoder(self.tokenizer, SPECIAL)
+
+    # -- the prediction for this run --
+
+    def predict(self, mode: str) -> dict[str, int]:
+        """Predicted peak live bytes per stage of this CPU run (same shapes, dtypes, mode)."""
+        precision = Precision(mllm_dtype=DTYPE, decoder_dtype=DTYPE, quantize="int8" if mode == "low_vram" else None,
+                              low_vram=mode == "low_vram")
+        t = trace(self.shapes, precision, 1, device="cpu", encoder=self.encoder())
+        stages = compose("resident" if mode == "resident" else "low_vram", 1, t).devices["gpu0"]
+        return {name: s.allocated for name, s in stages.items()}
+
+    # -- a run --
+
+    def run(self, mode: str, baseline_rss: int) -> ModeRun:
+        assert self.mllm is not None and self.decoder is not None
+        run = ModeRun(mode)
+        predicted = self.predict(mode)
+        prepare(self.decoder, "cpu", low_vram=mode == "low_vram")
+        if mode == "low_vram" and self.tiny:
+            # one tile at the tiny size (diffusers derives its tiles from the config's sample size)
+            self.decoder.vae.enable_tiling(tile_sample_min_height=self.size["height"],
+                                           tile_sample_min_width=self.size["width"])
+        # What would not fit: the plan's peak per stage, above what the process holds besides tensors.
+        weights = predicted["weights"]
+        room = available() + weights  # the weights are already in memory
+        over = {s: p for s, p in predicted.items() if s in STAGES and p > room * 0.95}
+        counter = LiveBytes("cpu")
+        backend = self.backend()
+        counter.adopt([*self.mllm.parameters(), *self.mllm.buffers(),
+                       *self.decoder.transformer.parameters(), *self.decoder.transformer.buffers(),
+                       *self.decoder.vae.parameters(), *self.decoder.vae.buffers()])
+        meter = StageMeter(counter)
+        request = self.request()
+        result = None
+        timings: dict[str, float] = {}
+        with counter, torch.inference_mode():
+            if not over:
+                result = backend.generate(request, meter)
+                meter.switch(None)
+                timings = dict(result.timings)
+                run.mp4_bytes = len(result.mp4 or b"")
+            else:
+                # Run the stages that fit, in order, through the same code; stop before the first that does not.
+                run.note = self.advice(mode, over, room)
+                meter.switch("mllm")
+                (_, rep), = backend.predict([request])
+                if "denoise" not in over:
+                    from inference.decoder.sampler import SeededNoise
+
+                    meter.switch("denoise")
+                    self.decoder.sample_latents(torch.from_numpy(rep[None]), [10.0],
+                                                SeededNoise([7], self.decoder.latent_shape, "cpu"))
+                meter.switch(None)
+        backend.close()
+        seconds = meter.seconds  # wall time between the backend's progress labels
+        for name in STAGES:
+            row = StageRow(name, predicted=predicted.get(name, 0))
+            ran = [s for s in counter.stages if s.name == name]
+            if ran:
+                peak = counter.peak(name)
+                row.seconds = seconds.get(name, float("nan"))
+                row.rss = meter.rss.get(name, 0)
+                row.live = peak.peak
+                row.largest = f"{peak.largest / 2**20:.0f} MiB {list(peak.largest_shape)} {peak.largest_dtype.replace('torch.', '')}"
+            elif name in over:
+                row.note = f"not run: predicted {predicted[name] / GiB:.1f} GiB > {room * 0.95 / GiB:.1f} GiB this machine can give"
+            else:
+                row.note = "not run (an earlier stage did not fit)"
+            run.rows.append(row)
+        if "mllm_prefill" in timings:
+            run.rows[0].note = (f"prefill {timings.get('mllm_prefill', float('nan')):.1f} s + "
+                                f"states {timings.get('mllm_states', float('nan')):.1f} s")
+        return run
+
+    def advice(self, mode: str, over: dict[str, int], room: int) -> str:
+        parts = []
+        if "vae" in over:
+            parts.append("the VAE decode fits tiled (ANIMEGAMER_MEMORY_MODE=low_vram tiles it: see that row)")
+        if "mllm" in over or "denoise" in over:
+            parts.append("int8 MLLM weights (low_vram) halve the MLLM's 13.6 GiB")
+        need = max(over.values())
+        return (f"{mode}: predicted peak {need / GiB:.1f} GiB at {', '.join(over)}, this machine can give "
+                f"{room / GiB:.1f} GiB; " + "; ".join(parts))
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def gib(n: int) -> str:
+    return f"{n / GiB:.2f}" if n else "—"
+
+
+def table(runs: list[ModeRun], steps: int) -> str:
+    head = ("| mode | stage | seconds | peak RSS GiB | live tensors GiB (measured) | predicted GiB "
+            "| predicted / measured | largest tensor | note |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for run in runs:
+        for r in run.rows:
+            ratio = f"{r.predicted / r.live:.3f}" if r.live and r.predicted else "—"
+            secs = f"{r.seconds:.1f}" if r.seconds == r.seconds else "—"
+            label = r.name if r.name != "denoise" else f"denoise ({steps} steps)"
+            lines.append(f"| {run.mode} | {label} | {secs} | {gib(r.rss)} | {gib(r.live)} | {gib(r.predicted)} "
+                         f"| {ratio} | {r.largest or '—'} | {r.note} |")
+    return "\n".join(lines)
+
+
+def environment() -> str:
+    import diffusers
+    import transformers
+
+    cpu = platform.processor() or "cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torchao
+
+        ao = f"torchao {torchao.__version__}"
+    except ImportError:
+        ao = "torchao absent"
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GiB
+    return (f"{cpu}, {torch.get_num_threads()} threads, {mem:.1f} GiB RAM; python {platform.python_version()}, "
+            f"torch {torch.__version__}, transformers {transformers.__version__}, diffusers {diffusers.__version__}, {ao}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=2, help="denoise steps (the release uses 50)")
+    ap.add_argument("--modes", default="low_vram", help="comma-separated: resident,low_vram (resident runs first)")
+    ap.add_argument("--tiny", action="store_true", help="the tests' tiny configs (seconds)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--out", default=None, help="Markdown file for the table")
+    args = ap.parse_args(argv)
+    modes = [m for m in ("resident", "low_vram") if m in args.modes.split(",")]
+    unknown = set(args.modes.split(",")) - {"resident", "low_vram"}
+    if unknown or not modes:
+        ap.error(f"--modes takes resident and/or low_vram, got {args.modes!r}")
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    env = environment()
+    print(env, flush=True)
+    runs: list[ModeRun] = []
+    with tempfile.TemporaryDirectory(prefix="bench-fullsize-") as tmp:
+        bench = FullSize(args.tiny, args.steps, tmp)
+        built = bench.build_mllm()
+        print(f"MLLM built in {built:.1f} s (random weights, bf16); RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+        for mode in modes:
+            if mode == "low_vram":
+                t = time.perf_counter()
+                n = quantize_weights(bench.mllm, "int8")
+                gc.collect()
+                print(f"MLLM: {n} linears to int8 in {time.perf_counter() - t:.1f} s", flush=True)
+            if bench.decoder is None:  # after the int8 MLLM when low_vram runs alone: a lower build peak
+                built = bench.build_decoder()
+                print(f"decoder built in {built:.1f} s (random weights, bf16); RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+            t = time.perf_counter()
+            run = bench.run(mode, rss_hwm())
+            runs.append(run)
+            print(f"\n[{mode}] {time.perf_counter() - t:.0f} s" + (f"; {run.note}" if run.note else ""), flush=True)
+            print(table([run], args.steps), flush=True)
+    text = (f"# bench/fullsize.py{' --tiny' if args.tiny else ''} --steps {args.steps}\n\n{env}\n\n"
+            f"Random weights at {'tiny' if args.tiny else 'the released'} sizes, "
+            f"{bench.size['height']}x{bench.size['width']}, 17 frames, history window {HISTORY}, 1 session; "
+            f"MLLM and decoder in bf16 (int8 MLLM linears in low_vram). Live tensors: the peak of live tensor "
+            f"bytes in the stage (weights included), counted at the dispatcher; predicted: inference.memory.plan "
+            f"for the same run. Total {time.perf_counter() - t0:.0f} s.\n\n{table(runs, args.steps)}\n"
+            + "".join(f"\nMP4 ({run.mode}): {run.mp4_bytes} bytes" for run in runs if run.mp4_bytes)
+            + "".join(f"\n{run.note}" for run in runs if run.note) + "\n")
+    if args.out:
+        Path(args.out).write_text(text)
+    print("\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
