@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from db import guilds
 from db import sessions as game_sessions
 from db.guilds import ChannelConfig
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class LiveGame:
 
 
 class ConfigCache:
-    def __init__(self, bot, *, ttl: float = 300.0) -> None:
+    def __init__(self, bot: AnimeGamerBot, *, ttl: float = 300.0) -> None:
         self.bot = bot
         self.ttl = ttl
         self._configs: dict[tuple[int, int], tuple[float, ChannelConfig]] = {}  # (guild, channel) ->

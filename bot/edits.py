@@ -19,10 +19,30 @@ import collections
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import discord
 
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
 log = logging.getLogger(__name__)
+
+# The channels a message can be sent to and edited in.
+PostChannel = (
+    discord.TextChannel | discord.VoiceChannel | discord.StageChannel | discord.Thread | discord.DMChannel | discord.PartialMessageable
+)
+_POST_CHANNELS = (discord.TextChannel, discord.VoiceChannel, discord.StageChannel, discord.Thread, discord.DMChannel)
+
+
+def post_channel(bot: discord.Client, channel_id: int, guild_id: int | None = None) -> PostChannel:
+    """A channel to send to or edit in: the cached one, else a partial one (no request). A cached
+    channel that holds no messages of its own (a forum, a category) gets the partial one too, which
+    Discord refuses with an HTTP error like any other channel the bot cannot post in."""
+    found = bot.get_channel(channel_id)
+    if isinstance(found, _POST_CHANNELS):
+        return found
+    return bot.get_partial_messageable(channel_id, guild_id=guild_id)
 
 
 @dataclass
@@ -40,7 +60,7 @@ class _Channel:
 
 
 class EditScheduler:
-    def __init__(self, bot, *, limit: int = 5, per: float = 5.0) -> None:
+    def __init__(self, bot: AnimeGamerBot, *, limit: int = 5, per: float = 5.0) -> None:
         self.bot = bot
         self.limit = limit
         self.per = per
@@ -126,7 +146,7 @@ class EditScheduler:
                 ch.done_at.append(time.monotonic())
 
     async def _apply(self, channel_id: int, message_id: int, fields: dict) -> discord.Message:
-        channel = self.bot.get_channel(channel_id) or self.bot.get_partial_messageable(channel_id)
+        channel = post_channel(self.bot, channel_id)
         # Edits, like sends, never ping (PartialMessage.edit does not apply the client's default).
         fields.setdefault("allowed_mentions", self.bot.allowed_mentions)
         return await channel.get_partial_message(message_id).edit(**fields)

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import TYPE_CHECKING
 
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT = 3.0  # seconds for the database's SELECT 1
 
 
-def gateway_state(bot) -> str:
+def gateway_state(bot: AnimeGamerBot) -> str:
     """'connected' while the bot's gateway socket is open after READY."""
     ws = bot.ws
     if bot.is_closed() or not bot.is_ready() or ws is None or not ws.open:
@@ -27,7 +31,7 @@ def gateway_state(bot) -> str:
     return "connected"
 
 
-async def health(bot) -> dict[str, object]:
+async def health(bot: AnimeGamerBot) -> dict[str, object]:
     state: dict[str, object] = {
         "gateway": gateway_state(bot),
         "database": "up" if await bot.db.answers(CHECK_TIMEOUT) else "unreachable",
@@ -39,7 +43,7 @@ async def health(bot) -> dict[str, object]:
     return state
 
 
-async def start_server(bot, host: str, port: int) -> tuple[web.AppRunner, int]:
+async def start_server(bot: AnimeGamerBot, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Serve GET /healthz; returns the runner (to clean up) and the bound port (0: a free one)."""
 
     async def view(request: web.Request) -> web.Response:

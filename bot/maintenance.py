@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -15,11 +16,14 @@ from db import turns as turn_service
 from game.catalogue import FILMS
 from game.errors import FilmWithdrawn, SessionPaused
 
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
 log = logging.getLogger(__name__)
 
 
 class Maintenance:
-    def __init__(self, bot, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
+    def __init__(self, bot: AnimeGamerBot, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
         self.bot = bot
         self.sweep_seconds = sweep_seconds
         self.idle_check_seconds = idle_check_seconds

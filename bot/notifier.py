@@ -31,16 +31,21 @@ import logging
 import os
 import socket
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import discord
 
 from bot.embeds import failed_embed, status_embed, turn_embed
 from bot.views import RegenerateButton, view_of
 from db import notify
+from db import sessions as game_sessions
 from db import turns as turn_service
 from db.models import GameSession, Turn
 from game.catalogue import display_film
 from game.errors import size_text
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +67,7 @@ class Outcome(enum.Enum):
 class Notifier:
     def __init__(
         self,
-        bot,
+        bot: AnimeGamerBot,
         *,
         lease: timedelta = turn_service.POST_LEASE,
         claimant: str | None = None,
@@ -218,9 +223,9 @@ class Notifier:
             return Outcome.LATER
         async with self.bot.db.sessions() as s:
             turn = await turn_service.get_turn(s, turn_id, blobs=True)
-            gs = await s.get(GameSession, turn.session_id)
-        if turn.status not in ("done", "failed") or turn.posted_at is not None:
-            return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
+            if turn is None or turn.status not in ("done", "failed") or turn.posted_at is not None:
+                return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
+            gs = await game_sessions.session_by_id(s, turn.session_id)
         channel = self.bot.get_channel(gs.channel_id)
         try:
             if channel is None:
@@ -249,7 +254,7 @@ class Notifier:
         elif clip_too_big or len(turn.mp4) > limit:
             shown = "" if clip_too_big and len(turn.mp4) <= limit else f" ({size_text(limit)})"
             note = f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit{shown}, so it is not attached."
-        files = [] if note else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
+        files = [] if note or turn.mp4 is None else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
         return {"embed": turn_embed(turn, film, clip_note=note), "attachments": files, "view": view}
 
     async def _deliver(self, turn: Turn, gs: GameSession, channel) -> int:
@@ -294,10 +299,14 @@ class Notifier:
         True; an earlier take's post, not yet stripped of its button, is older). (None, False) if
         there is none."""
         cancel, regen = f"ag:cancel:{turn.id}", f"ag:regen:{turn.id}"
+        me = self.bot.user
+        if me is None:  # not logged in (closing): no message can be told to be ours
+            return None, False
+        assert turn.finished_at is not None, "a done or failed turn has finished_at (complete_turn, fail_turn)"
         finished = turn.finished_at.replace(microsecond=turn.finished_at.microsecond // 1000 * 1000)  # snowflakes count ms
         try:
             async for m in channel.history(limit=FOUND_POST_LOOKBACK, after=turn.created_at):
-                if m.author.id != self.bot.user.id:
+                if m.author.id != me.id:
                     continue
                 ids = {getattr(c, "custom_id", None) for row in m.components for c in getattr(row, "children", [row])}
                 if cancel in ids:

@@ -15,14 +15,19 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import discord
 
-from bot.edits import EditScheduler
+from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
 from bot.views import CancelButton, view_of
+from db import sessions as game_sessions
 from db import turns as turn_service
-from db.models import GameSession, Turn
+from db.models import Turn
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +58,7 @@ class Card:
 
 
 class StatusBoard:
-    def __init__(self, bot, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
+    def __init__(self, bot: AnimeGamerBot, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
         self.bot = bot
         self.edits = edits
         self.refresh_delay = refresh_delay  # a burst of queue changes makes one refresh
@@ -67,8 +72,8 @@ class StatusBoard:
         self._refresh_again = False
         self._tasks: set[asyncio.Task] = set()
 
-    def channel(self, channel_id: int, guild_id: int | None = None):
-        return self.bot.get_channel(channel_id) or self.bot.get_partial_messageable(channel_id, guild_id=guild_id)
+    def channel(self, channel_id: int, guild_id: int | None = None) -> PostChannel:
+        return post_channel(self.bot, channel_id, guild_id)
 
     def announcing(self, turn_id: int) -> bool:
         """Its status message is being sent: the notifier waits rather than send a second message."""
@@ -100,7 +105,7 @@ class StatusBoard:
         self._announcing.add(turn.id)
         try:
             async with self.bot.db.sessions() as s:
-                gs = await s.get(GameSession, turn.session_id)
+                gs = await game_sessions.session_by_id(s, turn.session_id)
             note = "Generating this turn again with a new seed." if regenerated else None
             embed = status_embed(turn, state="queued", position=position, note=note)
             try:
@@ -140,17 +145,17 @@ class StatusBoard:
             try:  # two queries, however many turns wait
                 async with self.bot.db.sessions() as s:
                     queued = await turn_service.queued_with_status_message(s, guild_ids)
-                    positions = await self.bot.queue.positions(s, [turn.id for turn, _ in queued])
+                    positions = await self.bot.queue.positions(s, [turn.id for turn, _, _ in queued])
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
-            for turn, channel_id in queued:
+            for turn, channel_id, message_id in queued:
                 position = positions.get(turn.id)
                 if not position or self._shown_position.get(turn.id) == position or turn.id in self._closed:
                     continue  # started meanwhile (0), no job (None), unchanged, or closed
                 self._shown_position[turn.id] = position
                 embed = status_embed(turn, state="queued", position=position)
-                self.edits.routine(channel_id, turn.status_message_id, embed=embed, view=view_of(CancelButton(turn.id)))
+                self.edits.routine(channel_id, message_id, embed=embed, view=view_of(CancelButton(turn.id)))
             if not self._refresh_again:
                 return
 
@@ -180,13 +185,13 @@ class StatusBoard:
         try:
             async with self.bot.db.sessions() as s:
                 turn = await turn_service.get_turn(s, turn_id)
-                gs = None if turn is None else await s.get(GameSession, turn.session_id)
+                gs = None if turn is None else await game_sessions.session_by_id(s, turn.session_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
             return
         latest = self._loading.pop(turn_id, None)
-        if turn is None or turn.status != "running" or not turn.status_message_id or latest is None or turn_id in self._closed:
+        if turn is None or gs is None or turn.status != "running" or not turn.status_message_id or latest is None or turn_id in self._closed:
             return
         card = self._cards[turn_id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, turn.status_message_id)
         self._show_progress(card, latest[1], latest[2])
@@ -205,7 +210,7 @@ class StatusBoard:
             return
         if channel_id is None:
             async with self.bot.db.sessions() as s:
-                channel_id = (await s.get(GameSession, turn.session_id)).channel_id
+                channel_id = (await game_sessions.session_by_id(s, turn.session_id)).channel_id
         embed = status_embed(turn, state=state, note=note)
         try:
             await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None)

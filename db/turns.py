@@ -493,15 +493,15 @@ async def next_post_retry(s: AsyncSession, guild_ids: Collection[int]) -> dateti
     )
 
 
-async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> list[tuple[Turn, int]]:
-    """Queued turns of these guilds that have a status message, with their channel ids."""
+async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> list[tuple[Turn, int, int]]:
+    """Queued turns of these guilds that have a status message, with their channel and message ids."""
     q = (
-        select(Turn, GameSession.channel_id)
+        select(Turn, GameSession.channel_id, Turn.status_message_id)
         .join(GameSession, GameSession.id == Turn.session_id)
         .where(Turn.status == "queued", Turn.status_message_id.is_not(None), GameSession.guild_id.in_(guild_ids))
         .order_by(Turn.id)
     )
-    return [(t, ch) for t, ch in (await s.execute(q)).all()]
+    return [(t, ch, message_id) for t, ch, message_id in (await s.execute(q)).all()]
 
 
 async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> None:

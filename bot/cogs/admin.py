@@ -4,7 +4,7 @@ admin role (checked by the bot); every change is written to the audit log in its
 from __future__ import annotations
 
 import contextlib
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -17,6 +17,9 @@ from bot.embeds import INFO, esc
 from db import audit, guilds
 from game.catalogue import suggest
 
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
 
 class Admin(commands.Cog):
     admin = app_commands.Group(
@@ -26,7 +29,7 @@ class Admin(commands.Cog):
         default_permissions=discord.Permissions(manage_guild=True),
     )
 
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
@@ -151,5 +154,5 @@ class Admin(commands.Cog):
         await interaction.followup.send(embed=e, ephemeral=True)
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Admin(bot))

@@ -3,6 +3,8 @@ and starts the next; /history and /export take a game's number from this list.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import discord
 from discord import app_commands
 from discord.ext import commands
@@ -11,6 +13,9 @@ from bot import context
 from bot.embeds import INFO
 from db import games as past_games
 from game.catalogue import FILMS
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 SHOWN = 20  # the latest games listed (an embed's description holds 4096 characters)
 
@@ -25,7 +30,7 @@ def _line(g: past_games.GameSummary) -> str:
 
 
 class Games(commands.Cog):
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
 
     @app_commands.command(name="games", description="This channel's games, past and present, with their turn counts")
@@ -46,5 +51,5 @@ class Games(commands.Cog):
         await interaction.followup.send(embed=e, ephemeral=True)
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Games(bot))

@@ -7,6 +7,8 @@ moderators) or a command's `extras["rights"]`, checked with the same functions a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import discord
 from discord import app_commands
 from discord.ext import commands
@@ -16,6 +18,9 @@ from bot.embeds import INFO, esc
 from db import guilds, votes
 from db import sessions as game_sessions
 from game.catalogue import FILMS, Film
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 SECTIONS = {  # a root command's section, in display order
     "game": "Playing", "act": "Playing",
@@ -93,7 +98,7 @@ def chunks(lines: list[str], size: int = 1024) -> list[str]:
 
 
 class Help(commands.Cog):
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
 
     @app_commands.command(name="help", description="The commands you can use here, with examples from this channel's film")
@@ -139,5 +144,5 @@ class Help(commands.Cog):
         await interaction.followup.send(embed=e, ephemeral=True)
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Help(bot))

@@ -3,6 +3,8 @@ moderator role (checked by the bot); every action is audited in its transaction 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import discord
 from discord import app_commands
 from discord.ext import commands
@@ -15,6 +17,9 @@ from db import turns as turn_service
 from game.catalogue import display_film
 from game.errors import PlayerNotInGame
 
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
 
 class Moderation(commands.Cog):
     mod = app_commands.Group(
@@ -24,7 +29,7 @@ class Moderation(commands.Cog):
         default_permissions=discord.Permissions(manage_messages=True),
     )
 
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
@@ -111,5 +116,5 @@ class Moderation(commands.Cog):
         )
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Moderation(bot))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -26,6 +27,9 @@ from db import turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
 from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +109,7 @@ def act_fields(others: str):
 class Play(commands.Cog):
     game = app_commands.Group(name="game", description="Start, join or leave this channel's game", guild_only=True)
 
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
         self.exports = ExportLimiter(bot.settings.export_cooldown_seconds)
 
@@ -282,5 +286,5 @@ class Play(commands.Cog):
                 )
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Play(bot))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -26,8 +27,10 @@ from bot.views import view_of
 from db import guilds, votes
 from db import sessions as game_sessions
 from db import turns as turn_service
-from db.models import GameSession
 from game.catalogue import display_film, session_film
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +80,14 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:vote:(
         return cls(int(match["proposal"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot = interaction.client
+        bot = context.bot_of(interaction)
         try:
             await interaction.response.defer(ephemeral=True, thinking=True)
+            cog = bot.get_cog("Vote")
+            if not isinstance(cog, Vote):  # the button is registered by the cog, removed with it
+                raise RuntimeError("a vote button was clicked while the Vote cog is not loaded")
             async with bot.db.sessions.begin() as s:
                 rnd, number = await votes.vote(s, self.proposal_id, interaction.user.id)
-            cog: Vote = bot.get_cog("Vote")
             await cog.refresh(rnd.id)
             await interaction.followup.send(
                 f"You voted for option {number}. You can change your vote until the round closes.", ephemeral=True
@@ -95,7 +100,7 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:vote:(
 class Vote(commands.Cog):
     vote = app_commands.Group(name="vote", description="Play this channel's game by vote", guild_only=True)
 
-    def __init__(self, bot) -> None:
+    def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
         self._tick_lock = asyncio.Lock()
         self._locks: dict[int, asyncio.Lock] = {}  # one message update at a time per round
@@ -120,7 +125,7 @@ class Vote(commands.Cog):
         async with self._locks.setdefault(round_id, asyncio.Lock()):
             async with self.bot.db.sessions() as s:
                 v = await votes.view(s, round_id)
-                gs = await s.get(GameSession, v.round.session_id)
+                gs = await game_sessions.session_by_id(s, v.round.session_id)
             rnd = v.round
             embed = round_embed(v, display_film(gs.film_id).title)
             view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
@@ -163,7 +168,7 @@ class Vote(commands.Cog):
                         turn = position = None
                         if closed is not None and closed.turn_id is not None:
                             turn = await turn_service.get_turn(s, closed.turn_id)
-                            position = await self.bot.queue.position(s, turn)
+                            position = None if turn is None else await self.bot.queue.position(s, turn)
                 except Exception as e:  # the round stays open; the next check tries again
                     log.warning("closing vote round %s failed: %s", round_id, e)
                     continue
@@ -240,5 +245,5 @@ class Vote(commands.Cog):
         await interaction.followup.send(private, ephemeral=True)
 
 
-async def setup(bot) -> None:
+async def setup(bot: AnimeGamerBot) -> None:
     await bot.add_cog(Vote(bot))
