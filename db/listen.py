@@ -55,7 +55,7 @@ class Listener:
         self.connected = asyncio.Event()
         self.reconnects = 0
         self._conn: asyncpg.Connection | None = None
-        self._queue: asyncio.Queue = asyncio.Queue()
+        self._queue: asyncio.Queue[Notification | object] = asyncio.Queue()  # or _DROPPED
         self._closed = False
 
     async def __aenter__(self) -> Listener:
@@ -147,7 +147,7 @@ class Listener:
                     log.warning("LISTEN connection lost; reconnecting")
                     await self._reconnect()
                 continue
-            if item is not None:
+            if isinstance(item, Notification):
                 return item
         raise StopAsyncIteration
 

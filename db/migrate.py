@@ -27,7 +27,10 @@ def alembic_config(url: str | None = None) -> Config:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migration revisions found in {MIGRATIONS_DIR}")
+    return head
 
 
 async def _with_connection(engine: AsyncEngine, fn) -> None:

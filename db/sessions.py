@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
+from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
 from game.catalogue import Film, session_film
 from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
@@ -47,7 +48,8 @@ async def require_session(s: AsyncSession, channel_id: int, *, lock: bool = Fals
 
 
 async def start_session(s: AsyncSession, guild_id: int, channel_id: int, film: Film, created_by: int | None) -> GameSession:
-    require_id(guild_id, "server id"), require_id(channel_id, "channel id")
+    require_id(guild_id, "server id")
+    require_id(channel_id, "channel id")
     if created_by is not None:
         require_id(created_by, "user id")
     if await live_session(s, channel_id) is not None:
@@ -83,7 +85,8 @@ async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_
     user_name = name_text(user_name)
     mine = await player_of(s, gs.id, user_id)
     if mine is not None:
-        raise AlreadyJoined(film.character(mine.character_id).name if film.character(mine.character_id) else mine.character_id)
+        playing = film.character(mine.character_id)
+        raise AlreadyJoined(playing.name if playing else mine.character_id)
     q = select(Player).where(Player.session_id == gs.id, Player.character_id == ch.id, Player.left_at.is_(None))
     taken = (await s.scalars(q)).first()
     if taken is not None:
@@ -147,12 +150,12 @@ async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str
 
 async def cancel_pending(s: AsyncSession, session_id: int, reason: str) -> int:
     """Cancel every queued turn of a session (running ones finish; their result is kept)."""
-    res = await s.execute(
+    return await rowcount(
+        s,
         update(Turn)
         .where(Turn.session_id == session_id, Turn.status == "queued")
-        .values(status="cancelled", error=reason, finished_at=func.now())
+        .values(status="cancelled", error=reason, finished_at=func.now()),
     )
-    return res.rowcount or 0
 
 
 async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession:

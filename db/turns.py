@@ -20,9 +20,10 @@ from contracts import representation
 from contracts.turn import HistoryTurn, TurnRequest, TurnResult
 from db import notify
 from db.bounds import ERROR_LEN, REASON_LEN, STAGE_LEN, fits_bigint, fits_int, free_text, name_text, require_id
+from db.dml import rowcount
 from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
-from db.sessions import ensure_states, player_of, states, touch
+from db.sessions import ensure_states, player_of, session_by_id, states, touch
 from game import states as rules
 from game.catalogue import session_film
 from game.errors import (
@@ -96,9 +97,11 @@ async def submit_turn(
         if await player_of(s, gs.id, author_id) is None:
             raise NotJoined()
 
-    pending = await s.scalar(
-        select(func.count()).select_from(Turn).where(Turn.session_id == gs.id, Turn.status.in_(PENDING_TURN_STATUSES))
-    )
+    pending = (
+        await s.execute(
+            select(func.count()).select_from(Turn).where(Turn.session_id == gs.id, Turn.status.in_(PENDING_TURN_STATUSES))
+        )
+    ).scalar_one()
     if pending >= limits.backlog_cap:
         raise BacklogFull(limits.backlog_cap)
 
@@ -109,7 +112,7 @@ async def submit_turn(
             .where(Turn.author_id == author_id, GameSession.guild_id == gs.guild_id, Turn.status != "cancelled")
         )
         if last is not None:
-            now = now or await s.scalar(select(func.now()))
+            now = now or (await s.execute(select(func.now()))).scalar_one()
             left = limits.cooldown_seconds - (now - last).total_seconds()
             if left > 0:
                 raise Cooldown(left)
@@ -192,7 +195,15 @@ async def clip_bytes(s: AsyncSession, turn_id: int) -> bytes | None:
 
 
 async def session_of(s: AsyncSession, turn: Turn) -> GameSession:
-    return await s.get(GameSession, turn.session_id)
+    return await session_by_id(s, turn.session_id)
+
+
+def stored_prediction(turn: Turn) -> rules.Prediction:
+    """The prediction a done turn stored (complete_turn writes the four values together)."""
+    m, social, ent, stamina = turn.motion_level, turn.delta_social, turn.delta_entertainment, turn.delta_stamina
+    if m is None or social is None or ent is None or stamina is None:
+        raise ValueError(f"turn {turn.id} ({turn.status}) has no stored prediction")
+    return rules.Prediction(m, social, ent, stamina)
 
 
 # --- the worker's side
@@ -204,7 +215,7 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
     turn = await get_turn(s, turn_id, lock=True)
     if turn is None or turn.status not in PENDING_TURN_STATUSES:
         return None
-    gs = await s.get(GameSession, turn.session_id)
+    gs = await session_by_id(s, turn.session_id)
     turn.status = "running"
     turn.started_at = func.now()
     turn.attempts += 1
@@ -227,7 +238,7 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
             hist.append(
                 HistoryTurn(
                     instruction=h.instruction,
-                    prediction=rules.Prediction(h.motion_level, h.delta_social, h.delta_entertainment, h.delta_stamina),
+                    prediction=stored_prediction(h),
                     representation=None if h.representation is None else representation.decode(h.representation),
                 )
             )
@@ -260,7 +271,7 @@ async def record_progress(s: AsyncSession, turn_id: int, fraction: float, stage:
         )
     ).first()
     if row is not None:
-        gs = await s.get(GameSession, row.session_id)
+        gs = await session_by_id(s, row.session_id)
         await notify.notify(
             s, notify.TURN_PROGRESS, turn_id=turn_id, session_id=gs.id, channel_id=gs.channel_id, progress=fraction, stage=stage
         )
@@ -272,7 +283,7 @@ async def complete_turn(s: AsyncSession, turn_id: int, result: TurnResult, backe
     turn = await get_turn(s, turn_id, lock=True)
     if turn is None or turn.status != "running":
         return False
-    gs = await s.get(GameSession, turn.session_id)
+    gs = await session_by_id(s, turn.session_id)
     current = await states(s, turn.session_id, lock=True)
     before, after = {}, {}
     for cid in turn.characters:
@@ -309,7 +320,7 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
     turn = await get_turn(s, turn_id, lock=True)
     if turn is None or turn.status not in PENDING_TURN_STATUSES:
         return False
-    gs = await s.get(GameSession, turn.session_id)
+    gs = await session_by_id(s, turn.session_id)
     turn.status = "failed"
     turn.error = free_text(error, ERROR_LEN) or "failed"
     turn.finished_at = func.now()
@@ -320,10 +331,9 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
 
 async def requeue_turn(s: AsyncSession, turn_id: int) -> bool:
     """Put a running turn back to queued (its worker stopped before finishing)."""
-    res = await s.execute(
-        update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(status="queued", progress=0, progress_stage=None)
-    )
-    return bool(res.rowcount)
+    return bool(await rowcount(
+        s, update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(status="queued", progress=0, progress_stage=None)
+    ))
 
 
 # --- moderation and players' buttons
@@ -337,7 +347,7 @@ async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled") ->
     turn.error = free_text(reason, REASON_LEN) or "cancelled"
     turn.finished_at = func.now()
     await s.flush()
-    gs = await s.get(GameSession, turn.session_id)
+    gs = await session_by_id(s, turn.session_id)
     await notify.notify(s, notify.TURN_QUEUED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id)
     return turn
 
@@ -501,7 +511,7 @@ async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> l
         .where(Turn.status == "queued", Turn.status_message_id.is_not(None), GameSession.guild_id.in_(guild_ids))
         .order_by(Turn.id)
     )
-    return [(t, ch, message_id) for t, ch, message_id in (await s.execute(q)).all()]
+    return [(t, ch, message_id) for t, ch, message_id in (await s.execute(q)).all() if message_id is not None]
 
 
 async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> None:
@@ -517,7 +527,8 @@ async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
     cutoff = datetime.now(UTC) - older_than
     newer = aliased(Turn)
     keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()
-    res = await s.execute(
+    return await rowcount(
+        s,
         update(Turn)
         .where(
             Turn.finished_at < cutoff,
@@ -526,6 +537,5 @@ async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
             or_(Turn.posted_at.is_not(None), Turn.status == "cancelled"),
             Turn.seq < keep_from,
         )
-        .values(mp4=None, representation=None, blobs_pruned_at=func.now())
+        .values(mp4=None, representation=None, blobs_pruned_at=func.now()),
     )
-    return res.rowcount or 0

@@ -33,7 +33,7 @@ from db.bounds import name_text
 from db.guilds import channel_config
 from db.models import GameSession, Player, VoteBallot, VoteChannel, VoteProposal, VoteRound
 from db.sessions import players as live_players
-from db.sessions import touch
+from db.sessions import session_by_id, touch
 from db.turns import Enqueue, instruction_columns, submit_turn
 from game.errors import (
     AlreadyProposed,
@@ -136,7 +136,7 @@ async def open_round(s: AsyncSession, gs: GameSession, by: int | None) -> tuple[
     rnd = await open_round_of(s, gs.id, lock=True)
     if rnd is not None:
         return rnd, False
-    now = await s.scalar(select(func.now()))
+    now = (await s.execute(select(func.now()))).scalar_one()
     stmt = (
         insert(VoteRound)
         .values(
@@ -197,7 +197,7 @@ async def vote(s: AsyncSession, proposal_id: int, voter_id: int) -> tuple[VoteRo
     rnd = await s.get(VoteRound, p.round_id, with_for_update=True)
     if rnd is None or rnd.status != "open":
         raise NoOpenRound()
-    gs = await s.get(GameSession, rnd.session_id)
+    gs = await session_by_id(s, rnd.session_id)
     if gs.status == "paused":
         raise SessionPaused(gs.paused_reason)
     if gs.status != "active":
@@ -230,6 +230,8 @@ async def _options(s: AsyncSession, round_id: int) -> list[VoteProposal]:
 
 async def view(s: AsyncSession, round_id: int, *, voter_id: int | None = None) -> RoundView:
     rnd = await s.get(VoteRound, round_id)
+    if rnd is None:  # ids come from existing rounds, which are never deleted
+        raise LookupError(f"vote round {round_id} does not exist")
     await s.refresh(rnd)
     proposals = await _options(s, round_id)
     counts = dict(
@@ -241,14 +243,14 @@ async def view(s: AsyncSession, round_id: int, *, voter_id: int | None = None) -
     ballots = dict((await s.execute(select(VoteBallot.voter_id, VoteBallot.proposal_id).where(VoteBallot.round_id == round_id))).all())
     joined = [p.user_id for p in await live_players(s, rnd.session_id)]
     by_id = {o.proposal.id: o for o in options}
-    mine = by_id.get(ballots.get(voter_id)) if voter_id is not None else None
+    mine = by_id.get(ballots[voter_id]) if voter_id is not None and voter_id in ballots else None
     return RoundView(
         round=rnd,
         options=options,
         voters=len(ballots),
         players=len(joined),
         players_voted=sum(1 for u in joined if u in ballots),
-        winner=by_id.get(rnd.winner_id),
+        winner=None if rnd.winner_id is None else by_id.get(rnd.winner_id),
         my_vote=mine.number if mine else None,
     )
 
@@ -300,7 +302,7 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
     rnd = (await s.scalars(select(VoteRound).where(VoteRound.id == round_id).with_for_update(skip_locked=True))).first()
     if rnd is None or rnd.status != "open" or round_id not in await due_rounds(s, [rnd.guild_id]):
         return None
-    gs = await s.get(GameSession, rnd.session_id, with_for_update=True)
+    gs = await session_by_id(s, rnd.session_id, lock=True)
     if gs.status != "active":
         what = "paused" if gs.status == "paused" else "reset or ended"
         await _finish(s, rnd, "void", f"The game was {what}; this round is void and no turn was played.")
