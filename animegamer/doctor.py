@@ -19,9 +19,6 @@ OK, FAIL, WARN, SKIP, INFO = "OK", "FAIL", "WARN", "SKIP", "INFO"
 DB_TIMEOUT = 5.0  # seconds to connect to Postgres
 DISCORD_TIMEOUT = 5.0
 DISCORD_API = "https://discord.com/api/v10"
-# The release ran the MLLM and the decoder on two 24 GB GPUs or on one GPU of 60 GB or more;
-# a worker holds both on its GPU, so less than 24 GB cannot work and less than 60 GB is untested.
-GPU_MIN_GB, GPU_RELEASE_GB = 24, 60
 
 
 @dataclass(frozen=True)
@@ -152,58 +149,43 @@ def check_models(settings, films: list[str]) -> list[Row]:
     return rows
 
 
-def check_gpu(settings) -> list[Row]:
+def check_gpu(settings, gpu_memory: list[float] | None = None, sessions: int = 1) -> list[Row]:
+    """The GPUs found (or, without one, the sizes given with --gpu-memory) and whether the memory
+    mode fits them, by the memory plan's prediction (inference.memory.plan)."""
     needed = settings is not None and settings.backend == "animegamer"
     if importlib.util.find_spec("torch") is None:
         return [Row("gpu", FAIL if needed else INFO, "torch is not installed (the `models` extra / worker image has it)")]
     import torch
 
+    rows = []
     if not torch.cuda.is_available():
         device = settings.device if settings is not None else "auto"
         if needed and device.startswith("cuda"):
             return [Row("gpu", FAIL, f"ANIMEGAMER_DEVICE={device} but CUDA is not available (torch {torch.__version__})")]
-        status = WARN if needed else INFO
-        return [Row("gpu", status, f"no CUDA GPU (torch {torch.__version__}); the AnimeGamer backend is impractical on CPU")]
-    rows = []
-    for i in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(i)
-        free, total = torch.cuda.mem_get_info(i)
-        detail = f"{props.name}, {total / 2**30:.1f} GiB total, {free / 2**30:.1f} GiB free"
-        status = OK
-        if needed and total / 2**30 < GPU_MIN_GB:
-            status, detail = FAIL, detail + f"; below {GPU_MIN_GB} GB, the MLLM and decoder do not fit"
-        elif needed and total / 2**30 < GPU_RELEASE_GB:
-            status, detail = WARN, detail + f"; below the {GPU_RELEASE_GB} GB the release used for both models on one GPU"
-        rows.append(Row(f"gpu {i}", status, detail))
-    if needed:
-        totals = [torch.cuda.get_device_properties(i).total_memory / 2**30 for i in range(torch.cuda.device_count())]
-        rows.append(gpu_mode_advice(totals, settings))
+        status = WARN if needed and not gpu_memory else INFO
+        rows.append(Row("gpu", status, f"no CUDA GPU (torch {torch.__version__}); the AnimeGamer backend is impractical on CPU"))
+        totals = list(gpu_memory or [])
+    else:
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            free, total = torch.cuda.mem_get_info(i)
+            rows.append(Row(f"gpu {i}", OK, f"{props.name}, {total / 2**30:.1f} GiB total, {free / 2**30:.1f} GiB free"))
+        totals = list(gpu_memory or [torch.cuda.get_device_properties(i).total_memory / 2**30
+                                     for i in range(torch.cuda.device_count())])
+    if totals and (needed or gpu_memory):
+        rows.append(gpu_mode_advice(totals, settings, sessions))
     return rows
 
 
-# Memory each mode needs (GiB), from the model sizes: MLLM bf16 ~14.5 (int8 ~7.5), DiT fp16 ~3.4,
-# VAE ~0.4, plus activations (VAE decode of 17 frames at 480x720 untiled: several GiB).
-# bench/gpu.sh measures the real peaks (docs/performance.md).
-RESIDENT_GIB, LOW_VRAM_GIB, SPLIT_MLLM_GIB = 40, 22, 20
+def gpu_mode_advice(totals_gib: list[float], settings, sessions: int = 1) -> Row:
+    """Whether the settings' memory mode fits GPUs of these sizes (GiB) at `sessions` concurrent
+    turns, which mode would, and the headroom: the worker refuses at start what this calls FAIL."""
+    from inference.memory.check import mode_of, predictions
+    from inference.memory.plan import advise
 
-
-def gpu_mode_advice(totals_gib: list[float], settings) -> Row:
-    """Which memory mode these GPUs need, and whether the settings ask for it."""
-    biggest = max(totals_gib, default=0.0)
-    split = settings.mllm_device and settings.decoder_device and settings.mllm_device != settings.decoder_device
-    if biggest >= RESIDENT_GIB:
-        want, how = "resident", "one GPU holds both models (ANIMEGAMER_MEMORY_MODE=resident)"
-    elif len([t for t in totals_gib if t >= SPLIT_MLLM_GIB]) >= 2:
-        want, how = "split", ("two GPUs: ANIMEGAMER_MLLM_DEVICE=cuda:0 and ANIMEGAMER_DECODER_DEVICE=cuda:1 "
-                              "(or ANIMEGAMER_MEMORY_MODE=low_vram on one of them)")
-    elif biggest >= LOW_VRAM_GIB:
-        want, how = "low_vram", "one 24 GB-class GPU: ANIMEGAMER_MEMORY_MODE=low_vram (8-bit MLLM, tiled VAE)"
-    else:
-        return Row("gpu mode", FAIL, f"largest GPU {biggest:.0f} GiB: below the {LOW_VRAM_GIB} GiB of the low_vram mode")
-    have = "split" if split else settings.memory_mode
-    if have == want or (want == "split" and have == "low_vram") or (want == "resident" and have in ("low_vram", "split")):
-        return Row("gpu mode", OK, f"{how}; settings: {have}")
-    return Row("gpu mode", WARN, f"these GPUs need: {how}; settings ask for {have}")
+    mode = mode_of(settings) if settings is not None else "resident"
+    advice = advise(totals_gib, mode, sessions, predictions(sessions))
+    return Row("gpu mode", OK if advice.fits else FAIL, advice.message)
 
 
 def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: float = DISCORD_TIMEOUT) -> Row:
@@ -240,7 +222,8 @@ def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: floa
 SKIPPABLE = ("database", "ffmpeg", "models", "gpu", "discord")
 
 
-def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple[str, ...] = ()) -> list[Row]:
+def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple[str, ...] = (),
+               gpu_memory: list[float] | None = None, sessions: int = 1) -> list[Row]:
     settings, row = check_settings()
     rows = [row]
     need = Row("", SKIP, "needs valid settings")
@@ -263,7 +246,7 @@ def run_checks(films: list[str] | None = None, network: bool = True, skip: tuple
             rows.append(Row("models", FAIL, e.message))
     else:
         rows.append(Row("models", need.status, need.detail))
-    rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings)
+    rows += [Row("gpu", SKIP, "--skip gpu")] if "gpu" in skip else check_gpu(settings, gpu_memory, sessions)
     if "discord" in skip:
         rows.append(Row("discord token", SKIP, "--skip discord"))
     elif settings is None:
@@ -287,12 +270,24 @@ def render(rows: list[Row]) -> str:
 
 
 def _doctor(args) -> int:
-    rows = run_checks(args.film, network=not args.no_network, skip=tuple(args.skip or ()))
+    rows = run_checks(args.film, network=not args.no_network, skip=tuple(args.skip or ()),
+                      gpu_memory=args.gpu_memory, sessions=args.sessions)
     if args.json:
         print(json.dumps([r.__dict__ for r in rows], indent=1))
     else:
         print(render(rows))
     return 1 if any(r.status == FAIL for r in rows) else 0
+
+
+def _gpu_sizes(text: str) -> list[float]:
+    import argparse
+
+    from inference.memory.check import parse_sizes
+
+    try:
+        return parse_sizes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def register(sub) -> None:
@@ -302,5 +297,10 @@ def register(sub) -> None:
     p.add_argument("--no-network", action="store_true", help="do not contact Discord")
     p.add_argument("--skip", action="append", choices=SKIPPABLE, help="leave out a check (repeatable), e.g. gpu on the bot's host")
     p.add_argument("--json", action="store_true", help="rows as JSON (for monitoring) instead of the table")
+    p.add_argument("--gpu-memory", type=_gpu_sizes, default=None, metavar="SIZE[,SIZE]",
+                   help="check the memory mode against GPUs of this size (e.g. 24GiB, or 24GB,24GB for two) "
+                        "instead of the ones found: the memory plan's prediction, no GPU needed")
+    p.add_argument("--sessions", type=int, default=1, choices=(1, 2, 3, 4),
+                   help="concurrent turns the worker decodes together (its --concurrency; default 1)")
     p.set_defaults(func=_doctor)
 

@@ -323,6 +323,8 @@ class Worker:
                 await self._check_database(db)
                 if self.migrate:
                     await self._migrate(db)
+                if self.backend.name == "animegamer":
+                    await asyncio.to_thread(self._check_gpu_memory)
                 log.info("loading backend %s for %s", self.backend.name, ", ".join(self.films))
                 try:
                     await asyncio.to_thread(self.backend.load)
@@ -337,6 +339,20 @@ class Worker:
                 await http.cleanup()
             executor.shutdown(wait=False, cancel_futures=True)
         log.info("worker stopped")
+
+    def _check_gpu_memory(self) -> None:
+        """Refuse a memory mode the memory plan predicts will not fit this machine's GPUs, with its
+        numbers and the mode that would, rather than run out of memory in a player's turn."""
+        from inference.memory import check
+
+        if not check.enabled():
+            return
+        advice = check.check(self.settings, sessions=min(self.concurrency, self.settings.mllm_max_batch))
+        if advice is None:  # no GPU in use
+            return
+        if not advice.fits:
+            raise WorkerStartError(f"{advice.message} (ANIMEGAMER_MEMORY_CHECK=0 skips this check)")
+        log.info("GPU memory: %s", advice.message)
 
     async def _check_database(self, db) -> None:
         """Wait for a database that is not up yet (a transient error: refused, starting up...);
@@ -380,8 +396,11 @@ class Worker:
         (it should not: its job manager rides through outages) is started again, with backoff;
         the backend stays loaded."""
         stalled_after = self.settings.stalled_after
+        backend = self.backend
+        if backend is None:  # run() builds it before serving
+            raise RuntimeError("the worker serves only once its backend is built")
         runner = TurnRunner(
-            sessions=db.sessions, backend=self.backend, settings=self.settings, metrics=metrics,
+            sessions=db.sessions, backend=backend, settings=self.settings, metrics=metrics,
             executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
             db_status=self.db_status, give_up=self._giving_up,
         )
@@ -405,7 +424,7 @@ class Worker:
                 task = asyncio.create_task(self._turns.run(), name=self.name)
                 if await self._wait_registered(task) and not self.ready.is_set():
                     self.ready.set()
-                    log.info("worker ready: backend %s, films %s, concurrency %d", self.backend.name, ", ".join(self.films), self.concurrency)
+                    log.info("worker ready: backend %s, films %s, concurrency %d", backend.name, ", ".join(self.films), self.concurrency)
                 stop_wait = asyncio.create_task(self._stop.wait())
                 await asyncio.wait([stop_wait, task], return_when=asyncio.FIRST_COMPLETED)
                 stop_wait.cancel()
@@ -430,9 +449,12 @@ class Worker:
 
     async def _wait_registered(self, task: asyncio.Task) -> bool:
         """Until the turn worker has its worker row (it waits for the database if it must)."""
-        while self._turns.worker_id is None and not task.done() and not self._stop.is_set():
+        turns = self._turns
+        if turns is None:  # _serve sets it before waiting
+            return False
+        while turns.worker_id is None and not task.done() and not self._stop.is_set():
             await asyncio.sleep(0.01)
-        return self._turns.worker_id is not None
+        return turns.worker_id is not None
 
     async def _sweep_loop(self, db, app, stalled_after: float) -> None:
         """Every few seconds: recover dead workers' turns and repair lost status writes
@@ -470,13 +492,15 @@ class Worker:
                 await asyncio.wait_for(self._stop.wait(), interval)
 
     def _install_signals(self) -> None:
-        if not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():
+        loop = self._loop  # set by run() first
+        if loop is None or not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
-            self._loop.add_signal_handler(sig, self.stop)
+            loop.add_signal_handler(sig, self.stop)
 
     def _remove_signals(self) -> None:
-        if not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():
+        loop = self._loop
+        if loop is None or not self.install_signal_handlers or threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
-            self._loop.remove_signal_handler(sig)
+            loop.remove_signal_handler(sig)

@@ -142,15 +142,34 @@ def test_table_rendering():
 
 
 def test_gpu_mode_advice_names_the_mode_the_gpus_need():
+    """By the memory plan's full-size prediction (traced once, ~20 s): the settings' mode fits or
+    is a FAIL (the worker refuses it at start), naming the mode that fits and its headroom."""
     from animegamer.doctor import gpu_mode_advice
 
     plain = Settings(_env_file=None)
     assert gpu_mode_advice([141.0], plain).status == OK
     row = gpu_mode_advice([24.0], plain)
-    assert row.status == "WARN" and "ANIMEGAMER_MEMORY_MODE=low_vram" in row.detail
-    assert gpu_mode_advice([24.0], Settings(_env_file=None, memory_mode="low_vram")).status == OK
+    assert row.status == FAIL and "resident needs" in row.detail and "ANIMEGAMER_MEMORY_MODE=low_vram" in row.detail
+    row = gpu_mode_advice([24.0], Settings(_env_file=None, memory_mode="low_vram"))
+    assert row.status == OK and "GiB spare" in row.detail
     row = gpu_mode_advice([24.0, 24.0], plain)
-    assert row.status == "WARN" and "ANIMEGAMER_DECODER_DEVICE=cuda:1" in row.detail
+    assert row.status == FAIL and "ANIMEGAMER_DECODER_DEVICE=cuda:1" in row.detail
     split = Settings(_env_file=None, mllm_device="cuda:0", decoder_device="cuda:1")
     assert gpu_mode_advice([24.0, 24.0], split).status == OK
-    assert gpu_mode_advice([16.0], plain).status == FAIL
+    row = gpu_mode_advice([12.0], plain)
+    assert row.status == FAIL and "no mode fits" in row.detail
+
+
+def test_doctor_gpu_memory_without_a_gpu(capsys):
+    """`doctor --gpu-memory 24GB` on a machine without a GPU: the plan's answer for that card."""
+    from animegamer.cli import main
+
+    code = main(["doctor", "--skip", "database", "--skip", "models", "--no-network", "--gpu-memory", "24GB"])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("gpu mode"))
+    assert code == 1 and "22.4 GiB" in line and "low_vram fits" in line, out
+    with pytest.raises(SystemExit):  # argparse's usage error, naming the form it takes
+        main(["doctor", "--gpu-memory", "lots"])
+    assert "24GiB or 24GB" in capsys.readouterr().err
+
+

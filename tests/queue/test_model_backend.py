@@ -140,3 +140,20 @@ def test_missing_decoder_weights_are_named_not_the_database(models_root, databas
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("animegamer worker: cannot start: OSError:") and str(transformer) in last, last
     assert "database" not in last.lower() and "DATABASE_URL" not in done.stderr
+
+
+async def test_worker_refuses_a_memory_mode_its_gpu_cannot_hold(msettings, monkeypatch):
+    """The memory plan's full-size prediction, against a 16 GiB GPU (stood in for: this machine has
+    none): resident needs ~34 GiB, so the worker stops at start and names the mode that fits."""
+    from inference.memory import check
+    from inference.worker import WorkerStartError
+
+    monkeypatch.setattr(check, "cuda_totals", lambda: [16.0])
+    s = msettings.model_copy(update={"device": "cuda", "memory_mode": "resident"})
+    w = Worker(s, backend="animegamer", films=["qiqi"], install_signal_handlers=False, migrate=False, metrics_port=0)
+    with pytest.raises(WorkerStartError, match=r"resident needs 3\d\.\d GiB .* more than 16\.0 GiB; low_vram fits"):
+        await asyncio.wait_for(w.run(), 300)
+    assert w.backend is not None and not w.ready.is_set()  # refused before loading anything
+
+    monkeypatch.setenv("ANIMEGAMER_MEMORY_CHECK", "0")  # the operator's way past it: the check is skipped
+    w._check_gpu_memory()
