@@ -16,11 +16,29 @@ naming the installed version when one of them changes:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Protocol, cast
 
 import diffusers
 import torch
-from diffusers import AutoencoderKLCogVideoX, CogVideoXDPMScheduler, CogVideoXTransformer3DModel, FirstBlockCacheConfig
+
+if TYPE_CHECKING:
+    # diffusers' lazy __init__ does not mark its public names as re-exports (no __all__, no `X as
+    # X`), so pyright calls `from diffusers import ...` private: it reads them where they are defined.
+    from diffusers.hooks.first_block_cache import FirstBlockCacheConfig
+    from diffusers.models.attention_processor import AttnProcessor
+    from diffusers.models.autoencoders.autoencoder_kl_cogvideox import AutoencoderKLCogVideoX
+    from diffusers.models.autoencoders.vae import DecoderOutput
+    from diffusers.models.transformers.cogvideox_transformer_3d import CogVideoXTransformer3DModel
+    from diffusers.schedulers.scheduling_dpm_cogvideox import CogVideoXDPMScheduler
+else:
+    from diffusers import (
+        AutoencoderKLCogVideoX,
+        CogVideoXDPMScheduler,
+        CogVideoXTransformer3DModel,
+        FirstBlockCacheConfig,
+    )
 from diffusers.configuration_utils import register_to_config
 from diffusers.models.attention_dispatch import AttentionBackendName, dispatch_attention_fn
 from diffusers.models.attention_processor import Attention
@@ -29,6 +47,7 @@ from diffusers.models.embeddings import TimestepEmbedding, Timesteps, get_3d_sin
 CHECKED_VERSION = "0.42.1"  # the diffusers release these wrappers were written against
 
 __all__ = [
+    "Attention",
     "AutoencoderKLCogVideoX",
     "CHECKED_VERSION",
     "CogVideoXDPMScheduler",
@@ -39,17 +58,49 @@ __all__ = [
     "Timesteps",
     "cache_context",
     "decode_vae",
+    "dit_config",
     "fuse_qkv",
     "get_3d_sincos_pos_embed",
     "qkv",
     "register_to_config",
     "reset_cache_state",
+    "set_processor",
+    "to_device",
+    "vae_config",
     "version",
 ]
 
 
 def version() -> str:
     return diffusers.__version__
+
+
+# A model's `config` is a FrozenDict whose keys are also attributes (registered at run time), but
+# it is typed dict[str, Any]: these name the attributes the decoder reads.
+class VaeConfig(Protocol):
+    block_out_channels: Sequence[int]
+    scaling_factor: float
+
+
+class DiTConfig(Protocol):
+    patch_size: int
+    in_channels: int
+    max_text_seq_length: int
+    text_embed_dim: int
+
+
+def vae_config(vae: AutoencoderKLCogVideoX) -> VaeConfig:
+    return cast(VaeConfig, vae.config)
+
+
+def dit_config(transformer: CogVideoXTransformer3DModel) -> DiTConfig:
+    return cast(DiTConfig, transformer.config)
+
+
+def to_device(model: torch.nn.Module, device: torch.device | str) -> None:
+    """`model.to(device)`. diffusers declares ModelMixin.to through functools.wraps(nn.Module.to),
+    which type checkers read as an unbound function; called through nn.Module's type it is the same call."""
+    model.to(device)
 
 
 class DispatcherProcessor:
@@ -67,8 +118,17 @@ class DispatcherProcessor:
 def qkv(attn: Attention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """q, k, v projections of `x`, through the fused projection once `fuse_qkv` made one."""
     if attn.fused_projections:
-        return attn.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = attn.to_qkv(x).chunk(3, dim=-1)
+        return q, k, v
+    if attn.to_k is None or attn.to_v is None:  # an only_cross_attention Attention has none: not ours
+        raise ValueError("qkv() is for self-attention; this Attention has no key/value projections")
     return attn.to_q(x), attn.to_k(x), attn.to_v(x)
+
+
+def set_processor(attn: Attention, processor: object) -> None:
+    """`attn.set_processor(processor)`: typed to take diffusers' own processor classes (a Union),
+    it takes any processor (the documented way to plug in a custom one)."""
+    attn.set_processor(cast("AttnProcessor", processor))
 
 
 def fuse_qkv(model: torch.nn.Module) -> int:
@@ -106,4 +166,5 @@ def decode_vae(vae: AutoencoderKLCogVideoX, z: torch.Tensor) -> torch.Tensor:
 
     The public `decode` runs the release's chunks ([0:3], then pairs, carrying the causal
     convolutions' cache) and honours `enable_slicing()`/`enable_tiling()` and offload hooks."""
-    return vae.decode(z).sample
+    # Typed `DecoderOutput | Tensor`, but with the default return_dict=True it is a DecoderOutput.
+    return cast("DecoderOutput", vae.decode(z)).sample

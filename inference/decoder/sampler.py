@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import torch
 
@@ -39,6 +40,9 @@ class Guidance:
 
     def weight(self, timestep: int, sampler_steps: int) -> float:
         return dynamic_cfg_scale(timestep, sampler_steps, self.scale, self.exp, self.guider_steps)
+
+
+DEFAULT_GUIDANCE = Guidance()  # the released guidance (one frozen instance for default arguments)
 
 
 class SeededNoise:
@@ -95,7 +99,7 @@ def sample_released(
     model_fn: ModelFn,
     noise,
     num_steps: int = DEFAULT_STEPS,
-    guidance: Guidance = Guidance(),
+    guidance: Guidance = DEFAULT_GUIDANCE,
     on_step: StepCallback | None = None,
     schedule: ReleasedSchedule | None = None,
 ) -> torch.Tensor:
@@ -130,11 +134,29 @@ def sample_released(
     return x
 
 
+class _StockStep(Protocol):
+    """CogVideoXDPMScheduler.step as it is called here. diffusers annotates the previous x0 and
+    timestep as always given and the generator as one, but its own pipeline passes None for both at
+    the first step, and the noise is drawn by randn_tensor, which takes one generator per row."""
+
+    def __call__(
+        self,
+        model_output: torch.Tensor,
+        old_pred_original_sample: torch.Tensor | None,
+        timestep: int,
+        timestep_back: int | None,
+        sample: torch.Tensor,
+        *,
+        generator: list[torch.Generator],
+        return_dict: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
 def sample_stock(
     model_fn: ModelFn,
     noise: SeededNoise,
     num_steps: int = DEFAULT_STEPS,
-    guidance: Guidance = Guidance(),
+    guidance: Guidance = DEFAULT_GUIDANCE,
     on_step: StepCallback | None = None,
 ) -> torch.Tensor:
     """diffusers' CogVideoXDPMScheduler (as the stock CogVideoX pipeline drives it), guiding v.
@@ -144,6 +166,7 @@ def sample_stock(
     if not isinstance(noise, SeededNoise):
         raise TypeError("the stock scheduler draws its own step noise: pass a SeededNoise")
     sched = stock_scheduler(num_steps)
+    step = cast(_StockStep, sched.step)
     x = noise.draw() * sched.init_noise_sigma
     old_x0 = None
     timesteps = sched.timesteps.tolist()
@@ -151,7 +174,7 @@ def sample_stock(
         v_u, v_c = model_fn(x, t)
         w = guidance.weight(t, num_steps)
         v = v_u.float() + w * (v_c.float() - v_u.float())
-        x, old_x0 = sched.step(
+        x, old_x0 = step(
             v,
             old_x0,
             t,

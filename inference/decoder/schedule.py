@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -128,6 +129,7 @@ def dynamic_cfg_scale(
 
 
 def stock_scheduler(num_steps: int = DEFAULT_STEPS) -> CogVideoXDPMScheduler:
-    sched = CogVideoXDPMScheduler.from_config(STOCK_SCHEDULER_CONFIG)
+    # from_config is typed to return (scheduler, unused kwargs) too, which it does only when asked.
+    sched = cast(CogVideoXDPMScheduler, CogVideoXDPMScheduler.from_config(STOCK_SCHEDULER_CONFIG))
     sched.set_timesteps(num_steps)
     return sched

@@ -22,18 +22,20 @@ Everything taken from diffusers comes through `diffusers_api`, which names what 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
 
 from .diffusers_api import (
+    Attention,
     CogVideoXTransformer3DModel,
     DispatcherProcessor,
     TimestepEmbedding,
     Timesteps,
     qkv,
     register_to_config,
+    set_processor,
 )
 
 # The released decoder (configs/cogvideox_2b.yaml, network_config): CogVideoX-2B with 5 latent frames.
@@ -164,12 +166,13 @@ class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
         self.ofs_proj = Timesteps(inner_dim, flip_sin_to_cos, freq_shift)
         self.ofs_embedding = TimestepEmbedding(inner_dim, ofs_embed_dim, timestep_activation_fn)
         # The representation enters the DiT as is.
-        self.patch_embed.text_proj = nn.Identity()
+        self.patch_embed.register_module("text_proj", nn.Identity())  # replaces the Linear (typed as one)
         self.norm_out.norm.eps = final_norm_eps
         # LN(text_proj(0)) ++ LN(ip_proj(0)) from the checkpoint; filled by the converter.
         self.register_buffer("uncond_embedding", torch.zeros(max_text_seq_length, inner_dim))
         for block in self.transformer_blocks:
-            block.attn1.set_processor(AnimeGamerAttnProcessor())
+            # ModuleList iterates as nn.Module; a CogVideoX block's attn1 is an Attention.
+            set_processor(cast(Attention, block.get_submodule("attn1")), AnimeGamerAttnProcessor())
 
     def predict_v(
         self,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .diffusers_api import AutoencoderKLCogVideoX, decode_vae
+from .diffusers_api import AutoencoderKLCogVideoX, decode_vae, vae_config
 
 SCALE_FACTOR = 1.15258426
 
@@ -49,7 +49,7 @@ def latent_chunks(num_frames: int) -> list[tuple[int, int]]:
 @torch.no_grad()
 def decode_latents(vae: AutoencoderKLCogVideoX, latents: torch.Tensor) -> torch.Tensor:
     """Sampler latents (B, T, C, h, w), still multiplied by the scale factor -> video (B, C, F, H, W) in [-1, 1]."""
-    z = (latents / vae.config.scaling_factor).permute(0, 2, 1, 3, 4).to(vae.dtype)  # (B, C, T, h, w)
+    z = (latents / vae_config(vae).scaling_factor).permute(0, 2, 1, 3, 4).to(vae.dtype)  # (B, C, T, h, w)
     latent_chunks(z.shape[2])  # the released split needs an odd count; diffusers' decode runs it
     return decode_vae(vae, z)
 
