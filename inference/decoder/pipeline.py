@@ -23,8 +23,8 @@ import torch
 
 from contracts.turn import ProgressCallback
 
-from .diffusers_api import AutoencoderKLCogVideoX, cache_context, reset_cache_state
-from .sampler import Guidance, SeededNoise, sample_released, sample_stock
+from .diffusers_api import AutoencoderKLCogVideoX, cache_context, dit_config, reset_cache_state, to_device, vae_config
+from .sampler import DEFAULT_GUIDANCE, Guidance, SeededNoise, sample_released, sample_stock
 from .schedule import DEFAULT_STEPS
 from .speed import SpeedReport, apply_speed
 from .transformer import AnimeGamerTransformer3DModel
@@ -44,7 +44,7 @@ class AnimeGamerDecoder:
         vae: AutoencoderKLCogVideoX,
         steps: int = DEFAULT_STEPS,
         sampler: str = "released",
-        guidance: Guidance = Guidance(),
+        guidance: Guidance = DEFAULT_GUIDANCE,
         num_latent_frames: int = 5,
         height: int = 480,
         width: int = 720,
@@ -59,12 +59,13 @@ class AnimeGamerDecoder:
         self.guidance = guidance
         self.fps = int(fps)
         self.num_latent_frames = num_latent_frames
-        spatial = 2 ** (len(vae.config.block_out_channels) - 1)
-        if height % (spatial * transformer.config.patch_size) or width % (spatial * transformer.config.patch_size):
-            raise ValueError(f"{height}x{width} is not a multiple of {spatial * transformer.config.patch_size}")
+        dit = dit_config(transformer)
+        spatial = 2 ** (len(vae_config(vae).block_out_channels) - 1)
+        if height % (spatial * dit.patch_size) or width % (spatial * dit.patch_size):
+            raise ValueError(f"{height}x{width} is not a multiple of {spatial * dit.patch_size}")
         self.frame_size = (height, width)
-        self.latent_shape = (num_latent_frames, transformer.config.in_channels, height // spatial, width // spatial)
-        self.context_shape = (transformer.config.max_text_seq_length, transformer.config.text_embed_dim)
+        self.latent_shape = (num_latent_frames, dit.in_channels, height // spatial, width // spatial)
+        self.context_shape = (dit.max_text_seq_length, dit.text_embed_dim)
         self.speed_report = SpeedReport("exact")  # set by prepare()
         self._gpu = threading.Lock()  # one decode at a time: concurrent turns come as one batch
 
@@ -158,7 +159,8 @@ class AnimeGamerDecoder:
             timestep = torch.full((2 * b,), t, dtype=torch.long, device=device)
             with cache_context(self.transformer):  # a no-op unless a speed preset enabled a cache
                 v = self.transformer.predict_v(torch.cat([x, x]), context, timestep, scope)
-            return v.float().chunk(2)
+            v_uncond, v_cond = v.float().chunk(2)
+            return v_uncond, v_cond
 
         def on_step(done: int, total: int) -> None:
             if progress is not None:
@@ -249,8 +251,8 @@ def prepare(
 ) -> SpeedReport:
     """Move a decoder to `device` and apply a speed preset and the memory mode (once, after building);
     runs_on: the device it will decode on, if another (see speed.apply_speed)."""
-    decoder.transformer.to(device)
-    decoder.vae.to(device)
+    to_device(decoder.transformer, device)
+    to_device(decoder.vae, device)
     if low_vram:
         decoder.vae.enable_slicing()
         decoder.vae.enable_tiling()
