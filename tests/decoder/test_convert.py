@@ -171,6 +171,15 @@ def test_geometry_mismatch_and_missing_keys_are_errors(sat_sd, cfg):
         convert_transformer_state_dict(sd, cfg)
 
 
+def test_fused_qkv_that_does_not_split_in_three_is_an_error(sat_sd, cfg):
+    base = f"{ref.P}transformer.layers.0.attention.query_key_value"
+    sd = {k: v for k, v in sat_sd.items() if not k.startswith(base)}
+    d = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    sd[f"{base}.weight"], sd[f"{base}.bias"] = torch.zeros(3 * d - 1, d), torch.zeros(3 * d - 1)
+    with pytest.raises(ConversionError, match="query_key_value has .* rows.*three equal"):
+        convert_transformer_state_dict(sd, cfg)
+
+
 def test_pickle_with_objects_needs_trust(files, tmp_path, cfg):
     sat_dir, vae_file, _ = files
     sd = torch.load(sat_dir / "10000" / "mp_rank_00_model_states.pt", weights_only=True)["module"]
