@@ -180,6 +180,8 @@ def fetch(item: Fetch, endpoint: str, log=print) -> None:
     ]
     if not expected:
         raise ModelsError(f"{item.repo_id} has no files matching {', '.join(item.patterns)} (has the release changed?)")
+    if info.sha is None:  # the download is pinned to the revision whose metadata is verified
+        raise ModelsError(f"{endpoint} gave no revision (sha) for {item.repo_id}: cannot pin the download")
     total = sum(e.size or 0 for e in expected)
     log(f"{item.what}: {len(expected)} files, {total / 1e9:.1f} GB from {item.repo_id}@{info.sha[:10]} -> {item.local_dir}")
     try:

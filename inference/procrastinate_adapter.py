@@ -287,7 +287,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
                 await asyncio.sleep(0.5)  # the worker loops straight back here when it gets None
                 return None
             self.status.ok()
-            if job is not None:
+            if job is not None and job.id is not None:  # (a fetched job has its row id; only an unsaved one has none)
                 self.held.add(job.id)
             return job
 
