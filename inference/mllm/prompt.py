@@ -23,11 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from .instruction import InstructionEncoder
 from .tokens import SpecialIds
+
+
+class Encoder(Protocol):
+    """What the builder needs of an instruction encoder (inference.mllm.instruction.InstructionEncoder)."""
+
+    def encode(self, text: str) -> list[int]: ...
 
 NUM_QUERY = 226  # representation tokens per turn
 TAIL = 3  # </frame></img><ML> after the current turn's query block
@@ -58,7 +64,7 @@ class TurnPrompt:
 
 
 class PromptBuilder:
-    def __init__(self, encoder: InstructionEncoder, special: SpecialIds, history_window: int = 0):
+    def __init__(self, encoder: Encoder, special: SpecialIds, history_window: int = 0):
         if history_window < 0:
             raise ValueError("history_window must be >= 0")
         self.encoder = encoder
