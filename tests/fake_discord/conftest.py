@@ -1,4 +1,5 @@
-"""Fixtures for the fake Discord's own tests. Other suites can import them:
+"""Fixtures for the fake Discord's own tests: the server, its guild (tinybot.World) and the tiny
+bot logged in to it. Other suites can import the server's:
 
     from tests.fake_discord.conftest import fake_discord  # noqa: F401
 """
@@ -9,7 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from .client import running_client
 from .server import FakeDiscord
+from .tinybot import Recorder, TinyBot, World, build_world
 
 
 @pytest.fixture
@@ -18,3 +21,16 @@ async def fake_discord() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as server:
         yield server
     assert not server.unhandled, f"requests to routes the fake lacks: {server.unhandled}"
+
+
+@pytest.fixture
+def world(fake_discord: FakeDiscord) -> World:
+    return build_world(fake_discord)
+
+
+@pytest.fixture
+async def bot(fake_discord: FakeDiscord, world: World):
+    rec = Recorder()
+    async with running_client(fake_discord, TinyBot(rec)) as client:
+        await client.tree.sync()
+        yield client
