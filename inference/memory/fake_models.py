@@ -7,19 +7,24 @@ no GPU, but indexing one takes a CUDA device guard, which a CPU-only PyTorch bui
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+if TYPE_CHECKING:
+    from inference.decoder.pipeline import AnimeGamerDecoder
+    from inference.mllm.model import AnimeGamerMLLM
 
-def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize: str | None = None) -> torch.nn.Module:
+
+def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize: str | None = None) -> AnimeGamerMLLM:
     """An AnimeGamerMLLM (Mistral, LoRA merged as a worker holds it, plus the two projections) in
     `dtype` with the fp32 buffers the loader keeps, and `quantize` ("int8") applied by the worker's
     own code."""
     from transformers import MistralConfig, MistralForCausalLM
 
-    from inference.mllm.loading import cast_keeping_fp32_buffers
     from inference.mllm.model import AnimeGamerMLLM
+
+    from inference.mllm.loading import cast_keeping_fp32_buffers
 
     cfg = MistralConfig(**shape)
     cfg._attn_implementation = "sdpa"
@@ -34,15 +39,17 @@ def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize
 
 
 def build_decoder(dtype: torch.dtype, dit_config: dict, vae_config: dict, size: dict[str, int], low_vram: bool,
-                  steps: int = 2):
+                  steps: int = 2) -> AnimeGamerDecoder:
     """An AnimeGamerDecoder with the worker's memory mode applied (`prepare`'s VAE options)."""
     from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
     from inference.decoder.pipeline import AnimeGamerDecoder, vae_memory_mode
     from inference.decoder.transformer import AnimeGamerTransformer3DModel
 
     with torch.device("meta"):
-        dit = AnimeGamerTransformer3DModel(**dit_config).to(dtype)
-        vae = AutoencoderKLCogVideoX(**vae_config).to(dtype)
-    decoder = AnimeGamerDecoder(dit, vae, steps=steps, **size)
+        dit = AnimeGamerTransformer3DModel(**dit_config)
+        vae = AutoencoderKLCogVideoX(**vae_config)
+    for model in (dit, vae):
+        torch.nn.Module.to(model, dtype)  # (diffusers' `to` wrapper reads as unbound to a type checker)
+    decoder = AnimeGamerDecoder(dit, vae, steps=steps, height=size["height"], width=size["width"])
     vae_memory_mode(decoder.vae, low_vram)  # as inference.decoder.pipeline.prepare does
     return decoder

@@ -298,34 +298,38 @@ def advise(gpu_gib: Sequence[float], mode: str, sessions: int = 1, predictions: 
     """Whether `mode` fits these GPUs (total GiB each) at `sessions`, which mode would, with the headroom."""
     preds = list(predictions) if predictions is not None else predict(sessions=(sessions,))
     by = {(p.mode, p.sessions): p for p in preds}
+    if (mode, sessions) not in by:
+        raise ValueError(f"no prediction for {mode} at {sessions} session(s)")
 
     def headroom(m: str) -> float | None:
+        """GiB left on the tightest GPU; None when not predicted or not possible here."""
         p = by.get((m, sessions))
-        if p is None:
+        if p is None or (m == "two_gpus" and len(gpu_gib) < 2):
             return None
         if m == "two_gpus":
-            if len(gpu_gib) < 2:
-                return None
             a, b = sorted(gpu_gib, reverse=True)[:2]
             n0, n1 = (p.peak(d).reserved / GiB + OVERHEAD_GIB for d in ("gpu0", "gpu1"))
             return min(a - n0, b - n1)
         return max(gpu_gib) - p.need_gib()
 
-    own = headroom(mode)
-    order = [m for m in ("resident", "two_gpus", "low_vram") if headroom(m) is not None and headroom(m) >= 0]  # type: ignore[operator]
-    best = order[0] if order else None
-    need = by[(mode, sessions)].need_gib() if (mode, sessions) in by else float("nan")
     cards = " + ".join(f"{g:.1f}" for g in gpu_gib) + " GiB"
+    need = by[mode, sessions].need_gib()
+    own = headroom(mode)
     if own is not None and own >= 0:
         return Advice(True, mode, f"{mode} fits {cards} at {sessions} session(s): needs {need:.1f} GiB "
                                   f"(predicted), {own:.1f} GiB spare")
-    why = (f"{mode} needs {need:.1f} GiB at {sessions} session(s) (predicted), more than {cards}"
-           if own is not None else f"{mode} needs two GPUs; found {len(gpu_gib)}")
-    hint = (f"; {best} fits ({headroom(best):.1f} GiB spare): set ANIMEGAMER_MEMORY_MODE"
-            f"{'=low_vram' if best == 'low_vram' else '=resident'}"
-            + (" with ANIMEGAMER_MLLM_DEVICE=cuda:0 ANIMEGAMER_DECODER_DEVICE=cuda:1" if best == "two_gpus" else "")
-            if best else "; no mode fits: a 24 GB card is the smallest that runs a turn")
-    return Advice(False, best or mode, why + hint)
+    why = (f"{mode} needs two GPUs; found {len(gpu_gib)}" if own is None else
+           f"{mode} needs {need:.1f} GiB at {sessions} session(s) (predicted), more than {cards}")
+    fitting = [(m, h) for m in MODES if (h := headroom(m)) is not None and h >= 0]
+    if not fitting:
+        smallest = min((p for p in preds if p.sessions == sessions), key=lambda p: p.need_gib())
+        return Advice(False, mode, f"{why}; no mode fits: {smallest.mode}, the smallest, needs "
+                                   f"{smallest.need_gib():.1f} GiB")
+    best, spare = fitting[0]
+    how = {"resident": "ANIMEGAMER_MEMORY_MODE=resident",
+           "two_gpus": "ANIMEGAMER_MLLM_DEVICE=cuda:0 ANIMEGAMER_DECODER_DEVICE=cuda:1",
+           "low_vram": "ANIMEGAMER_MEMORY_MODE=low_vram"}[best]
+    return Advice(False, best, f"{why}; {best} fits ({spare:.1f} GiB spare): set {how}")
 
 
 def timed_predict(**kw) -> tuple[list[Prediction], float]:

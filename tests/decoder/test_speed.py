@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference.decoder.pipeline import prepare
+from inference.decoder.pipeline import prepare, vae_memory_mode
 from inference.decoder.speed import SPEEDS, check_speed
 from tests.tiny.decoder import random_tiny_decoder
 
@@ -27,6 +27,7 @@ def _clip(speed: str) -> tuple[np.ndarray, object]:
 @pytest.fixture(scope="module")
 def plain() -> np.ndarray:
     decoder = random_tiny_decoder(steps=STEPS)
+    vae_memory_mode(decoder.vae, low_vram=False)  # clips through the VAE one by one, as every prepared decoder
     rep = np.random.default_rng(0).standard_normal(decoder.context_shape).astype(np.float32)
     return decoder.decode_batch([rep, rep * 0.5], [2.5, 10.0], [1, 2])
 

@@ -157,7 +157,7 @@ def test_gpu_mode_advice_names_the_mode_the_gpus_need():
     split = Settings(_env_file=None, mllm_device="cuda:0", decoder_device="cuda:1")
     assert gpu_mode_advice([24.0, 24.0], split).status == OK
     row = gpu_mode_advice([12.0], plain)
-    assert row.status == FAIL and "no mode fits" in row.detail
+    assert row.status == FAIL and "no mode fits: low_vram, the smallest, needs" in row.detail
 
 
 def test_doctor_gpu_memory_without_a_gpu(capsys):
