@@ -22,9 +22,8 @@ def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize
     own code."""
     from transformers import MistralConfig, MistralForCausalLM
 
-    from inference.mllm.model import AnimeGamerMLLM
-
     from inference.mllm.loading import cast_keeping_fp32_buffers
+    from inference.mllm.model import AnimeGamerMLLM
 
     cfg = MistralConfig(**shape)
     cfg._attn_implementation = "sdpa"
