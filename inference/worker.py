@@ -341,18 +341,12 @@ class Worker:
         log.info("worker stopped")
 
     def _check_gpu_memory(self) -> None:
-        """Refuse a memory mode the memory plan predicts will not fit this machine's GPUs, with its
-        numbers and the mode that would, rather than run out of memory in a player's turn."""
-        from inference.memory import check
+        """Refuse a memory mode the memory plan predicts will not fit this machine's GPUs."""
+        from inference.memory.check import refusal
 
-        if not check.enabled():
-            return
-        advice = check.check(self.settings, sessions=min(self.concurrency, self.settings.mllm_max_batch))
-        if advice is None:  # no GPU in use
-            return
-        if not advice.fits:
-            raise WorkerStartError(f"{advice.message} (ANIMEGAMER_MEMORY_CHECK=0 skips this check)")
-        log.info("GPU memory: %s", advice.message)
+        why = refusal(self.settings, sessions=min(self.concurrency, self.settings.mllm_max_batch))
+        if why:
+            raise WorkerStartError(why)
 
     async def _check_database(self, db) -> None:
         """Wait for a database that is not up yet (a transient error: refused, starting up...);

@@ -8,11 +8,14 @@ the mode that would), instead of failing with an out-of-memory error in a player
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 from collections.abc import Sequence
 
 from .plan import MODES, Advice, Prediction, advise, predict
+
+log = logging.getLogger(__name__)
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g)?\s*$", re.IGNORECASE)
 
@@ -69,3 +72,17 @@ def predictions(sessions: int) -> tuple[Prediction, ...]:
 
 def enabled() -> bool:
     return os.environ.get("ANIMEGAMER_MEMORY_CHECK", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def refusal(settings, sessions: int) -> str | None:
+    """Why a worker must not start with these settings (its mode will not fit its GPUs, with the
+    plan's numbers and the mode that would), or None: it fits, no GPU is in use, or the check is off."""
+    if not enabled():
+        return None
+    advice = check(settings, sessions)
+    if advice is None:
+        return None
+    if advice.fits:
+        log.info("GPU memory: %s", advice.message)
+        return None
+    return f"{advice.message} (ANIMEGAMER_MEMORY_CHECK=0 skips this check)"
