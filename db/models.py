@@ -68,6 +68,7 @@ class GuildSettings(Base):
     max_instruction_len: Mapped[int | None] = mapped_column(Integer)
     cooldown_seconds: Mapped[float | None] = mapped_column(Float)
     backlog_cap: Mapped[int | None] = mapped_column(Integer)
+    log_channel_id: Mapped[int | None] = mapped_column(BigInteger)  # the moderation log (/admin log-channel)
     updated_at: Mapped[datetime] = _now()
 
 
@@ -230,6 +231,13 @@ class Turn(Base):
     post_attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     post_retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     post_error: Mapped[str | None] = mapped_column(Text)
+
+    # A shot taken down (db.removal): its clip, representation and text are gone, the row stays
+    # (the turn keeps its number; character states are not rewound).
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    removed_reason: Mapped[str | None] = mapped_column(Text)
+    removed_by_id: Mapped[int | None] = mapped_column(BigInteger)  # NULL: the system
+    removed_by_name: Mapped[str | None] = mapped_column(String(100))
 
 
 class AuditLog(Base):

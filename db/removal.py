@@ -1,0 +1,104 @@
+"""Taking shots down: the one primitive that removes a turn's content, shared by moderation
+(/mod remove, the "Remove shot" menu) and members' privacy requests.
+
+A removed turn keeps its row and its number (the channel's order and the later turns' numbers
+stay as they were) but loses everything a member wrote or the model made of it: the clip, the
+representation (the next turns' context), the instruction and its parts. Character states are
+NOT rewound: later turns were generated from them. Everything that reads turns skips removed
+ones (db.turn_reads, the worker's context in db.turn_results, the play page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import notify
+from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
+from db.models import PENDING_TURN_STATUSES, GameSession, Turn, VoteProposal, VoteRound
+
+# What a removed turn's text columns hold instead of the member's words.
+REMOVED_TEXT = ""
+
+
+async def take_down_turns(
+    s: AsyncSession,
+    turn_ids: Sequence[int],
+    *,
+    reason: str,
+    by_id: int | None,
+    by_name: str | None,
+) -> list[int]:
+    """Remove these turns' content in the caller's transaction; the ids actually changed.
+
+    Idempotent: a turn already removed, or an id that is no turn, is left out of the result. A
+    turn still queued or running is cancelled as well (its job then finds nothing to do, and a
+    worker finishing it finds it no longer running, so no clip is written after the removal).
+    The vote proposal a removed turn came from loses its text too. One NOTIFY per session
+    (SESSION_CHANGED, event "removed") tells listeners (the play page) to re-read."""
+    ids = sorted({i for i in turn_ids if fits_bigint(i)})
+    if not ids:
+        return []
+    if by_id is not None:
+        require_id(by_id, "user id")
+    why = free_text(reason, REASON_LEN) or "removed"
+    who = None if by_name is None else name_text(by_name)
+    rows = (
+        await s.execute(
+            select(Turn.id, Turn.session_id, Turn.status)
+            .where(Turn.id.in_(ids), Turn.removed_at.is_(None))
+            .order_by(Turn.id)
+            .with_for_update()
+        )
+    ).all()
+    if not rows:
+        return []
+    changed = [r.id for r in rows]
+    pending = [r.id for r in rows if r.status in PENDING_TURN_STATUSES]
+    await s.execute(
+        update(Turn)
+        .where(Turn.id.in_(changed))
+        .values(
+            mp4=None,
+            mp4_size=None,
+            representation=None,
+            instruction=REMOVED_TEXT,
+            motion=REMOVED_TEXT,
+            adverb=REMOVED_TEXT,
+            background=REMOVED_TEXT,
+            time_of_day=REMOVED_TEXT,
+            removed_at=func.now(),
+            removed_reason=why,
+            removed_by_id=by_id,
+            removed_by_name=who,
+        )
+    )
+    if pending:
+        await s.execute(
+            update(Turn)
+            .where(Turn.id.in_(pending))
+            .values(status="cancelled", error="removed", finished_at=func.now())
+        )
+    proposals = select(VoteRound.winner_id).where(VoteRound.turn_id.in_(changed), VoteRound.winner_id.is_not(None))
+    await s.execute(
+        update(VoteProposal)
+        .where(VoteProposal.id.in_(proposals))
+        .values(instruction=REMOVED_TEXT, motion=REMOVED_TEXT, adverb=REMOVED_TEXT,
+                background=REMOVED_TEXT, time_of_day=REMOVED_TEXT)
+    )
+    sessions = {r.session_id for r in rows}
+    channels = dict(
+        (await s.execute(select(GameSession.id, GameSession.channel_id).where(GameSession.id.in_(sessions)))).tuples().all()
+    )
+    for r in rows:
+        if r.id in pending:  # as a cancel does: the channel's status messages and positions refresh
+            await notify.notify(s, notify.TURN_QUEUED, turn_id=r.id, session_id=r.session_id, channel_id=channels[r.session_id])
+    for sid, channel_id in channels.items():
+        await notify.notify(s, notify.SESSION_CHANGED, session_id=sid, channel_id=channel_id, event="removed")
+    return changed
+
+
+def is_removed(turn: Turn) -> bool:
+    return turn.removed_at is not None
