@@ -72,9 +72,11 @@ class Settings(BaseSettings):
     # Where each model runs (unset: `device`). Two GPUs: mllm_device=cuda:0, decoder_device=cuda:1.
     mllm_device: str | None = None
     decoder_device: str | None = None
-    # resident: both models whole on the GPU (~30 GB with activations); low_vram: 8-bit MLLM
-    # weights and a sliced, tiled VAE, for one 24 GB card. `animegamer doctor` says which fits.
+    # resident: both models whole on the GPU (~34 GiB at the peak, predicted); low_vram: 8-bit MLLM
+    # weights and a tiled VAE, for one 24 GB card. `animegamer doctor` says which fits.
     memory_mode: Literal["resident", "low_vram"] = "resident"
+    # A worker refuses at start a mode the memory plan predicts will not fit its GPUs; False skips that.
+    memory_check: bool = True
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
     # A worker serving several films: GPU memory (GiB) its films' decoders may take together; the
     # rest wait in pinned CPU memory. None: detected at load (free memory after the MLLM, less 16 GiB).

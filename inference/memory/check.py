@@ -2,14 +2,13 @@
 
 A worker refuses at start a mode that the plan predicts will not fit (with the plan's numbers and
 the mode that would), instead of failing with an out-of-memory error in a player's turn.
-`ANIMEGAMER_MEMORY_CHECK=0` skips the check (an operator who measured otherwise).
+`ANIMEGAMER_MEMORY_CHECK=0` (settings.memory_check) skips the check, for an operator who measured otherwise.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 from collections.abc import Sequence
 
@@ -70,14 +69,10 @@ def predictions(sessions: int) -> tuple[Prediction, ...]:
     return tuple(predict(sessions=(sessions,), modes=MODES))
 
 
-def enabled() -> bool:
-    return os.environ.get("ANIMEGAMER_MEMORY_CHECK", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
 def refusal(settings, sessions: int) -> str | None:
     """Why a worker must not start with these settings (its mode will not fit its GPUs, with the
     plan's numbers and the mode that would), or None: it fits, no GPU is in use, or the check is off."""
-    if not enabled():
+    if not settings.memory_check:
         return None
     advice = check(settings, sessions)
     if advice is None:

@@ -155,5 +155,6 @@ async def test_worker_refuses_a_memory_mode_its_gpu_cannot_hold(msettings, monke
         await asyncio.wait_for(w.run(), 300)
     assert w.backend is not None and not w.ready.is_set()  # refused before loading anything
 
-    monkeypatch.setenv("ANIMEGAMER_MEMORY_CHECK", "0")  # the operator's way past it: the check is skipped
-    w._check_gpu_memory()
+    # the operator's way past it (ANIMEGAMER_MEMORY_CHECK=0): the check is skipped
+    Worker(s.model_copy(update={"memory_check": False}), backend="animegamer", films=["qiqi"],
+           install_signal_handlers=False, migrate=False, metrics_port=0)._check_gpu_memory()
