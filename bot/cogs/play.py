@@ -26,7 +26,7 @@ from db import sessions as game_sessions
 from db import turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
-from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter
+from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -272,9 +272,12 @@ class Play(commands.Cog):
     @app_commands.describe(game="A game's number from /games (default: the current game)")
     async def export(self, interaction: discord.Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        # What cannot be served says why before the rate limit applies: no game, no finished shot.
+        async with self.bot.db.sessions() as s:
+            gs = await self._game(s, interaction, game)
+            if not await turn_service.exportable_shots(s, gs.id, 1):
+                raise NothingToExport()
         async with self.exports.hold(interaction.user.id):
-            async with self.bot.db.sessions() as s:
-                gs = await self._game(s, interaction, game)
             film = display_film(gs.film_id)
             with tempfile.TemporaryDirectory(prefix="animegamer-export-") as tmp:
                 done = await export_session(self.bot.db.sessions, gs.id, count=EXPORT_MAX,

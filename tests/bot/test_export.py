@@ -82,3 +82,20 @@ async def test_unexpected_failure_gives_a_reference_that_is_logged(world, start_
     assert "ffmpeg failed" in str(record.exc_info[1]) and "000002.mp4" in str(record.exc_info[1])
     # a failed export does not start the member's cooldown: the refusal is the same failure again
     assert "reference" in await say(w, w.alice, "export", timeout=60)
+
+
+async def test_a_request_that_cannot_be_served_says_why_before_the_rate_limit(world, start_bot, start_worker, sessions):
+    """A member who just exported in one channel asks in a channel with no game, then with a
+    game without a finished shot: each answer says why, not "export again in 60 s"."""
+    w = world
+    await play_two_turns(w, start_bot, start_worker)
+    await posted_turns(sessions, 2)
+    h, _ = await command(w, w.alice, "export")
+    assert "2 shot(s)" in (await h.wait_followup(timeout=60)).content
+
+    assert "No game is running in this channel" in await say(w, w.alice, "export", channel=w.games2)
+    assert "This channel has no game 3 (games 1 to 1)" in await say(w, w.alice, "export", {"game": 3})
+    await say(w, w.alice, "game start", channel=w.games2)
+    assert "no finished shots" in await say(w, w.alice, "export", channel=w.games2)
+    # where there is something to export, the rate limit still applies
+    assert "you can export again in" in await say(w, w.alice, "export")
