@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     db.set_defaults(func=_db)
 
     # Each part registers its own subcommands (module.register(subparsers)).
+    from animegamer.content_rules_cli import register as register_content_rules
     from animegamer.doctor import register as register_doctor
     from animegamer.films_cli import register as register_films
     from animegamer.healthcheck import register as register_healthcheck
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     from play.commands import register as register_play
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
-                     register_films, register_healthcheck):
+                     register_films, register_healthcheck, register_content_rules):
         register(sub)
     return p
 

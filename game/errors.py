@@ -336,3 +336,45 @@ class UnknownProposal(GameError):
 
     def __init__(self) -> None:
         super().__init__("That proposal is not part of the open round. Vote on the current round's message.")
+
+
+# --- content rules (game.content_rules)
+
+
+class ContentRefused(GameError):
+    """Text a content rule set refused: `rule_set` names it ("the operator's rules", "this
+    server's filter", "this server's AutoMod rule <name>"); `what` is the text's role."""
+
+    code = "content_refused"
+
+    def __init__(self, what: str, rule_set: str, term: str, text: str) -> None:
+        self.what, self.rule_set, self.term, self.text = what, rule_set, term, text
+        super().__init__(f"Your {what} was refused by {rule_set}. Please rephrase it and try again.")
+
+
+class FilterTermRefused(GameError):
+    code = "filter_term_refused"
+
+    def __init__(self, term: str, reason: str) -> None:
+        super().__init__(f"The term {term!r} {reason}.")
+
+
+class FilterFull(GameError):
+    code = "filter_full"
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"This server's filter already holds {cap} terms, the most it can. Remove one with /admin filter remove first.")
+
+
+class FilterTermExists(GameError):
+    code = "filter_term_exists"
+
+    def __init__(self, term: str) -> None:
+        super().__init__(f"{term!r} is already in this server's filter. /admin filter list shows it.")
+
+
+class FilterTermUnknown(GameError):
+    code = "filter_term_unknown"
+
+    def __init__(self, term: str) -> None:
+        super().__init__(f"{term!r} is not in this server's filter. /admin filter list shows the terms.")

@@ -31,6 +31,12 @@ class Instruction:
     def text(self) -> str:
         return format_instruction(self.characters, self.motion, self.adverb, self.background, self.time_of_day)
 
+    @property
+    def typed(self) -> tuple[str, ...]:
+        """What the player typed, field by field (the characters come from the cast): what content
+        rules check (game.content_rules), each field on its own so no phrase spans two."""
+        return tuple(f for f in (self.motion, self.adverb, self.background, self.time_of_day) if f)
+
 
 def _join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
