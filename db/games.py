@@ -18,7 +18,7 @@ class GameSummary:
     number: int  # 1-based, in the order the channel's games started
     session: GameSession
     turns: int  # every turn taken (done, failed, cancelled or waiting)
-    done: int  # turns with a finished shot
+    done: int  # turns with a finished shot (not taken down)
 
 
 async def channel_games(s: AsyncSession, channel_id: int) -> list[GameSummary]:
@@ -27,7 +27,7 @@ async def channel_games(s: AsyncSession, channel_id: int) -> list[GameSummary]:
         select(
             Turn.session_id,
             func.count().label("turns"),
-            func.count().filter(Turn.status == "done").label("done"),
+            func.count().filter(Turn.status == "done", Turn.removed_at.is_(None)).label("done"),
         )
         .group_by(Turn.session_id)
         .subquery()

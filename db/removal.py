@@ -89,9 +89,8 @@ async def take_down_turns(
                 background=REMOVED_TEXT, time_of_day=REMOVED_TEXT)
     )
     sessions = {r.session_id for r in rows}
-    channels = dict(
-        (await s.execute(select(GameSession.id, GameSession.channel_id).where(GameSession.id.in_(sessions)))).tuples().all()
-    )
+    found = await s.execute(select(GameSession.id, GameSession.channel_id).where(GameSession.id.in_(sessions)))
+    channels = {r.id: r.channel_id for r in found.all()}
     for r in rows:
         if r.id in pending:  # as a cancel does: the channel's status messages and positions refresh
             await notify.notify(s, notify.TURN_QUEUED, turn_id=r.id, session_id=r.session_id, channel_id=channels[r.session_id])

@@ -1,11 +1,13 @@
 """Reading turns: one by id or number, a session's pending turns, its history, the clips /export
-stitches, the latest turn that can be regenerated."""
+stitches, the latest turn that can be regenerated.
+
+A turn taken down (db.removal) is left out of the history and of /export."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
@@ -36,6 +38,20 @@ async def turn_by_seq(s: AsyncSession, session_id: int, seq: int) -> Turn:
     return t
 
 
+async def turn_by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn | None:
+    """The turn whose post (or status message) is this Discord message, in this server."""
+    if not fits_bigint(message_id) or not fits_bigint(guild_id):
+        return None
+    q = (
+        select(Turn)
+        .join(GameSession, GameSession.id == Turn.session_id)
+        .where(GameSession.guild_id == guild_id, or_(Turn.posted_message_id == message_id, Turn.status_message_id == message_id))
+        .order_by(Turn.id.desc())
+        .limit(1)
+    )
+    return (await s.scalars(q)).first()
+
+
 async def pending_turns(s: AsyncSession, session_id: int) -> list[Turn]:
     q = select(Turn).where(Turn.session_id == session_id, Turn.status.in_(PENDING_TURN_STATUSES)).order_by(Turn.seq)
     return list((await s.scalars(q)).all())
@@ -43,7 +59,7 @@ async def pending_turns(s: AsyncSession, session_id: int) -> list[Turn]:
 
 async def history(s: AsyncSession, session_id: int, count: int = 10, *, blobs: bool = False) -> list[Turn]:
     """The latest `count` turns of a session, oldest first."""
-    q = select(Turn).where(Turn.session_id == session_id).order_by(Turn.seq.desc()).limit(count)
+    q = select(Turn).where(Turn.session_id == session_id, Turn.removed_at.is_(None)).order_by(Turn.seq.desc()).limit(count)
     if blobs:
         q = q.options(undefer(Turn.mp4))
     return list(reversed((await s.scalars(q)).all()))
@@ -62,7 +78,13 @@ async def exportable_shots(s: AsyncSession, session_id: int, count: int) -> list
     """The latest `count` finished turns of a session that still have their clip, oldest first."""
     q = (
         select(Turn.id, Turn.seq, Turn.clip_seconds)
-        .where(Turn.session_id == session_id, Turn.status == "done", Turn.mp4_size.is_not(None), Turn.blobs_pruned_at.is_(None))
+        .where(
+            Turn.session_id == session_id,
+            Turn.status == "done",
+            Turn.mp4_size.is_not(None),
+            Turn.blobs_pruned_at.is_(None),
+            Turn.removed_at.is_(None),
+        )
         .order_by(Turn.seq.desc())
         .limit(count)
     )
@@ -70,8 +92,8 @@ async def exportable_shots(s: AsyncSession, session_id: int, count: int) -> list
 
 
 async def clip_bytes(s: AsyncSession, turn_id: int) -> bytes | None:
-    """One turn's MP4 (None once pruned)."""
-    return await s.scalar(select(Turn.mp4).where(Turn.id == turn_id))
+    """One turn's MP4 (None once pruned or taken down)."""
+    return await s.scalar(select(Turn.mp4).where(Turn.id == turn_id, Turn.removed_at.is_(None)))
 
 
 async def session_of(s: AsyncSession, turn: Turn) -> GameSession:

@@ -39,12 +39,12 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
 
     film = session_film(gs.film_id)
     names = {c.id: c.name for c in film.characters}
-    # Context: the last good turns before this one (failed and cancelled ones are skipped).
+    # Context: the last good turns before this one (failed, cancelled and removed ones are skipped).
     hist: list[HistoryTurn] = []
     if history_window > 0:
         q = (
             select(Turn)
-            .where(Turn.session_id == turn.session_id, Turn.seq < turn.seq, Turn.status == "done")
+            .where(Turn.session_id == turn.session_id, Turn.seq < turn.seq, Turn.status == "done", Turn.removed_at.is_(None))
             .order_by(Turn.seq.desc())
             .limit(history_window)
             .options(undefer(Turn.representation))

@@ -218,7 +218,7 @@ async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue |
     if gs.status == "paused":
         raise SessionPaused(gs.paused_reason)
     turn = await latest_turn(s, gs.id)
-    if turn is None:
+    if turn is None or turn.removed_at is not None:  # a shot taken down stays down
         raise NoTurnToRegenerate()
     await s.refresh(turn, with_for_update=True)
     if turn.status not in ("done", "failed"):

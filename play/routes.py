@@ -66,6 +66,8 @@ async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSessio
     gs = await s.get(GameSession, t.session_id)
     if gs is None or gs.channel_id != PLAY_CHANNEL_ID:  # a Discord guild's turn: not ours to show
         raise not_found("There is no such turn.")
+    if t.removed_at is not None:  # taken down (db.removal): gone from the page
+        raise not_found("This turn was removed.")
     return t, gs
 
 
@@ -130,7 +132,7 @@ async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
         if query.only_pending:
             rows, more = await turns.pending_turns(s, gs.id), False
         else:
-            q = select(Turn).where(Turn.session_id == gs.id)
+            q = select(Turn).where(Turn.session_id == gs.id, Turn.removed_at.is_(None))
             if query.before is not None:
                 q = q.where(Turn.seq < query.before)
             rows = list((await s.scalars(q.order_by(Turn.seq.desc()).limit(query.limit + 1))).all())
