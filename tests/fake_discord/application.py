@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import interactions as it
 from .errors import ApiError, invalid_form
 from .guilds import FakeGuild, FakeMember
-from .models import FakeAttachment, FakeChannel, FakeRole, FakeUser
+from .models import FakeAttachment, FakeChannel, FakeMessage, FakeRole, FakeUser
 from .rest import Reply, route
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,6 +94,9 @@ class ApplicationMixin:
         names = [(c["name"], c["type"]) for c in new]
         if len(set(names)) != len(names):
             raise invalid_form("", "APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique")
+        for ctype, what in ((it.USER_COMMAND, "user"), (it.MESSAGE_COMMAND, "message")):
+            if sum(c["type"] == ctype for c in new) > 5:  # Discord: at most 5 of each context-menu kind
+                raise invalid_form("", "APPLICATION_COMMANDS_TOO_MANY", f"Maximum number of {what} commands reached (5)")
         store[:] = new
         return 200, new
 
@@ -185,6 +188,24 @@ class ApplicationMixin:
             data["resolved"] = resolved
         if guild_scoped:
             data["guild_id"] = str(guild.id)
+        return data
+
+
+    def _message_command_data(self: FakeDiscord, guild: FakeGuild, name: str, msg: FakeMessage) -> dict[str, Any]:
+        """The interaction `data` of a synced message command run on `msg`."""
+        synced = self.guild_commands.get(guild.id, []) + self.global_commands
+        cmd = next((c for c in synced if c["name"] == name and c.get("type") == it.MESSAGE_COMMAND), None)
+        if cmd is None:
+            raise LookupError(f"no message command {name!r} was synced: {[c['name'] for c in synced if c.get('type') == 3]}")
+        data: dict[str, Any] = {
+            "id": str(cmd["id"]),
+            "name": name,
+            "type": it.MESSAGE_COMMAND,
+            "target_id": str(msg.id),
+            "resolved": {"messages": {str(msg.id): msg.payload()}},
+        }
+        if "guild_id" in cmd:
+            data["guild_id"] = cmd["guild_id"]
         return data
 
 

@@ -100,6 +100,22 @@ class InteractionsMixin:
         """Choose values in a string select menu."""
         return await self.click(message, member, custom_id, values=values)
 
+    async def message_command(
+        self: FakeDiscord,
+        message: FakeMessage | int,
+        member: FakeMember | FakeUser,
+        name: str,
+    ) -> InteractionHandle:
+        """Run a message context-menu command (type 3, "Apps" on a message) on a stored message:
+        the data carries `target_id` and the message in `resolved.messages`."""
+        msg = self.messages[int(getattr(message, "id", message))]
+        if msg.deleted:
+            raise ValueError(f"message {msg.id} was deleted")
+        channel = self._channels[msg.channel_id]
+        guild = self.guilds[channel.guild_id]
+        data = self._message_command_data(guild, name, msg)
+        return await self._push_interaction(it.APPLICATION_COMMAND, guild, channel, member, data)
+
     async def _push_interaction(
         self: FakeDiscord,
         kind: int,
