@@ -20,6 +20,7 @@ from aiohttp import web
 
 from .application import ApplicationMixin
 from .attachments import AttachmentsMixin
+from .automod import AutoModMixin
 from .errors import FakeDiscordTimeout
 from .gateway import Gateway
 from .guilds import FakeGuild, GuildsMixin
@@ -38,7 +39,7 @@ from .models import (
 from .rest import Fault, RestMixin, collect_routes
 
 
-class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin, InteractionsMixin, RestMixin):
+class FakeDiscord(GuildsMixin, MessagesMixin, AttachmentsMixin, ApplicationMixin, InteractionsMixin, AutoModMixin, RestMixin):
     """A fake Discord (REST API v10 + gateway) for running the real discord.py client in tests.
 
     Use as ``async with FakeDiscord() as server:`` or call ``await start()`` / ``await stop()``.
