@@ -368,6 +368,26 @@ class GuildsMixin:
             session.dispatch("GUILD_CREATE", self.guild_create_payload(guild, session))
         return guild
 
+    def remove_bot(self: FakeDiscord, guild: FakeGuild) -> None:
+        """The bot is removed from `guild` (kicked, or the guild deleted): connected clients get
+        GUILD_DELETE without `unavailable` (discord.py: on_guild_remove), and the guild is out of
+        the world (a later IDENTIFY does not list it) until `add_bot`."""
+        self.guilds.pop(guild.id, None)
+        for session in self.gateway.live_sessions():
+            session.dispatch("GUILD_DELETE", {"id": str(guild.id)})
+        self._notify()
+
+    def add_bot(self: FakeDiscord, guild: FakeGuild) -> None:
+        """The bot is added back to a guild `remove_bot` took it out of: GUILD_CREATE (discord.py:
+        on_guild_join: a join's GUILD_CREATE has no `unavailable`), members, channels and roles as
+        they were."""
+        self.guilds[guild.id] = guild
+        for session in self.gateway.live_sessions():
+            payload = self.guild_create_payload(guild, session)
+            payload.pop("unavailable", None)
+            session.dispatch("GUILD_CREATE", payload)
+        self._notify()
+
     def guild_create_payload(self: FakeDiscord, guild: FakeGuild, session: GatewaySession) -> dict[str, Any]:
         return guild.gateway_payload(include_all_members=session.wants(INTENT_GUILD_MEMBERS))
 
