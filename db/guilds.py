@@ -8,18 +8,21 @@ the value that does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import notify
+from db import content_filters, notify
 from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import FILMS, Film
-from game.errors import GameError, NoFilm, UnknownCharacter, UnknownFilm
+from game.content_rules import NEUTRAL_NAME, RuleSet, check_all
+from game.errors import ContentRefused, GameError, NoFilm, UnknownCharacter, UnknownFilm
 from game.instruction import Instruction, build_instruction
+from game.operator_rules import operator_rules
 from settings import Settings
 
 
@@ -54,6 +57,9 @@ class ChannelConfig:
     admin_role_ids: frozenset[int]
     moderator_role_ids: frozenset[int]
     limits: Limits
+    # The operator's rules, then the server's filter (db.content_filters); a face adds its own
+    # (the bot: the server's AutoMod keyword rules) as `extra_rules`.
+    content_rules: tuple[RuleSet, ...] = ()
 
     def cast(self) -> list:
         if self.film is None:
@@ -70,14 +76,29 @@ class ChannelConfig:
 
     def instruction(
         self, film: Film, characters: list[str] | tuple[str, ...], motion: str, background: str,
-        adverb: str = "", time_of_day: str = "",
+        adverb: str = "", time_of_day: str = "", extra_rules: Sequence[RuleSet] = (),
     ) -> Instruction:
-        """A turn's instruction under this channel's rules (its length limit, its playable cast);
-        the one assembly for /act, /vote propose and the page's act and propose."""
-        return build_instruction(
+        """A turn's instruction under this channel's rules (its length limit, its playable cast,
+        its content rules); the one assembly for /act, /vote propose and the page's act and
+        propose. ContentRefused names the rule set that refused it."""
+        ins = build_instruction(
             film, characters, motion, background, adverb, time_of_day,
             max_len=self.limits.max_instruction_len, playable={c.id for c in self.cast_for(film)},
         )
+        self.require_allowed("instruction", ins.typed, extra_rules)
+        return ins
+
+    def require_allowed(self, what: str, texts: Sequence[str], extra_rules: Sequence[RuleSet] = ()) -> None:
+        """ContentRefused when a content rule set refuses one of `texts` (`what`: "instruction",
+        "reason", named in the refusal)."""
+        refusal = check_all(texts, (*self.content_rules, *extra_rules))
+        if refusal is not None:
+            raise ContentRefused(what, refusal.rule_set, refusal.term, " | ".join(texts))
+
+    def shown_name(self, name: str, extra_rules: Sequence[RuleSet] = ()) -> str:
+        """A member's display name as posts show it: a neutral stand-in when a content rule set
+        refuses it (the turn goes ahead; a name is not the member's instruction)."""
+        return NEUTRAL_NAME if check_all((name,), (*self.content_rules, *extra_rules)) else name
 
 
 def film_or_error(film_id: str) -> Film:
@@ -102,6 +123,7 @@ async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, cha
         limits=Limits.of(settings) if g is None else Limits.of(settings).tightened(
             max_instruction_len=g.max_instruction_len, cooldown_seconds=g.cooldown_seconds, backlog_cap=g.backlog_cap
         ),
+        content_rules=tuple(r for r in (operator_rules(), await content_filters.rule_set(s, guild_id)) if r is not None),
     )
 
 

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from game.errors import FilmWithdrawn, UnknownFilm
+from game.operator_rules import RulesFileError, load_rules, use_rules
 from game.sanitize import InputRefused, sanitize_field
 from settings import Settings, SettingsError, load_settings
 
@@ -334,8 +335,9 @@ def suggest(options: tuple[str, ...], typed: str, limit: int = 25) -> list[str]:
 
 
 def load_checked_settings(**overrides) -> Settings:
-    """The settings, with the film catalogue loaded (the packaged films plus ANIMEGAMER_FILMS) and
-    the default film checked against it; every command calls this at start, so a bad films file
+    """The settings, with the film catalogue loaded (the packaged films plus ANIMEGAMER_FILMS), the
+    operator's content rules loaded (game.operator_rules, ANIMEGAMER_CONTENT_RULES) and the default
+    film checked against it; every command calls this at start, so a bad films or rules file
     stops the program with errors naming the file, the film and the field. (The settings module
     sits below the game's rules, so it cannot know the films itself.)"""
     settings = load_settings(**overrides)
@@ -345,6 +347,11 @@ def load_checked_settings(**overrides) -> Settings:
         lines = "\n".join(f"  {p}" for p in e.problems)
         raise SettingsError(f"invalid film catalogue (ANIMEGAMER_FILMS):\n{lines}") from None
     use_films(films)
+    try:
+        use_rules(load_rules(settings.content_rules))
+    except RulesFileError as e:
+        lines = "\n".join(f"  {p}" for p in e.problems)
+        raise SettingsError(f"invalid content rules (ANIMEGAMER_CONTENT_RULES):\n{lines}") from None
     if settings.default_film not in films:
         known = ", ".join(sorted(films))
         raise SettingsError(
