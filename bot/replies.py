@@ -11,8 +11,9 @@ import logging
 import discord
 from discord import app_commands
 
+from bot.audit import record_refusal
 from db.transient import is_transient
-from game.errors import GameError, InternalError, ServiceDown, TextRefused, new_reference
+from game.errors import ContentRefused, GameError, InternalError, ServiceDown, TextRefused, new_reference
 from game.sanitize import InputRefused
 
 log = logging.getLogger(__name__)
@@ -71,3 +72,5 @@ async def report(interaction: discord.Interaction, exc: BaseException) -> None:
     else:
         # Refusals quote what people typed (names, reasons): shown as typed, not as Markdown.
         await send_ephemeral(interaction, discord.utils.escape_markdown(err.message))
+        if isinstance(err, ContentRefused):
+            await record_refusal(interaction, err)  # the audit log (and the moderation log) see it

@@ -145,15 +145,18 @@ class Play(commands.Cog):
     @app_commands.describe(character="A free character of this channel's cast")
     async def join(self, interaction: discord.Interaction, character: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        automod = await self.bot.automod.for_interaction(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             film = session_film(gs.film_id)
-            cast = (await self._config(s, interaction)).cast_for(film)
+            cfg = await self._config(s, interaction)
+            cast = cfg.cast_for(film)
             ch = film.character(character)
             if ch is None or ch not in cast:
                 raise UnknownCharacter(character, [c.name for c in cast])
-            await game_sessions.join(s, gs, film, interaction.user.id, interaction.user.display_name, ch.id)
-        await self._say(interaction, f"{esc(interaction.user.display_name)} plays {ch.name}.")
+            name = cfg.shown_name(interaction.user.display_name, automod)  # stored: /status and posts show it
+            await game_sessions.join(s, gs, film, interaction.user.id, name, ch.id)
+        await self._say(interaction, f"{esc(name)} plays {ch.name}.")
         await interaction.followup.send(f"You play {ch.name}. Make a move with /act.", ephemeral=True)
 
     @join.autocomplete("character")
@@ -176,7 +179,7 @@ class Play(commands.Cog):
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             p = await game_sessions.leave(s, gs, interaction.user.id)
         name = display_film(gs.film_id).character(p.character_id)
-        await self._say(interaction, f"{esc(interaction.user.display_name)} no longer plays {name.name if name else p.character_id}.")
+        await self._say(interaction, f"{esc(p.user_name)} no longer plays {name.name if name else p.character_id}.")
         await interaction.followup.send("You left the game.", ephemeral=True)
 
     # --- /act
@@ -194,6 +197,7 @@ class Play(commands.Cog):
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             film = session_film(gs.film_id)
@@ -209,12 +213,13 @@ class Play(commands.Cog):
                 background,
                 adverb or "",
                 time_of_day or "",
+                extra_rules=automod,  # content rules: checked before the cooldown and the backlog
             )
             turn = await turn_service.submit_turn(
                 s,
                 gs,
                 author_id=interaction.user.id,
-                author_name=interaction.user.display_name,
+                author_name=cfg.shown_name(interaction.user.display_name, automod),
                 instruction=ins,
                 limits=cfg.limits,
                 enqueue=self.bot.queue.enqueue,

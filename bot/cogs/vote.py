@@ -197,15 +197,17 @@ class Vote(commands.Cog):
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             film = session_film(gs.film_id)
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             names = votes.shot_characters(me.character_id if me else None, split_names(others))
-            ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "")
+            ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "", extra_rules=automod)
             rnd, number, _ = await votes.propose(
-                s, gs, author_id=interaction.user.id, author_name=interaction.user.display_name, instruction=ins
+                s, gs, author_id=interaction.user.id, author_name=cfg.shown_name(interaction.user.display_name, automod),
+                instruction=ins,
             )
         await self.refresh(rnd.id)
         text = with_cleaning_notes(f"Your proposal is option {number}: {esc(ins.text)}", ins)

@@ -136,3 +136,18 @@ def test_packaged_rules_are_valid_and_modest():
     assert rs.name == OPERATOR and 0 < len(rs.terms) <= 100
     assert check("Qiqi flies on her broomstick over the night sky", [rs]) is None
     assert check("quickly fly, Essex at night", [rs]) is None  # whole words: no Scunthorpe problem
+
+
+def test_content_rules_check_command(tmp_path, capsys):
+    from animegamer.cli import main
+
+    good = tmp_path / "rules.toml"
+    good.write_text('terms = ["foo*"]\n', encoding="utf-8")
+    assert main(["content-rules", "check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: valid; 1 blocked term(s), 0 allowed\n"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('terms = ["f*o"]\n', encoding="utf-8")
+    assert main(["content-rules", "check", str(bad)]) == 1
+    assert capsys.readouterr().err == (
+        f"animegamer content-rules check: 1 problem(s):\n  {bad}: terms[1] 'f*o': may hold a * only at its start or end (*term*, term*, *term)\n"
+    )
