@@ -13,7 +13,8 @@ from settings import Settings
 from tests.pg import fresh_database, migrate_to_head
 
 APP_TABLES = ("audit_log", "turns", "character_states", "players", "game_sessions", "channel_settings", "guild_settings",
-              "vote_ballots", "vote_proposals", "vote_rounds", "vote_channels")
+              "vote_ballots", "vote_proposals", "vote_rounds", "vote_channels",
+              "privacy_tombstones", "privacy_requests", "guild_departures")
 # procrastinate's tables (revision 0002): emptied with the app's so no job outlives its test.
 QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 

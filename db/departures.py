@@ -1,0 +1,73 @@
+"""Servers the bot was removed from: their data is kept `guild_data_days` (ANIMEGAMER_GUILD_DATA_DAYS)
+in case the bot is added back, then deleted by the bot's scheduled job.
+
+Deleting a server's data deletes every row of every table with a `guild_id` column (settings,
+channels, sessions, the audit log, vote channels and rounds, privacy tombstones, and whatever
+table a later revision adds with that column); a session's players, character states, turns
+(with their clips) and vote proposals and ballots go with it (ON DELETE CASCADE)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.bounds import require_id
+from db.dml import rowcount
+from db.models import Base, GameSession, GuildDeparture
+
+
+async def record_departure(s: AsyncSession, guild_id: int, keep_days: float, *, now: datetime | None = None) -> GuildDeparture:
+    """The bot left `guild_id`: its data goes after `keep_days`. Leaving again keeps the first date."""
+    require_id(guild_id, "server id")
+    now = now or datetime.now(UTC)
+    await s.execute(
+        insert(GuildDeparture)
+        .values(guild_id=guild_id, left_at=now, delete_after=now + timedelta(days=keep_days))
+        .on_conflict_do_nothing()
+    )
+    row = await s.get(GuildDeparture, guild_id, populate_existing=True)
+    assert row is not None
+    return row
+
+
+async def cancel_departures(s: AsyncSession, guild_ids: Collection[int]) -> list[int]:
+    """The bot is (back) in these servers: their data stays. The ids whose deletion was cancelled."""
+    if not guild_ids:
+        return []
+    q = delete(GuildDeparture).where(GuildDeparture.guild_id.in_(list(guild_ids))).returning(GuildDeparture.guild_id)
+    return list((await s.scalars(q)).all())
+
+
+async def due(s: AsyncSession, *, now: datetime | None = None) -> list[int]:
+    """Servers whose data is due for deletion, locked (SKIP LOCKED: one deleter per server)."""
+    q = (
+        select(GuildDeparture.guild_id)
+        .where(GuildDeparture.delete_after <= (now or func.now()))
+        .order_by(GuildDeparture.delete_after)
+        .with_for_update(skip_locked=True)
+    )
+    return list((await s.scalars(q)).all())
+
+
+def _guild_tables():
+    """Every table with a guild_id column, children before parents; the departures last."""
+    tables = [t for t in reversed(Base.metadata.sorted_tables) if "guild_id" in t.c and t.name != GuildDeparture.__tablename__]
+    return [*tables, GuildDeparture.__table__]
+
+
+async def delete_guild_data(s: AsyncSession, guild_id: int) -> dict[str, int]:
+    """Every row of the server, in the caller's transaction; rows deleted per table (cascades not counted)."""
+    counts: dict[str, int] = {}
+    for table in _guild_tables():
+        n = await rowcount(s, delete(table).where(table.c.guild_id == guild_id))
+        if n:
+            counts[table.name] = n
+    return counts
+
+
+async def session_ids(s: AsyncSession, guild_id: int) -> list[int]:
+    return list((await s.scalars(select(GameSession.id).where(GameSession.guild_id == guild_id))).all())
