@@ -126,12 +126,15 @@ async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> 
     await s.execute(update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id))
 
 
-async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
+async def prune_blobs(s: AsyncSession, older_than: timedelta, unposted_guild_ids: Collection[int] = ()) -> int:
     """Drop MP4s and representations of posted turns older than `older_than` (the latest turns
-    of each session keep their representation: they are the next turn's context)."""
+    of each session keep their representation: they are the next turn's context). Turns of
+    `unposted_guild_ids` count as posted once finished: nobody posts them (the play page shows
+    its clips from the database)."""
     cutoff = datetime.now(UTC) - older_than
     newer = aliased(Turn)
     keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()
+    never_posted = select(GameSession.id).where(GameSession.guild_id.in_(list(unposted_guild_ids))).scalar_subquery()
     return await rowcount(
         s,
         update(Turn)
@@ -139,7 +142,7 @@ async def prune_blobs(s: AsyncSession, older_than: timedelta) -> int:
             Turn.finished_at < cutoff,
             Turn.blobs_pruned_at.is_(None),
             Turn.status.in_(("done", "failed", "cancelled")),
-            or_(Turn.posted_at.is_not(None), Turn.status == "cancelled"),
+            or_(Turn.posted_at.is_not(None), Turn.status == "cancelled", Turn.session_id.in_(never_posted)),
             Turn.seq < keep_from,
         )
         .values(mp4=None, representation=None, blobs_pruned_at=func.now()),

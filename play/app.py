@@ -11,6 +11,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from play.errors import errors_middleware
 from play.guard import same_origin_middleware
 from play.requests import MAX_BODY
+from play.retention import add_pruner
 from play.routes import STATIC, routes
 from play.services import SERVICES, PlayServices
 from play.vote_routes import add_vote_routes
@@ -58,6 +59,7 @@ def build_app(svc: PlayServices) -> web.Application:
     app.router.add_routes(routes)
     app.router.add_static("/static/", STATIC, append_version=False)
     add_vote_routes(app)  # vote mode: its endpoints and the page's deadline check
+    add_pruner(app)  # old clips pruned as the bot prunes Discord games' (play/retention.py)
 
     async def on_shutdown(app: web.Application) -> None:
         app[SERVICES].hub.publish(None)  # open event streams end, so the server stops promptly
