@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot import privacy as privacy_jobs
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.catalogue import FILMS
@@ -39,6 +40,11 @@ class Maintenance:
         # while sessions use it pauses them, with a message in their channels.
         self.scheduler.add_job(self.pause_withdrawn, "interval", seconds=self.idle_check_seconds, id="pause_withdrawn",
                                next_run_time=datetime.now(UTC), **common)
+        # Members' deletion requests (also woken by /privacy delete) and servers that removed the
+        # bot (bot/privacy.py), at start and then every minute / hour.
+        self.scheduler.add_job(self.privacy, "interval", seconds=self.idle_check_seconds, id="privacy",
+                               next_run_time=datetime.now(UTC), **common)
+        self.scheduler.add_job(self.departed, "interval", hours=1, id="departed", next_run_time=datetime.now(UTC), **common)
         self.scheduler.start()
 
     def close(self) -> None:
@@ -47,6 +53,17 @@ class Maintenance:
 
     async def sweep(self) -> None:
         self.bot.notifier.wake()
+
+    async def privacy(self) -> list[int]:
+        return await privacy_jobs.process_requests(self.bot)
+
+    async def departed(self, now: datetime | None = None) -> list[int]:
+        return await privacy_jobs.delete_departed(self.bot, now=now)
+
+    def wake_privacy(self) -> None:
+        """Run the deletion requests' job now (a member just confirmed one)."""
+        if self.scheduler.running and self.scheduler.get_job("privacy") is not None:
+            self.scheduler.modify_job("privacy", next_run_time=datetime.now(UTC))
 
     async def pause_idle(self) -> list[int]:
         minutes = round(self.bot.settings.idle_pause_minutes)

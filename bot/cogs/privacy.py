@@ -1,0 +1,143 @@
+"""/privacy show and /privacy delete: what the bot stores about a member, and deleting it.
+
+The delete command only records a request (db.privacy.request_deletion) once the member confirms
+with the button; the scheduled job (bot/privacy.py, on the maintenance scheduler) carries it out,
+step by step, so a restart halfway finishes it. The bot's arrivals and departures are listened to
+here too: a server that removes the bot has its data deleted after ANIMEGAMER_GUILD_DATA_DAYS
+unless the bot is added back (db/departures.py)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import context, replies
+from bot.embeds import FAILED, INFO
+from db import departures
+from db import privacy as member_data
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
+log = logging.getLogger(__name__)
+
+POLICY_NOTE = "Details: the operator's privacy policy (docs/privacy.md)."
+
+
+def _counts_line(c: member_data.Counts) -> str:
+    if c.empty:
+        return "nothing"
+    return (
+        f"{c.games} game(s) joined, {c.turns} turn(s) ({c.clips} clip(s) still stored), "
+        f"{c.votes} vote(s) and proposal(s), {c.audit} audit entr{'y' if c.audit == 1 else 'ies'}"
+    )
+
+
+def stored_embed(found: member_data.Stored) -> discord.Embed:
+    e = discord.Embed(title="What this bot stores about you", colour=INFO)
+    e.add_field(name="In this server", value=_counts_line(found.here), inline=False)
+    e.add_field(name=f"In all servers ({found.servers})", value=_counts_line(found.everywhere), inline=False)
+    e.add_field(
+        name="What that is",
+        value=(
+            "With each of these: your user id and the display name you had. Your turns keep their "
+            "instruction text and, until they are pruned, their clip. Audit entries record admin and "
+            "moderator actions you took or that were taken on you."
+        ),
+        inline=False,
+    )
+    footer = "A deletion you asked for is under way." if found.pending else "Delete it everywhere with /privacy delete."
+    e.set_footer(text=f"{footer} {POLICY_NOTE}")
+    return e
+
+
+CONFIRM_TEXT = (
+    "This deletes what the bot stores about you **in every server**: you leave every game you play, "
+    "your turns lose their clips and instruction texts, your votes and proposals and the audit log "
+    "keep no id or name of yours (each server sees a \"deleted member\" instead). The turns' rows "
+    "stay without any of your data, so the other players' games keep their turn numbers and "
+    "character states. It cannot be undone."
+)
+
+
+class ConfirmDelete(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:privacy:delete:(?P<user>\d+)"):
+    """The confirm button of /privacy delete. Its custom_id carries the member it was shown to, so
+    it keeps working after a restart and nobody else can press it for them."""
+
+    def __init__(self, user_id: int) -> None:
+        super().__init__(
+            discord.ui.Button(label="Delete my data", style=discord.ButtonStyle.danger, custom_id=f"ag:privacy:delete:{user_id}")
+        )
+        self.user_id = user_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+        return cls(int(match["user"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            if interaction.user.id != self.user_id:
+                await interaction.response.send_message("This button is for the member who asked.", ephemeral=True)
+                return
+            bot = context.bot_of(interaction)
+            async with bot.db.sessions.begin() as s:
+                _, new = await member_data.request_deletion(s, self.user_id)
+            bot.maintenance.wake_privacy()
+            text = "Your data is being deleted. `/privacy show` tells you when nothing is left." if new else (
+                "Your deletion is already under way. `/privacy show` tells you when nothing is left."
+            )
+            await interaction.response.edit_message(content=text, embed=None, view=None)
+        except Exception as e:
+            await replies.report(interaction, e)
+
+
+class Privacy(commands.Cog):
+    privacy = app_commands.Group(name="privacy", description="What this bot stores about you, and deleting it", guild_only=True)
+
+    def __init__(self, bot: AnimeGamerBot) -> None:
+        self.bot = bot
+
+    @privacy.command(name="show", description="What this bot stores about you, here and in all servers")
+    async def show(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            found = await member_data.stored(s, interaction.user.id, context.guild_id(interaction))
+        await interaction.followup.send(embed=stored_embed(found), ephemeral=True)
+
+    @privacy.command(name="delete", description="Delete what this bot stores about you, in every server")
+    async def delete(self, interaction: discord.Interaction) -> None:
+        context.guild_id(interaction)
+        e = discord.Embed(title="Delete your data?", colour=FAILED, description=CONFIRM_TEXT)
+        e.set_footer(text=POLICY_NOTE)
+        view = discord.ui.View(timeout=None)
+        view.add_item(ConfirmDelete(interaction.user.id))
+        await interaction.response.send_message(embed=e, view=view, ephemeral=True)
+
+    @commands.Cog.listener()
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """Removed from a server (kicked or the server deleted; an outage is on_guild_unavailable)."""
+        try:
+            async with self.bot.db.sessions.begin() as s:
+                row = await departures.record_departure(s, guild.id, self.bot.settings.guild_data_days)
+            log.info("removed from server %s: its data is deleted after %s unless the bot is added back", guild.id, row.delete_after)
+        except Exception as e:  # the database is down: the maintenance job cannot know; say so
+            log.error("recording the departure from server %s failed: %s", guild.id, e)
+
+    @commands.Cog.listener()
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        try:
+            async with self.bot.db.sessions.begin() as s:
+                if await departures.cancel_departures(s, [guild.id]):
+                    log.info("added back to server %s: its data stays", guild.id)
+        except Exception as e:  # the next maintenance run cancels it (it checks the bot's servers)
+            log.warning("cancelling the deletion of server %s's data failed for now: %s", guild.id, e)
+
+
+async def setup(bot: AnimeGamerBot) -> None:
+    bot.add_dynamic_items(ConfirmDelete)
+    await bot.add_cog(Privacy(bot))

@@ -1,0 +1,85 @@
+"""The bot's scheduled jobs for members' data and servers it left (run by bot.maintenance):
+carrying out /privacy delete requests (db.privacy), and deleting the data of servers that
+removed the bot once ANIMEGAMER_GUILD_DATA_DAYS have passed (db.departures)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import discord
+
+from bot.embeds import WAITING
+from db import departures
+from db import privacy as member_data
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
+log = logging.getLogger(__name__)
+
+
+def removed_post(seq: int) -> dict:
+    """The edit that replaces a deleted member's shot in the channel: no clip, no text, no button."""
+    e = discord.Embed(title=f"Turn #{seq} · removed", description="This shot was removed: its author deleted their data.", colour=WAITING)
+    return {"content": None, "embed": e, "attachments": [], "view": None}
+
+
+async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
+    """Edit the request's shots in Discord (in the bot's servers) into a notice; how many were
+    edited. Repeated after a restart, the same edits are made again (harmless)."""
+    async with bot.db.sessions() as s:
+        posts = await member_data.posts_to_clear(s, request_id)
+    mine = {g.id for g in bot.guilds}
+    edited = 0
+    for post in posts:
+        if post.guild_id not in mine:
+            continue
+        try:
+            await bot.edits.final(post.channel_id, post.message_id, **removed_post(post.seq))
+            edited += 1
+        except discord.HTTPException as e:  # the message or channel is gone: nothing left to show
+            log.info("could not clear the message %s of a deleted member's turn: %s", post.message_id, e)
+    return edited
+
+
+async def process_requests(bot: AnimeGamerBot) -> list[int]:
+    """Carry out pending deletion requests, each step in its own transaction; the ids finished.
+    Before a request's last step the shots' posts are edited into a notice. A failure leaves
+    the request at its step: the next run goes on from there."""
+
+    async def before_done(request_id: int) -> None:
+        await clear_posts(bot, request_id)
+
+    try:
+        finished = await member_data.process_pending(bot.db.sessions, before_done=before_done)
+    except Exception as e:
+        log.warning("processing members' deletion requests failed (the next run goes on): %s", e)
+        return []
+    for request_id in finished:
+        log.info("deletion request %s done", request_id)
+    return finished
+
+
+async def delete_departed(bot: AnimeGamerBot, *, now: datetime | None = None) -> list[int]:
+    """Delete the data of servers that removed the bot more than the retention ago; the servers
+    deleted. A server the bot is in again (added back while it was offline) is kept."""
+    deleted: list[int] = []
+    try:
+        async with bot.db.sessions.begin() as s:
+            kept = await departures.cancel_departures(s, [g.id for g in bot.guilds])
+        for guild_id in kept:
+            log.info("server %s has the bot again: its data stays", guild_id)
+        async with bot.db.sessions.begin() as s:
+            for guild_id in await departures.due(s, now=now):
+                sessions = await departures.session_ids(s, guild_id)
+                counts = await departures.delete_guild_data(s, guild_id)
+                for session_id in sessions:  # their waiting jobs would only find nothing to do
+                    await bot.queue.cancel_stale_jobs(s, session_id)
+                log.info("server %s removed the bot: its data is deleted (%s)", guild_id, counts)
+                deleted.append(guild_id)
+    except Exception as e:
+        log.warning("deleting the data of servers the bot left failed (the next run tries again): %s", e)
+        return []
+    return deleted
