@@ -130,6 +130,7 @@ class Play(commands.Cog):
     @app_commands.autocomplete(film=film_choices)
     async def start(self, interaction: discord.Interaction, film: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        automod = await self.bot.automod.for_interaction(interaction)
         async with self.bot.db.sessions.begin() as s:
             cfg = await self._config(s, interaction)
             chosen = guilds.film_or_error(film) if film else cfg.film
@@ -138,7 +139,8 @@ class Play(commands.Cog):
             if (cfg.film is None or chosen.id != cfg.film.id) and not await checks.is_admin(interaction):
                 raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
             await game_sessions.start_session(s, context.guild_id(interaction), context.channel_id(interaction), chosen, interaction.user.id)
-        await self._say(interaction, f"{esc(interaction.user.display_name)} started a game of {chosen.title}. Pick a character with /game join.")
+        name = cfg.shown_name(interaction.user.display_name, automod)
+        await self._say(interaction, f"{esc(name)} started a game of {chosen.title}. Pick a character with /game join.")
         await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
 
     @game.command(name="join", description="Play a character in this channel's game")

@@ -40,6 +40,9 @@ async def test_operator_rule_refuses_act_without_cooldown_and_is_audited(world, 
     w = world
     await start_bot()
     slayer = w.guild.create_member("DragonSlayer")
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    await say(w, slayer, "game start")
+    await w.server.wait_for_message(w.games, lambda m: m.content.startswith("a player started a game"))  # a refused name
     await setup_game(w, (w.alice, "qiqi"), (slayer, "jiji"))
     await w.server.wait_for_message(w.games, lambda m: m.content == "a player plays Jiji.")  # a refused name
     assert "Limits: cooldown 600 s" in await say(w, w.erin, "admin limits", {"cooldown": 600})
