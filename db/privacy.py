@@ -11,8 +11,9 @@ each in its own transaction and each idempotent, so a restart at any point finis
 3. votes: their proposals in open rounds are deleted (with the ballots for them, so they cannot
    win), older proposals and every ballot of theirs are kept under the tombstone with no text;
 4. everything else with their id or name: player rows (deleted: they leave every game), the
-   creator of a session, the opener of a round, who removed a shot, the audit log as actor or as
-   target, and their names inside free text (a turn's "cancelled by alice", a pause reason);
+   creator of a session, the opener of a round, who removed a shot, who added a filter term, the
+   audit log as actor or as target (and the text of theirs the content rules refused), and their
+   names inside free text (a turn's "cancelled by alice", a pause reason);
 5. done: the request forgets their id and names.
 
 What stays, anonymous, is what other players' games rest on: the turn rows (number, status,
@@ -32,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.bounds import require_id
 from db.models import (
     AuditLog,
+    ContentFilterTerm,
     GameSession,
     Player,
     PrivacyRequest,
@@ -159,6 +161,7 @@ async def _guilds_of(s: AsyncSession, user_id: int) -> list[int]:
     q = union(
         select(GameSession.guild_id).where(GameSession.id.in_(select(sessions_with.c[0]))),
         select(AuditLog.guild_id).where(_audit_of(user_id)),
+        select(ContentFilterTerm.guild_id).where(ContentFilterTerm.added_by == user_id),
     )
     return sorted((await s.scalars(q)).all())
 
@@ -258,6 +261,9 @@ async def _ids_and_names(s: AsyncSession, req: PrivacyRequest, uid: int) -> int 
         in_guild = _by_guild(Turn.session_id, guild_id)
         await s.execute(update(Turn).where(Turn.removed_by_id == uid, in_guild).values(removed_by_id=tomb, removed_by_name=DELETED_NAME))
         await s.execute(update(GameSession).where(GameSession.created_by == uid, GameSession.guild_id == guild_id).values(created_by=tomb))
+        await s.execute(
+            update(ContentFilterTerm).where(ContentFilterTerm.added_by == uid, ContentFilterTerm.guild_id == guild_id).values(added_by=tomb)
+        )
         details_text = cast(AuditLog.details, String)
         about = or_(_audit_of(uid), details_text.contains(str(uid)), *(details_text.contains(n) for n in quoted_names))
         entries = (await s.scalars(select(AuditLog).where(AuditLog.guild_id == guild_id, about))).all()

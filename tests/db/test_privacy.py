@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from aiohttp import web
-from sqlalchemy import func, select, text, update
+from sqlalchemy import delete, func, select, text, update
 
 from contracts.turn import TurnResult
 from db import audit, departures, privacy, turns
@@ -19,6 +19,7 @@ from db.guilds import Limits
 from db.models import (
     AuditLog,
     CharacterStateRow,
+    ContentFilterTerm,
     GameSession,
     GuildDeparture,
     Player,
@@ -39,7 +40,8 @@ QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=10)
 ALICE, BOB, DAVE = 424242424242, 515151515151, 616161616161
 G1, G2 = 1_000_000_001, 1_000_000_002
-TABLES = ("players", "turns", "vote_proposals", "vote_ballots", "vote_rounds", "audit_log", "game_sessions", "privacy_requests")
+TABLES = ("players", "turns", "vote_proposals", "vote_ballots", "vote_rounds", "audit_log", "game_sessions", "privacy_requests",
+          "content_filter_terms")
 
 
 def _result() -> TurnResult:
@@ -65,8 +67,11 @@ async def _turn(sessions, gs, author: int, name: str, motion: str = "secretly da
 async def _world(sessions):
     """G1: alice (qiqi) and bob (jiji) play; alice 2 turns, bob 1; a closed vote round (alice's
     proposal won, bob and alice voted) and an open one; audit: alice set the film, dave kicked
-    alice, dave cancelled a turn of bob's "for alice-wonder". G2: alice plays alone, 1 turn."""
+    alice, dave cancelled a turn of bob's "for alice-wonder", the content rules refused an
+    instruction of alice's; alice added a filter term. G2: alice plays alone, 1 turn."""
     async with sessions.begin() as s:
+        await s.execute(delete(ContentFilterTerm))  # not among the tables the fixture empties
+        s.add(ContentFilterTerm(guild_id=G1, term="spoilers", added_by=ALICE))
         g1 = await gsess.start_session(s, G1, 11, QIQI, created_by=ALICE)
         await gsess.join(s, g1, QIQI, ALICE, "alice-wonder", "qiqi")
         await gsess.join(s, g1, QIQI, BOB, "bobby", "jiji")
@@ -105,6 +110,8 @@ async def _world(sessions):
                            details={"player": "alice-wonder", "character": "qiqi"})
         await audit.record(s, guild_id=G1, actor_id=DAVE, actor_name="dave", action="cancel_turn", target="turn #4",
                            details={"reason": "for alice-wonder"})
+        await audit.record(s, guild_id=G1, actor_id=ALICE, actor_name="alice-wonder", action="instruction_refused", target="/act",
+                           details={"rule_set": "server", "term": "spoilers", "text": "secretly dance with spoilers"})
     return g1, g2, {"a1": a1, "a2": a2, "a3": a3, "b1": b1, "b2": b2}
 
 
@@ -129,8 +136,8 @@ async def test_show_counts_here_and_everywhere(sessions):
     async with sessions() as s:
         mine = await privacy.stored(s, ALICE, G1)
         bobs = await privacy.stored(s, BOB, G2)
-    assert mine.here == privacy.Counts(games=1, turns=2, clips=2, votes=4, audit=2)  # 2 ballots + 2 proposals
-    assert mine.everywhere == privacy.Counts(games=2, turns=3, clips=3, votes=4, audit=2)
+    assert mine.here == privacy.Counts(games=1, turns=2, clips=2, votes=4, audit=3)  # 2 ballots + 2 proposals
+    assert mine.everywhere == privacy.Counts(games=2, turns=3, clips=3, votes=4, audit=3)
     assert (mine.servers, mine.pending) == (2, False)
     assert bobs.here.empty and bobs.everywhere.turns == 2 and bobs.servers == 1
 
@@ -175,6 +182,9 @@ async def test_delete_everywhere_keeps_other_players_games(sessions):
         assert sorted(v for v, _ in ballots) == sorted([-tombs[G1], BOB])
         kick = (await s.scalars(select(AuditLog).where(AuditLog.action == "kick"))).one()
         assert (kick.target, kick.details["player"]) == (str(-tombs[G1]), privacy.DELETED_NAME)
+        refused = (await s.scalars(select(AuditLog).where(AuditLog.action == "instruction_refused"))).one()
+        assert refused.actor_id == -tombs[G1] and refused.details["text"] == "" and refused.details["term"] == "spoilers"
+        assert (await s.scalars(select(ContentFilterTerm.added_by))).one() == -tombs[G1]
         done = await s.get(PrivacyRequest, req.id)
         assert done is not None and (done.status, done.user_id, done.names, done.turns_removed) == ("done", None, None, 3)
     assert await _states(sessions, g1.id) == states_before  # character states stay as the turns made them
@@ -232,7 +242,7 @@ async def test_departed_server_deleted_after_retention_unless_back(sessions):
     async with sessions.begin() as s:
         for guild_id in await departures.due(s, now=left + timedelta(days=31)):
             counts = await departures.delete_guild_data(s, guild_id)
-            assert counts["game_sessions"] == 1 and counts["audit_log"] == 3
+            assert counts["game_sessions"] == 1 and counts["audit_log"] == 4 and counts["content_filter_terms"] == 1
     async with sessions() as s:
         assert await s.get(GameSession, g1.id) is None
         assert await s.scalar(select(func.count()).select_from(Turn).where(Turn.session_id == g1.id)) == 0
