@@ -44,13 +44,29 @@ async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
     return edited
 
 
+async def refresh_rounds(bot: AnimeGamerBot, request_id: int) -> int:
+    """Edit the request's vote rounds' messages, which list proposals with their authors' names
+    (bot.cogs.vote shows each round as it is stored now); how many."""
+    cog = bot.get_cog("Vote")
+    refresh = getattr(cog, "refresh", None)
+    if refresh is None:
+        return 0
+    async with bot.db.sessions() as s:
+        ids = await member_data.rounds_to_refresh(s, request_id)
+    for round_id in ids:
+        await refresh(round_id)
+    return len(ids)
+
+
 async def process_requests(bot: AnimeGamerBot) -> list[int]:
     """Carry out pending deletion requests, each step in its own transaction; the ids finished.
-    Before a request's last step the shots' posts are edited into a notice. A failure leaves
+    Before a request's last step the shots' posts are edited into a notice and the vote rounds'
+    messages are shown again without the member. A failure leaves
     the request at its step: the next run goes on from there."""
 
     async def before_done(request_id: int) -> None:
         await clear_posts(bot, request_id)
+        await refresh_rounds(bot, request_id)
 
     try:
         finished = await member_data.process_pending(bot.db.sessions, before_done=before_done)

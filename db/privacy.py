@@ -351,6 +351,20 @@ async def posts_to_clear(s: AsyncSession, request_id: int) -> list[Post]:
     return [Post(seq, g, ch, m) for seq, g, ch, m in (await s.execute(q)).all() if m is not None]
 
 
+async def rounds_to_refresh(s: AsyncSession, request_id: int) -> list[int]:
+    """Vote rounds whose message may still show the member (a proposal with their name and
+    text): the open ones in their servers (a proposal of theirs may just have been deleted) and
+    the closed ones with a proposal now under their tombstone."""
+    tombs = select(-PrivacyTombstone.id).where(PrivacyTombstone.request_id == request_id).scalar_subquery()
+    guilds = select(PrivacyTombstone.guild_id).where(PrivacyTombstone.request_id == request_id).scalar_subquery()
+    theirs = select(VoteProposal.round_id).where(VoteProposal.author_id.in_(tombs)).scalar_subquery()
+    q = select(VoteRound.id).where(
+        VoteRound.message_id.is_not(None),
+        or_(VoteRound.id.in_(theirs), (VoteRound.status == "open") & VoteRound.guild_id.in_(guilds)),
+    )
+    return list((await s.scalars(q.order_by(VoteRound.id))).all())
+
+
 async def process_pending(sessions, limit: int = 10, before_done=None) -> list[int]:
     """Every pending request (the bot's scheduled job); the ids it finished. `before_done(request_id)`
     is awaited before each request's last step (the bot edits the removed shots' posts)."""

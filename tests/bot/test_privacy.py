@@ -148,3 +148,27 @@ async def test_server_data_deleted_after_the_bot_left_unless_back(world, start_b
             assert await s.scalar(text(f"SELECT count(*) FROM {table}")) == 0, table
         jobs = (await s.execute(text("SELECT status FROM procrastinate_jobs"))).scalars().all()
         assert jobs == ["cancelled"]  # the queued turn's job went with it
+
+
+async def test_delete_during_a_vote_round(world, start_bot, sessions):
+    """Her proposal leaves the open round (with the votes for it) and the round's message shows
+    the round without her."""
+    from tests.bot.test_vote import round_message, setup_vote_game, wait_round
+
+    w = world
+    await start_bot()
+    await setup_vote_game(w)
+    await say(w, w.alice, "vote propose", {"motion": "secretly dance", "background": "bakery"})
+    await say(w, w.bob, "vote propose", {"motion": "walk", "background": "town"})
+    await wait_round(w, "Vote · open", n_buttons=2)
+    assert "alice" in str(round_message(w).embeds)
+
+    await _confirm_delete(w, w.alice)
+    await _requests_done(sessions)
+
+    async def without_her():
+        m = round_message(w)
+        return len(m.custom_ids) == 1 and "alice" not in str(m.embeds) and "secretly" not in str(m.embeds)
+
+    await wait_until(without_her, timeout=10)
+    assert "bob" in str(round_message(w).embeds)
