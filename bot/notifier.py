@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from bot import removal as shot_removal
 from bot.embeds import failed_embed, status_embed, turn_embed
 from bot.views import RegenerateButton, view_of
 from db import notify
@@ -240,10 +241,14 @@ class Notifier:
             return Outcome.FAILED
         await self._mark_posted(turn.id, message_id)
         self.bot.board.posted(turn.id)
+        if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
+            await shot_removal.reshow_if_removed(self.bot, turn.id, gs.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
     def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
+        if turn.removed_at is not None:  # taken down before its post: the notice instead
+            return shot_removal.removed_fields(turn)
         view = view_of(RegenerateButton(turn.id))
         if turn.status == "failed":
             return {"embed": failed_embed(turn, film), "attachments": [], "view": view}

@@ -120,7 +120,8 @@ class Help(commands.Cog):
         ex = examples(film, cfg.cast_for(film))
 
         sections: dict[str, list[str]] = {}
-        for cmd in sorted(leaves(self.bot.tree.get_commands()), key=lambda c: c.qualified_name):
+        chat = self.bot.tree.get_commands(type=discord.AppCommandType.chat_input)  # the message commands follow
+        for cmd in sorted(leaves(chat), key=lambda c: c.qualified_name):
             name = cmd.qualified_name
             if not allowed.get(rights_of(cmd), False):
                 continue
@@ -130,6 +131,11 @@ class Help(commands.Cog):
             if name in ex:
                 line += f"\n  e.g. `{ex[name]}`"
             sections.setdefault(SECTIONS.get(name.split()[0], "Other"), []).append(line)
+
+        menus = {m.name for m in self.bot.tree.get_commands(type=discord.AppCommandType.message)}
+        about = {"Report shot": "send it to the moderators", "Remove shot": "take your own shot down (a moderator: any shot)"}
+        for name in sorted(menus):  # right-click (or long-press) a turn's post, then Apps
+            sections.setdefault("Playing", []).append(f"Apps › `{name}` on a turn's post — {about.get(name, 'see its description')}")
 
         who = "an admin" if is_admin else "a moderator" if is_mod else "a player"
         mode = " This channel plays by vote: propose with /vote propose and vote on the round's message." if voting.enabled else ""

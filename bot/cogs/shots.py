@@ -1,0 +1,111 @@
+"""The message commands on a turn's post ("Apps" on the message): "Remove shot" (a moderator, or
+the turn's author: bot.removal) and "Report shot" (any member: the shot goes to the moderation
+log with a jump link, bot.modlog). Answers are ephemeral.
+
+The interaction carries the target message (data.resolved); its id is the turn's post (or status
+message) recorded on the turn. A report is audited like every action, and the audit entry is what
+reaches the log channel; each member may report once per `report_cooldown` seconds (one
+delivered report starts it; a refused one costs nothing).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot import audit as bot_audit
+from bot import context
+from bot import removal as shot_removal
+from bot.embeds import esc
+from db import modlog as modlog_db
+from db import turn_reads
+from db.models import Turn
+from game.shot_errors import NoLogChannel, NotAShot, ReportCooldown, ShotAlreadyRemoved
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
+REPORT_COOLDOWN = 60.0  # seconds between two reports of one member
+MENU_REASON = "removed with the Remove shot menu"
+
+
+class ReportLimiter:
+    """One report per member per `cooldown` seconds (per server)."""
+
+    def __init__(self, cooldown: float, clock=time.monotonic) -> None:
+        self.cooldown = cooldown
+        self.clock = clock
+        self._last: dict[tuple[int, int], float] = {}
+
+    def check(self, guild_id: int, user_id: int) -> None:
+        left = self._last.get((guild_id, user_id), float("-inf")) + self.cooldown - self.clock()
+        if left > 0:
+            raise ReportCooldown(left)
+
+    def sent(self, guild_id: int, user_id: int) -> None:
+        now = self.clock()
+        self._last = {k: t for k, t in self._last.items() if now - t < self.cooldown}
+        self._last[(guild_id, user_id)] = now
+
+
+class Shots(commands.Cog):
+    def __init__(self, bot: AnimeGamerBot) -> None:
+        self.bot = bot
+        self.reports = ReportLimiter(REPORT_COOLDOWN)
+        self.menus = (
+            app_commands.ContextMenu(name="Remove shot", callback=self.remove_shot),
+            app_commands.ContextMenu(name="Report shot", callback=self.report_shot),
+        )
+        for menu in self.menus:
+            menu.guild_only = True
+
+    async def cog_load(self) -> None:
+        for menu in self.menus:
+            self.bot.tree.add_command(menu)
+
+    async def cog_unload(self) -> None:
+        for menu in self.menus:
+            self.bot.tree.remove_command(menu.name, type=menu.type)
+
+    async def _shot(self, interaction: discord.Interaction, message: discord.Message) -> Turn:
+        async with self.bot.db.sessions() as s:
+            turn = await turn_reads.turn_by_message(s, context.guild_id(interaction), message.id)
+        if turn is None:
+            raise NotAShot()
+        return turn
+
+    async def remove_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        turn = await self._shot(interaction, message)
+        done = await shot_removal.remove(self.bot, interaction, turn.id, MENU_REASON, via="Remove shot")
+        await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
+
+    async def report_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        guild_id = context.guild_id(interaction)
+        turn = await self._shot(interaction, message)
+        if turn.removed_at is not None:
+            raise ShotAlreadyRemoved(turn.seq)
+        async with self.bot.db.sessions() as s:
+            if await modlog_db.log_channel(s, guild_id) is None:
+                raise NoLogChannel()
+        self.reports.check(guild_id, interaction.user.id)  # after what cannot be served: it says why first
+        async with self.bot.db.sessions.begin() as s:
+            gs = await turn_reads.session_of(s, turn)
+            await bot_audit.record(
+                s, interaction, "report_shot", f"turn #{turn.seq}",
+                turn_id=turn.id, author_id=str(turn.author_id), author=turn.author_name,
+                game_channel_id=str(gs.channel_id), message_id=str(message.id),
+            )
+        self.reports.sent(guild_id, interaction.user.id)
+        await interaction.followup.send(
+            f"Thank you: turn #{turn.seq} by {esc(turn.author_name)} was sent to the moderators.", ephemeral=True
+        )
+
+
+async def setup(bot: AnimeGamerBot) -> None:
+    await bot.add_cog(Shots(bot))

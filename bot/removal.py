@@ -1,0 +1,109 @@
+"""Taking a shot down from Discord: `/mod remove turn:N reason:...` and the "Remove shot" message
+command (bot.cogs.shots) both come here.
+
+A moderator may remove any shot of the server; the turn's author may remove their own. The turn's
+content goes through db.removal.take_down_turns and the action is audited in the same
+transaction (so it reaches the moderation log, bot.modlog). Then the post is edited in place:
+the video, the embed and the button are replaced by a short notice (the message stays, so the
+channel's order is kept), through the channel's edit scheduler like every edit of a post.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import discord
+
+from bot import audit as bot_audit
+from bot import checks
+from bot.embeds import WAITING, esc
+from db import removal, turn_reads
+from db import sessions as game_sessions
+from db.models import Turn
+from game.shot_errors import NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
+
+log = logging.getLogger(__name__)
+
+NOT_REWOUND = "The characters keep the states this shot gave them; later turns go on from there."
+
+
+def removed_embed(seq: int, *, by_author: bool, reason: str | None = None) -> discord.Embed:
+    """What a removed shot's post shows instead of its clip and embed."""
+    who = "its author" if by_author else "a moderator"
+    e = discord.Embed(title=f"Turn #{seq} · removed", description=f"This shot was removed by {who}.", colour=WAITING)
+    if reason and not by_author:
+        e.add_field(name="Reason", value=esc(reason)[:1000], inline=False)
+    e.set_footer(text=NOT_REWOUND)
+    return e
+
+
+def removed_fields(turn: Turn) -> dict:
+    """The message edit that shows a removed turn: no file, no button, the notice."""
+    by_author = turn.removed_by_id is not None and turn.removed_by_id == turn.author_id
+    embed = removed_embed(turn.seq, by_author=by_author, reason=turn.removed_reason)
+    return {"content": None, "embed": embed, "attachments": [], "view": None}
+
+
+@dataclass(frozen=True)
+class Removed:
+    seq: int
+    channel_id: int  # the game's channel (where the post is)
+    message_id: int | None  # the post, or the status message of a turn not posted yet
+    by_author: bool
+
+
+async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: int, reason: str, *, via: str) -> Removed:
+    """Take the turn down for the member of `interaction` (a moderator, or the turn's author), in
+    one transaction with its audit entry; then edit its post in the background. Refuses (GameError)
+    a turn not finished, already removed, or someone else's for a non-moderator."""
+    user = interaction.user
+    moderator = await checks.is_moderator(interaction)
+    async with bot.db.sessions.begin() as s:
+        turn = await turn_reads.get_turn(s, turn_id, lock=True)
+        if turn is None:
+            raise NotAShot()
+        if not moderator and turn.author_id != user.id:
+            raise NotShotAuthor(esc(turn.author_name))
+        if turn.removed_at is not None:
+            raise ShotAlreadyRemoved(turn.seq)
+        if turn.status not in ("done", "failed"):
+            raise ShotNotFinished(turn.seq, turn.status)
+        by_author = turn.author_id == user.id
+        gs = await game_sessions.session_by_id(s, turn.session_id)
+        await removal.take_down_turns(s, [turn.id], reason=reason, by_id=user.id, by_name=user.display_name)
+        message_id = turn.posted_message_id or turn.status_message_id
+        await bot_audit.record(
+            s, interaction, "remove_shot", f"turn #{turn.seq}",
+            turn_id=turn.id, reason=reason, by="author" if by_author else "moderator", via=via,
+            author_id=str(turn.author_id), author=turn.author_name,
+            game_channel_id=str(gs.channel_id), message_id=None if message_id is None else str(message_id),
+        )
+        await s.refresh(turn)
+        fields = removed_fields(turn)
+    if message_id is not None:
+        bot.board.spawn(_show(bot, gs.channel_id, message_id, fields), f"remove-shot-{turn_id}")
+    return Removed(turn.seq, gs.channel_id, message_id, by_author)
+
+
+async def _show(bot: AnimeGamerBot, channel_id: int, message_id: int, fields: dict) -> None:
+    try:
+        await bot.edits.final(channel_id, message_id, **fields)
+    except discord.HTTPException as e:  # the post was deleted or hidden: the shot is down all the same
+        log.info("could not replace removed shot's message %s: %s", message_id, e)
+
+
+async def reshow_if_removed(bot: AnimeGamerBot, turn_id: int, channel_id: int, message_id: int) -> None:
+    """After a post: if the turn was taken down while the post was being made, show the notice."""
+    async with bot.db.sessions() as s:
+        turn = await turn_reads.get_turn(s, turn_id)
+    if turn is not None and turn.removed_at is not None:
+        await _show(bot, channel_id, message_id, removed_fields(turn))
+
+
+def answer(done: Removed) -> str:
+    return f"Turn #{done.seq} is removed: its clip and text are gone from the channel, /history, /export and the next turns. " + NOT_REWOUND
