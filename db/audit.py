@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db import notify
 from db.bounds import TARGET_LEN, clean_json, free_text, name_text, require_id
 from db.models import AuditLog
 
@@ -31,7 +32,13 @@ async def record(
     )
     s.add(row)
     await s.flush()
+    # The moderation log (bot.modlog) hears every entry at commit, and none that was rolled back.
+    await notify.notify(s, notify.AUDIT_RECORDED, audit_id=row.id, guild_id=row.guild_id)
     return row
+
+
+async def entry(s: AsyncSession, audit_id: int) -> AuditLog | None:
+    return await s.get(AuditLog, audit_id)
 
 
 async def recent(s: AsyncSession, guild_id: int, limit: int = 20) -> list[AuditLog]:

@@ -16,6 +16,7 @@ TURN_PROGRESS = "animegamer_turn_progress"  # {"turn_id", "session_id", "channel
 TURN_QUEUED = "animegamer_turn_queued"  # {"turn_id", "session_id", "channel_id"}; also on cancel
 SESSION_CHANGED = "animegamer_session_changed"  # {"session_id", "channel_id", "event"}
 CONFIG_CHANGED = "animegamer_config_changed"  # guild or channel settings written: {"guild_id"}
+AUDIT_RECORDED = "animegamer_audit_recorded"  # an audit entry written (db.audit.record): {"audit_id", "guild_id"}
 
 CHANNELS = (TURN_FINISHED, TURN_PROGRESS, TURN_QUEUED, SESSION_CHANGED, CONFIG_CHANGED)
 
