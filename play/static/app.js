@@ -374,6 +374,7 @@ async function handle(ev) {
       else if (ev.event === "active") systemLine("The game was resumed.");
       else if (ev.event === "reset" && before !== null) systemLine("The game was reset: every character starts again from 50.");
       else if (ev.event === "started") systemLine("A new game started.");
+      else if (ev.event === "removed") { await loadLog(); systemLine("A shot was removed; the characters keep their states."); }
       break;
     }
   }
