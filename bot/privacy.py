@@ -80,13 +80,23 @@ async def process_requests(bot: AnimeGamerBot) -> list[int]:
 
 async def delete_departed(bot: AnimeGamerBot, *, now: datetime | None = None) -> list[int]:
     """Delete the data of servers that removed the bot more than the retention ago; the servers
-    deleted. A server the bot is in again (added back while it was offline) is kept."""
+    deleted. A server the bot is in again (added back while it was offline) is kept; one with
+    data that the bot is no longer in (removed while it was offline) starts its retention now."""
     deleted: list[int] = []
     try:
+        present = [g.id for g in bot.guilds]
         async with bot.db.sessions.begin() as s:
-            kept = await departures.cancel_departures(s, [g.id for g in bot.guilds])
+            kept = await departures.cancel_departures(s, present)
+            # Removed while the bot was offline: no GUILD_DELETE came. bot.guilds is complete only
+            # after READY (unavailable servers are in it too).
+            gone = await departures.unknown_guilds(s, present) if bot.is_ready() else []
+            for guild_id in gone:
+                await departures.record_departure(s, guild_id, bot.settings.guild_data_days)
         for guild_id in kept:
             log.info("server %s has the bot again: its data stays", guild_id)
+        for guild_id in gone:
+            log.info("server %s removed the bot while it was offline: its data is deleted in %s days", guild_id,
+                     bot.settings.guild_data_days)
         async with bot.db.sessions.begin() as s:
             for guild_id in await departures.due(s, now=now):
                 sessions = await departures.session_ids(s, guild_id)

@@ -69,5 +69,21 @@ async def delete_guild_data(s: AsyncSession, guild_id: int) -> dict[str, int]:
     return counts
 
 
+# Discord ids are snowflakes far above this; smaller ids are local guilds (the play page's is 1).
+MIN_DISCORD_ID = 1 << 22
+
+
+async def unknown_guilds(s: AsyncSession, present: Collection[int]) -> list[int]:
+    """Discord servers with data that the bot is not in and that have no departure yet: it was
+    removed while it was offline (no GUILD_DELETE reached it). Only meaningful with the bot's
+    complete list of servers (after READY, one process per token)."""
+    known = select(GuildDeparture.guild_id)
+    ids: set[int] = set()
+    for table in _guild_tables()[:-1]:
+        q = select(table.c.guild_id).distinct().where(table.c.guild_id >= MIN_DISCORD_ID, table.c.guild_id.not_in(known))
+        ids.update((await s.scalars(q)).all())
+    return sorted(ids - set(present))
+
+
 async def session_ids(s: AsyncSession, guild_id: int) -> list[int]:
     return list((await s.scalars(select(GameSession.id).where(GameSession.guild_id == guild_id))).all())

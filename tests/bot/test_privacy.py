@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select, text
+from sqlalchemy import delete, func, select, text
 
 from db import privacy
-from db.models import GameSession, GuildDeparture, Player, PrivacyRequest, Turn
+from db.models import GameSession, GuildDeparture, GuildSettings, Player, PrivacyRequest, Turn
 from tests.bot.helpers import answer, command, field, posted_turns, result, say, setup_game, status_message
 from tests.queue.helpers import wait_until
 
@@ -123,6 +123,15 @@ async def test_server_data_deleted_after_the_bot_left_unless_back(world, start_b
     bot = await start_bot()
     await setup_game(w, (w.alice, "qiqi"))
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})  # no worker: it stays queued
+    elsewhere = 987654321098765432  # a server that removed the bot while it was offline: no GUILD_DELETE came
+    async with sessions.begin() as s:
+        s.add_all([GuildSettings(guild_id=elsewhere), GuildSettings(guild_id=1)])  # 1: the play page's guild
+    assert await bot.maintenance.departed() == []
+    async with sessions() as s:
+        assert list((await s.scalars(select(GuildDeparture.guild_id))).all()) == [elsewhere]
+        await s.execute(delete(GuildDeparture).where(GuildDeparture.guild_id == elsewhere))
+        await s.execute(delete(GuildSettings).where(GuildSettings.guild_id == elsewhere))
+        await s.commit()
 
     async def departure():
         async with sessions() as s:
@@ -144,8 +153,9 @@ async def test_server_data_deleted_after_the_bot_left_unless_back(world, start_b
     assert await bot.maintenance.departed(now=datetime.now(UTC) + timedelta(days=29)) == []  # not yet
     assert await bot.maintenance.departed(now=datetime.now(UTC) + timedelta(days=31)) == [w.guild.id]
     async with sessions() as s:
-        for table in ("game_sessions", "turns", "players", "guild_settings", "audit_log", "guild_departures"):
+        for table in ("game_sessions", "turns", "players", "audit_log", "guild_departures"):
             assert await s.scalar(text(f"SELECT count(*) FROM {table}")) == 0, table
+        assert list((await s.scalars(select(GuildSettings.guild_id))).all()) == [1]  # the play page's stays
         jobs = (await s.execute(text("SELECT status FROM procrastinate_jobs"))).scalars().all()
         assert jobs == ["cancelled"]  # the queued turn's job went with it
 
