@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 
@@ -32,11 +32,13 @@ log = logging.getLogger(__name__)
 NOT_REWOUND = "The characters keep the states this shot gave them; later turns go on from there."
 
 
-def removed_embed(seq: int, *, by_author: bool, reason: str | None = None) -> discord.Embed:
-    """What a removed shot's post shows instead of its clip and embed."""
-    who = "its author" if by_author else "a moderator"
-    e = discord.Embed(title=f"Turn #{seq} · removed", description=f"This shot was removed by {who}.", colour=WAITING)
-    if reason and not by_author:
+def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | None = None) -> discord.Embed:
+    """What a removed shot's post shows instead of its clip and embed ("system": a member's data
+    deleted at their request, db.privacy; no reason shown)."""
+    said = {"author": "This shot was removed by its author.", "moderator": "This shot was removed by a moderator.",
+            "system": "This shot was removed."}[by]
+    e = discord.Embed(title=f"Turn #{seq} · removed", description=said, colour=WAITING)
+    if reason and by == "moderator":
         e.add_field(name="Reason", value=esc(reason)[:1000], inline=False)
     e.set_footer(text=NOT_REWOUND)
     return e
@@ -44,8 +46,8 @@ def removed_embed(seq: int, *, by_author: bool, reason: str | None = None) -> di
 
 def removed_fields(turn: Turn) -> dict:
     """The message edit that shows a removed turn: no file, no button, the notice."""
-    by_author = turn.removed_by_id is not None and turn.removed_by_id == turn.author_id
-    embed = removed_embed(turn.seq, by_author=by_author, reason=turn.removed_reason)
+    by = "system" if turn.removed_by_id is None else "author" if turn.removed_by_id == turn.author_id else "moderator"
+    embed = removed_embed(turn.seq, by=by, reason=turn.removed_reason)
     return {"content": None, "embed": embed, "attachments": [], "view": None}
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from db import removal
 from db.models import Turn, VoteProposal
 from inference.backends.preview import PreviewBackend
-from tests.bot.helpers import answer, audit_actions, command, field, result, say, setup_game, turns_of
+from tests.bot.conftest import stop_bot
+from tests.bot.helpers import answer, audit_actions, command, field, posted_turns, result, say, setup_game, turns_of
 from tests.bot.test_vote import click, setup_vote_game, wait_round
 from tests.queue.test_worker import ScriptedBackend
 
@@ -138,3 +140,33 @@ async def test_removal_while_a_vote_round_is_open(world, start_bot, start_worker
         t1 = (await s.scalars(select(Turn).where(Turn.seq == 1))).one()
     assert texts[0] == "" and texts[1].startswith("Character: Qiqi; Motion: walk")  # the winner's text went with it
     assert t1.removed_at is not None and t1.instruction == ""
+
+
+async def test_a_shot_taken_down_before_its_post_is_posted_as_the_notice(world, start_bot, start_worker, sessions):
+    """Taken down by the system (a member's data deleted, db.privacy) while the bot was away: the
+    post it makes later is the notice, with no clip, no button and no reason."""
+    w = world
+    bot = await start_bot()
+    await setup_game(w, (w.alice, "qiqi"))
+    await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
+    message_id = w.server.channel_messages(w.games)[-1].id
+    await stop_bot(w, bot)
+    await start_worker(films=["qiqi"], backend=Recording())
+    (t,) = await posted_or_done(sessions)
+    async with sessions.begin() as s:
+        assert await removal.take_down_turns(s, [t.id], reason="data deleted", by_id=None, by_name=None) == [t.id]
+    await start_bot()
+    m = await shown_removed(w, message_id, 1)
+    assert m.embeds[0]["description"] == "This shot was removed." and not m.embeds[0].get("fields")
+    (t,) = await posted_turns(sessions, 1)
+    assert t.posted_message_id == message_id
+
+
+async def posted_or_done(sessions, timeout: float = 30.0):
+    from tests.queue.helpers import wait_until
+
+    async def done():
+        turns = await turns_of(sessions)
+        return turns if turns and all(t.status == "done" for t in turns) else None
+
+    return await wait_until(done, timeout=timeout)
