@@ -23,6 +23,7 @@ the tombstone)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -235,8 +236,8 @@ def _scrub(text: str | None, names: Sequence[str], uid: int) -> str | None:
     if not text:
         return text
     out = text.replace(f"<@{uid}>", DELETED_NAME).replace(f"<@!{uid}>", DELETED_NAME).replace(str(uid), DELETED_NAME)
-    for name in _quotable(names):
-        out = out.replace(name, DELETED_NAME)
+    for name in _quotable(names):  # as a word: "bob" leaves "bobcat" alone
+        out = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", DELETED_NAME, out)
     return out
 
 
