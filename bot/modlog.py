@@ -56,10 +56,11 @@ def _first(details: dict, *keys: str) -> str | None:
 
 
 def log_embed(entry: AuditLog) -> discord.Embed:
-    """One audit entry as the log channel shows it (within Discord's embed limits)."""
+    """One audit entry as the log channel shows it, within Discord's embed limits (6,000 characters in
+    all: a 2,500-character description, fields of at most 1,000)."""
     d = entry.details if isinstance(entry.details, dict) else {}
     title, colour = TITLES.get(entry.action, (entry.action.replace("_", " ").capitalize()[:200], INFO))
-    e = discord.Embed(title=title, description=bot_audit.describe(entry)[:4000], colour=colour)
+    e = discord.Embed(title=title, description=bot_audit.describe(entry)[:2500], colour=colour)
     if entry.action in ("remove_shot", "report_shot"):
         url = jump_url(entry.guild_id, d.get("game_channel_id"), d.get("message_id"))
         shot = esc(entry.target or "the shot")
