@@ -26,6 +26,7 @@ by `/admin filter add` and for AutoMod's rules.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -60,7 +61,7 @@ def normalise(text: str | None) -> str:
     whitespace runs made one space), case-folded."""
     if not text:
         return ""
-    return clean_text(text, len(text) * 4).casefold()
+    return clean_text(text, sys.maxsize).casefold()  # never cut: NFKC can make text many times longer
 
 
 def parse_term(raw: object) -> str:

@@ -53,6 +53,7 @@ def test_wildcards(term, text, hit):
         "b\u00adad move",  # a soft hyphen
         "BaD move",  # case
         "b\u202ead move",  # a bidi override
+        "\ufdfa" * 50 + " bad move",  # NFKC makes each of these 18 characters: nothing is cut
     ],
 )
 def test_normalisation_tricks_do_not_slip_through(text):
