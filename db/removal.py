@@ -36,7 +36,8 @@ async def take_down_turns(
     Idempotent: a turn already removed, or an id that is no turn, is left out of the result. A
     turn still queued or running is cancelled as well (its job then finds nothing to do, and a
     worker finishing it finds it no longer running, so no clip is written after the removal).
-    The vote proposal a removed turn came from loses its text too. One NOTIFY per session
+    The vote proposal a removed turn came from loses its text too, and its round's message is
+    shown again without it. One NOTIFY per session
     (SESSION_CHANGED, event "removed") tells listeners (the play page) to re-read."""
     ids = sorted({i for i in turn_ids if fits_bigint(i)})
     if not ids:
@@ -82,6 +83,8 @@ async def take_down_turns(
             .values(status="cancelled", error="removed", finished_at=func.now())
         )
     proposals = select(VoteRound.winner_id).where(VoteRound.turn_id.in_(changed), VoteRound.winner_id.is_not(None))
+    # Its round's message shows the result again (bot.cogs.vote), now without the text.
+    await s.execute(update(VoteRound).where(VoteRound.turn_id.in_(changed)).values(result_shown_at=None))
     await s.execute(
         update(VoteProposal)
         .where(VoteProposal.id.in_(proposals))

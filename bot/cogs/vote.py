@@ -56,7 +56,7 @@ def round_embed(v: votes.RoundView, film_title: str) -> discord.Embed:
         won = " · winner" if v.winner is not None and v.winner.number == o.number else ""
         e.add_field(
             name=f"{o.number}. {esc(o.proposal.author_name)[:150]} · {o.votes} vote(s){won}",
-            value=esc(o.proposal.instruction)[:1000],
+            value=esc(o.proposal.instruction)[:1000] or "(removed)",  # a shot taken down (db.removal)
             inline=False,
         )
     if not v.options:

@@ -12,7 +12,7 @@ from db.models import Turn, VoteProposal
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import answer, audit_actions, command, field, posted_turns, result, say, setup_game, turns_of
-from tests.bot.test_vote import click, setup_vote_game, wait_round
+from tests.bot.test_vote import click, round_messages, setup_vote_game, wait_round
 from tests.queue.test_worker import ScriptedBackend
 
 
@@ -139,6 +139,8 @@ async def test_removal_while_a_vote_round_is_open(world, start_bot, start_worker
         texts = (await s.scalars(select(VoteProposal.instruction).order_by(VoteProposal.id))).all()
         t1 = (await s.scalars(select(Turn).where(Turn.seq == 1))).one()
     assert texts[0] == "" and texts[1].startswith("Character: Qiqi; Motion: walk")  # the winner's text went with it
+    first_round = w.server.messages[round_messages(w)[0].id]  # its message shows the result again, without the text
+    await w.server.wait_until(lambda: first_round.embeds[0]["fields"][0]["value"] == "(removed)", 10, "round 1 without the text")
     assert t1.removed_at is not None and t1.instruction == ""
 
 
