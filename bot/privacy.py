@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.embeds import WAITING
+from bot.removal import removed_embed
 from db import departures
 from db import privacy as member_data
 
@@ -21,9 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def removed_post(seq: int) -> dict:
-    """The edit that replaces a deleted member's shot in the channel: no clip, no text, no button."""
-    e = discord.Embed(title=f"Turn #{seq} · removed", description="This shot was removed: its author deleted their data.", colour=WAITING)
-    return {"content": None, "embed": e, "attachments": [], "view": None}
+    """The edit that replaces a deleted member's shot in the channel: the notice of a shot taken
+    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button."""
+    return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 
 
 async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
