@@ -105,3 +105,22 @@ async def test_a_log_channel_the_bot_cannot_post_in_is_refused(world, start_bot)
     text = await say(w, w.erin, "admin log-channel", {"channel": hidden})
     # (Discord drops Embed Links with Send Messages)
     assert f"I cannot post in <#{hidden.id}>: I need Send Messages and Embed Links there. Give me those permissions" in text
+
+
+async def test_a_burst_of_entries_keeps_its_order_within_the_channels_budget(world, start_bot, sessions):
+    w = world
+    log = w.guild.create_text_channel("mod-log")
+    await start_bot()
+    await say(w, w.erin, "admin log-channel", {"channel": log})
+    await logged(w, log, "Log channel")
+    for i in range(9):  # nine actions committed at once, as a busy server's moderators might
+        async with sessions.begin() as s:
+            await audit.record(s, guild_id=w.guild.id, actor_id=w.dave.id, actor_name="dave", action="pause",
+                               details={"reason": f"burst {i}"})
+    await logged(w, log, "Pause", count=9, timeout=30)
+    reasons = [e["description"].rsplit("(", 1)[-1] for e in log_embeds(w, log) if e["title"] == "Pause"]
+    assert reasons == [f"burst {i})" for i in range(9)]
+    sent = sorted(r.at for r in w.server.requests_to("POST", "/channels/{channel_id}/messages")
+                  if r.params.get("channel_id") == str(log.id))
+    assert len(sent) == 10
+    assert max(sum(1 for t in sent if start <= t < start + 5.0) for start in sent) <= 5
