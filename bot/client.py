@@ -26,7 +26,8 @@ from settings import Settings
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help")
+EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help",
+              "bot.cogs.privacy")
 
 
 class JobQueue:

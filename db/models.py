@@ -327,3 +327,52 @@ class VoteBallot(Base):
     voter_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     proposal_id: Mapped[int] = mapped_column(ForeignKey("vote_proposals.id", ondelete="CASCADE"), nullable=False, index=True)
     voted_at: Mapped[datetime] = _now()
+
+
+# --- members' data (db/privacy.py) and servers the bot left (db/departures.py)
+
+PRIVACY_REQUEST_STATUSES = ("pending", "done")
+
+
+class PrivacyRequest(Base):
+    """A member's /privacy delete, carried out step by step by a scheduled job (each step
+    idempotent, so a restart halfway finishes it). Once done, the member's id and names are
+    cleared from the request too: what stays is that a deletion happened, and when."""
+
+    __tablename__ = "privacy_requests"
+    __table_args__ = (
+        CheckConstraint(_in("status", PRIVACY_REQUEST_STATUSES), name="status"),
+        Index("ix_privacy_requests_pending", "requested_at", postgresql_where=text("status = 'pending'")),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(BigInteger)  # NULL once done
+    names: Mapped[list[str] | None] = mapped_column(ARRAY(String(100)))  # found at the first step; NULL once done
+    status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="pending")
+    step: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")  # steps done so far
+    turns_removed: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    requested_at: Mapped[datetime] = _now()
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class PrivacyTombstone(Base):
+    """What stands for a deleted member in one server: user id -id, name DELETED_NAME. One per
+    request and server, so the member's rows in two servers cannot be linked by it."""
+
+    __tablename__ = "privacy_tombstones"
+    __table_args__ = (UniqueConstraint("request_id", "guild_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    request_id: Mapped[int] = mapped_column(ForeignKey("privacy_requests.id", ondelete="CASCADE"), nullable=False)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
+
+
+class GuildDeparture(Base):
+    """The bot was removed from this server: its data is deleted after delete_after, unless the
+    bot is added back before (the row is then dropped)."""
+
+    __tablename__ = "guild_departures"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    left_at: Mapped[datetime] = _now()
+    delete_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

@@ -100,6 +100,8 @@ class Settings(BaseSettings):
     backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
     idle_pause_minutes: float = Field(120.0, gt=0)
     blob_retention_days: float = Field(30.0, gt=0)
+    # A server that removed the bot: its data is deleted this many days later unless the bot is added back.
+    guild_data_days: float = Field(30.0, gt=0)
 
     # --- local play page
     play_host: str = "127.0.0.1"

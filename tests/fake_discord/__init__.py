@@ -34,7 +34,8 @@ suites can ``from tests.fake_discord.conftest import fake_discord``.
 Test-facing API (FakeDiscord)
 -----------------------------
 World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
-``create_user(name)``; on the guild: ``create_text_channel``, ``create_category``,
+``create_user(name)``, ``remove_bot(guild)`` (GUILD_DELETE: the bot kicked) and ``add_bot(guild)``
+(GUILD_CREATE: added back); on the guild: ``create_text_channel``, ``create_category``,
 ``create_role(name, permissions=)``, ``create_member(name, roles=)``, ``add_member(user)``,
 ``remove_member``, ``edit_role(role, permissions=)``, ``owner``, ``me`` (the bot), ``upload_limit``
 (mutable, checked per request); channel ``set_overwrite(role_or_member, allow=, deny=)``; member
