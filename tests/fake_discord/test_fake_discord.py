@@ -248,3 +248,23 @@ async def test_late_first_response_is_unknown_interaction(fake_discord: FakeDisc
     fake_discord.interaction_ack_timeout = None
     handle = await fake_discord.slash(world.guild, world.general, world.alice, "game pick", {"character": "Rei"})
     assert (await handle.wait_response()).delay < 3.0
+
+
+async def test_message_commands_carry_their_target_and_are_at_most_five(fake_discord: FakeDiscord, world: World, bot: TinyBot):
+    seen: list[tuple[int, str]] = []
+
+    async def look(interaction: discord.Interaction, message: discord.Message) -> None:
+        seen.append((message.id, message.content))
+        await interaction.response.send_message("seen", ephemeral=True)
+
+    for i in range(5):  # discord.py itself refuses a sixth (CommandLimitReached)
+        bot.tree.add_command(discord.app_commands.ContextMenu(name=f"Look {i}", callback=look))
+    await bot.tree.sync()
+    six = [{"name": f"Look {i}", "type": 3} for i in range(6)]  # as another library might send them
+    with pytest.raises(discord.HTTPException) as err:  # Discord: at most 5 message commands
+        await bot.http.bulk_upsert_global_commands(fake_discord.application_id, six)
+    assert err.value.status == 400 and err.value.code == 50035
+    target = fake_discord.post_message(world.general, author=world.alice, content="look at me")
+    h = await fake_discord.message_command(target, world.mod, "Look 0")
+    assert h.payload["data"]["target_id"] == str(target.id)
+    assert (await h.wait_response()).content == "seen" and seen == [(target.id, "look at me")]
