@@ -255,6 +255,19 @@ class AuditLog(Base):
     created_at: Mapped[datetime] = _now()
 
 
+class ContentFilterTerm(Base):
+    """One blocked term of a server's own filter (/admin filter; game.content_rules syntax)."""
+
+    __tablename__ = "content_filter_terms"
+    __table_args__ = (UniqueConstraint("guild_id", "term"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    term: Mapped[str] = mapped_column(String(60), nullable=False)  # normalised (game.content_rules.parse_term)
+    added_by: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
 # --- vote mode: members propose actions, vote, and the winning proposal becomes the turn
 
 VOTE_ROUND_STATUSES = ("open", "closed", "void")

@@ -94,6 +94,7 @@ class Settings(BaseSettings):
     # --- game limits (guild settings may tighten them)
     default_film: str = "qiqi"
     films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
+    content_rules: Path | None = None  # operator's blocked terms (TOML) replacing game/content_rules.toml; see docs/bot.md
     max_instruction_len: int = Field(300, ge=40, le=2000)
     cooldown_seconds: float = Field(15.0, ge=0)
     export_cooldown_seconds: float = Field(60.0, ge=0)  # per member, after each delivered /export
@@ -124,7 +125,7 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
-    @field_validator("films", "decoder_gpu_budget_gb", mode="before")
+    @field_validator("films", "content_rules", "decoder_gpu_budget_gb", mode="before")
     @classmethod
     def _unset_when_empty(cls, v):
         return None if v == "" else v  # compose passes an unset ${VAR:-} as ""

@@ -41,6 +41,10 @@ World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_pe
 (mutable, checked per request); channel ``set_overwrite(role_or_member, allow=, deny=)``; member
 ``add_role`` / ``remove_role``. Changes made while a client is connected reach it as gateway events
 (GUILD_CREATE, CHANNEL_*, GUILD_ROLE_*, GUILD_MEMBER_*).
+AutoMod (``automod.py``): ``create_automod_rule(guild, name, keywords=, regex=, allow=, enabled=,
+exempt_roles=, exempt_channels=)``, ``edit_automod_rule(guild, rule, keywords=, allow=, enabled=)``,
+``delete_automod_rule(guild, rule)``: AUTO_MODERATION_RULE_CREATE/UPDATE/DELETE to clients with that
+intent; ``GET /guilds/{id}/auto-moderation/rules`` lists them (403 / 50013 without Manage Server).
 Permissions follow Discord's algorithm (owner and administrator get everything; overwrites apply).
 
 Drive the bot: ``await slash(guild, channel, member, "group sub", options)``,
