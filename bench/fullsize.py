@@ -63,7 +63,19 @@ INSTRUCTIONS = (
 )
 HISTORY = 2  # the default ANIMEGAMER_HISTORY_WINDOW
 STAGES = ("mllm", "denoise", "vae", "mp4")
-DTYPE = torch.bfloat16  # the CPU's fast dtype, for both models (a GPU runs the decoder in fp16)
+
+
+def fast_dtype() -> tuple[torch.dtype, str]:
+    """The CPU's fast dtype for both models (a GPU runs the decoder in fp16): bf16 where the CPU
+    has AMX or AVX-512 BF16 (several times fp32's rate), fp32 elsewhere (without them PyTorch's bf16
+    matmul takes a reference path two orders of magnitude slower)."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        flags = set()
+    if flags & {"amx_bf16", "avx512_bf16"}:
+        return torch.bfloat16, "bf16 (the CPU has " + ", ".join(sorted(flags & {"amx_bf16", "avx512_bf16"})) + ")"
+    return torch.float32, "fp32 (this CPU has neither AMX nor AVX-512 BF16: bf16 matmuls would take a reference path)"
 
 
 # -- the process's memory -----------------------------------------------------------------------
@@ -159,13 +171,18 @@ class StageMeter:
 
 
 class FullSize:
-    def __init__(self, tiny: bool, steps: int, tmp: str):
+    def __init__(self, tiny: bool, steps: int, tmp: str, dtype: torch.dtype = torch.float32,
+                 vae_tiles: tuple[int, int] | None = None):
         self.tiny = tiny
         self.steps = steps
+        self.dtype = dtype
         self.dit_cfg = dict(TINY_TRANSFORMER_CONFIG if tiny else ANIMEGAMER_2B_CONFIG)
         self.vae_cfg = dict(TINY_VAE_CONFIG if tiny else COGVIDEOX_VAE_CONFIG)
         self.size = dict(TINY_SIZE if tiny else {"height": 480, "width": 720})
         self.mllm_shape = {} if tiny else dict(MISTRAL_7B_SHAPE)
+        # low_vram's VAE tiles: diffusers' default (240x360 at full size) unless asked; at the tiny
+        # size one tile covers the frame (diffusers' default tiles would not cover it evenly).
+        self.vae_tiles = vae_tiles or ((self.size["height"], self.size["width"]) if tiny else None)
         self.rep_dim = self.dit_cfg["text_embed_dim"]
         self.tokenizer = tiny_mllm.build_tokenizer(Path(tmp) / "tokenizer")
         verify(self.tokenizer)
@@ -178,15 +195,54 @@ class FullSize:
     # -- models (random weights, as a worker holds them) --
 
     def build_mllm(self) -> float:
+        """The MLLM in the run's dtype, whole (the resident mode)."""
         t = time.perf_counter()
-        self.mllm = tiny_mllm.random_mllm("cpu", DTYPE, rep_dim=self.rep_dim, **self.mllm_shape)
+        self.mllm = tiny_mllm.random_mllm("cpu", self.dtype, rep_dim=self.rep_dim, **self.mllm_shape)
+        return time.perf_counter() - t
+
+    def build_mllm_int8(self) -> float:
+        """The MLLM as low_vram holds it, built one decoder layer at a time, each layer's linears
+        quantised as soon as it exists (the worker's quantize_linears): the whole model in the run's
+        dtype first would need 14.5 GB (bf16) or 29 GB (fp32). Random weights, normal(0, 0.02)."""
+        from transformers import MistralForCausalLM
+
+        from inference.mllm.model import AnimeGamerMLLM
+        from inference.mllm.quantize import quantize_linears
+
+        t = time.perf_counter()
+        cfg = tiny_mllm.tiny_config(**{"vocab_size": 32284, **self.mllm_shape})
+        cfg._attn_implementation = "sdpa"
+        with torch.device("meta"):
+            model = AnimeGamerMLLM(MistralForCausalLM(cfg), self.rep_dim)
+        g = torch.Generator().manual_seed(0)
+
+        def materialize(m: torch.nn.Module) -> None:
+            m.to_empty(device="cpu")
+            with torch.no_grad():
+                for name, p in m.named_parameters():
+                    if p.ndim > 1:
+                        p.normal_(0.0, 0.02, generator=g)
+                    else:
+                        p.fill_(0.0 if name.endswith("bias") else 1.0)  # biases; norm weights
+            m.to(self.dtype)
+
+        lm = model.causal_lm
+        for layer in lm.model.layers:
+            materialize(layer)
+            quantize_linears(layer, "int8")
+        for m in (lm.model.embed_tokens, lm.model.norm, lm.lm_head, model.input_resampler, model.output_resampler):
+            materialize(m)
+        quantize_linears(lm.lm_head, "int8")
+        with torch.device("cpu"):
+            lm.model.rotary_emb = type(lm.model.rotary_emb)(cfg)  # its fp32 inv_freq, computed
+        self.mllm = model.eval().requires_grad_(False)
         return time.perf_counter() - t
 
     def build_decoder(self) -> float:
         t = time.perf_counter()
         torch.manual_seed(1)
         default = torch.get_default_dtype()
-        torch.set_default_dtype(DTYPE)  # built in its dtype, as from_pretrained loads it
+        torch.set_default_dtype(self.dtype)  # built in its dtype, as from_pretrained loads it
         try:
             dit = AnimeGamerTransformer3DModel(**self.dit_cfg)
             vae = AutoencoderKLCogVideoX(**self.vae_cfg)
@@ -223,8 +279,9 @@ class FullSize:
 
     def predict(self, mode: str) -> dict[str, int]:
         """Predicted peak live bytes per stage of this CPU run (same shapes, dtypes, mode)."""
-        precision = Precision(mllm_dtype=DTYPE, decoder_dtype=DTYPE, quantize="int8" if mode == "low_vram" else None,
-                              low_vram=mode == "low_vram")
+        low = mode == "low_vram"
+        precision = Precision(mllm_dtype=self.dtype, decoder_dtype=self.dtype, quantize="int8" if low else None,
+                              low_vram=low, vae_tiles=self.vae_tiles if low else None)
         t = trace(self.shapes, precision, 1, device="cpu", encoder=self.encoder())
         stages = compose("resident" if mode == "resident" else "low_vram", 1, t).devices["gpu0"]
         return {name: s.allocated for name, s in stages.items()}
@@ -236,10 +293,8 @@ class FullSize:
         run = ModeRun(mode)
         predicted = self.predict(mode)
         prepare(self.decoder, "cpu", low_vram=mode == "low_vram")
-        if mode == "low_vram" and self.tiny:
-            # one tile at the tiny size (diffusers derives its tiles from the config's sample size)
-            self.decoder.vae.enable_tiling(tile_sample_min_height=self.size["height"],
-                                           tile_sample_min_width=self.size["width"])
+        if mode == "low_vram" and self.vae_tiles:
+            self.decoder.vae.enable_tiling(tile_sample_min_height=self.vae_tiles[0], tile_sample_min_width=self.vae_tiles[1])
         # What would not fit: the plan's peak per stage, above what the process holds besides tensors.
         weights = predicted["weights"]
         room = available() + weights  # the weights are already in memory
@@ -296,10 +351,10 @@ class FullSize:
         parts = []
         if "vae" in over:
             parts.append("the VAE decode fits tiled (ANIMEGAMER_MEMORY_MODE=low_vram tiles it: see that row)")
-        if "mllm" in over or "denoise" in over:
-            parts.append("int8 MLLM weights (low_vram) halve the MLLM's 13.6 GiB")
+        if over.keys() & {"weights", "mllm", "denoise"}:
+            parts.append("int8 MLLM weights (low_vram) halve the MLLM's")
         need = max(over.values())
-        return (f"{mode}: predicted peak {need / GiB:.1f} GiB at {', '.join(over)}, this machine can give "
+        return (f"{mode} ({str(self.dtype).replace('torch.', '')}): predicted {need / GiB:.1f} GiB at {', '.join(over)}, this machine can give "
                 f"{room / GiB:.1f} GiB; " + "; ".join(parts))
 
 
@@ -353,8 +408,13 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", default="low_vram", help="comma-separated: resident,low_vram (resident runs first)")
     ap.add_argument("--tiny", action="store_true", help="the tests' tiny configs (seconds)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--dtype", choices=("auto", "bf16", "fp32"), default="auto",
+                    help="both models' dtype (auto: bf16 where the CPU has AMX or AVX-512 BF16, else fp32)")
+    ap.add_argument("--vae-tiles", default=None, metavar="HxW",
+                    help="low_vram's VAE tile size (default diffusers': 240x360); smaller tiles hold less")
     ap.add_argument("--out", default=None, help="Markdown file for the table")
     args = ap.parse_args(argv)
+    tiles = tuple(int(v) for v in args.vae_tiles.lower().split("x")) if args.vae_tiles else None
     modes = [m for m in ("resident", "low_vram") if m in args.modes.split(",")]
     unknown = set(args.modes.split(",")) - {"resident", "low_vram"}
     if unknown or not modes:
@@ -367,19 +427,30 @@ def main(argv=None) -> int:
     env = environment()
     print(env, flush=True)
     runs: list[ModeRun] = []
+    dtype, why = fast_dtype() if args.dtype == "auto" else ({"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype], args.dtype)
+    print(f"models in {why}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-fullsize-") as tmp:
-        bench = FullSize(args.tiny, args.steps, tmp)
-        built = bench.build_mllm()
-        print(f"MLLM built in {built:.1f} s (random weights, bf16); RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+        bench = FullSize(args.tiny, args.steps, tmp, dtype, vae_tiles=tiles)  # type: ignore[arg-type]
         for mode in modes:
-            if mode == "low_vram":
-                t = time.perf_counter()
-                n = quantize_weights(bench.mllm, "int8")
+            predicted = bench.predict(mode)
+            need = predicted["weights"]
+            if bench.mllm is None and need > available() * 0.95:  # its weights alone do not fit
+                run = ModeRun(mode, note=bench.advice(mode, {"weights": need}, available()))
+                run.rows = [StageRow(n, predicted=predicted.get(n, 0), note="not run") for n in STAGES]
+                runs.append(run)
+                print(f"\n[{mode}] not run: {run.note}", flush=True)
+                continue
+            t = time.perf_counter()
+            if mode == "low_vram" and bench.mllm is None:
+                print(f"MLLM built as int8 in {bench.build_mllm_int8():.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+            elif mode == "low_vram":
+                n = quantize_weights(bench.mllm, "int8")  # after resident: its weights, quantised in place
                 gc.collect()
                 print(f"MLLM: {n} linears to int8 in {time.perf_counter() - t:.1f} s", flush=True)
-            if bench.decoder is None:  # after the int8 MLLM when low_vram runs alone: a lower build peak
-                built = bench.build_decoder()
-                print(f"decoder built in {built:.1f} s (random weights, bf16); RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+            elif bench.mllm is None:
+                print(f"MLLM built in {bench.build_mllm():.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+            if bench.decoder is None:
+                print(f"decoder built in {bench.build_decoder():.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
             t = time.perf_counter()
             run = bench.run(mode, rss_hwm())
             runs.append(run)
@@ -388,7 +459,8 @@ def main(argv=None) -> int:
     text = (f"# bench/fullsize.py{' --tiny' if args.tiny else ''} --steps {args.steps}\n\n{env}\n\n"
             f"Random weights at {'tiny' if args.tiny else 'the released'} sizes, "
             f"{bench.size['height']}x{bench.size['width']}, 17 frames, history window {HISTORY}, 1 session; "
-            f"MLLM and decoder in bf16 (int8 MLLM linears in low_vram). Live tensors: the peak of live tensor "
+            f"MLLM and decoder in {why} (int8 MLLM linears in low_vram"
+            + (f", VAE tiles {args.vae_tiles}" if args.vae_tiles else "") + "). Live tensors: the peak of live tensor "
             f"bytes in the stage (weights included), counted at the dispatcher; predicted: inference.memory.plan "
             f"for the same run. Total {time.perf_counter() - t0:.0f} s.\n\n{table(runs, args.steps)}\n"
             + "".join(f"\nMP4 ({run.mode}): {run.mp4_bytes} bytes" for run in runs if run.mp4_bytes)

@@ -38,8 +38,9 @@ def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize
 
 
 def build_decoder(dtype: torch.dtype, dit_config: dict, vae_config: dict, size: dict[str, int], low_vram: bool,
-                  steps: int = 2) -> AnimeGamerDecoder:
-    """An AnimeGamerDecoder with the worker's memory mode applied (`prepare`'s VAE options)."""
+                  steps: int = 2, tiles: tuple[int, int] | None = None) -> AnimeGamerDecoder:
+    """An AnimeGamerDecoder with the worker's memory mode applied (`prepare`'s VAE options);
+    `tiles`: the VAE's tile (height, width) where a run sets its own."""
     from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
     from inference.decoder.pipeline import AnimeGamerDecoder, vae_memory_mode
     from inference.decoder.transformer import AnimeGamerTransformer3DModel
@@ -51,4 +52,6 @@ def build_decoder(dtype: torch.dtype, dit_config: dict, vae_config: dict, size: 
         torch.nn.Module.to(model, dtype)  # (diffusers' `to` wrapper reads as unbound to a type checker)
     decoder = AnimeGamerDecoder(dit, vae, steps=steps, height=size["height"], width=size["width"])
     vae_memory_mode(decoder.vae, low_vram)  # as inference.decoder.pipeline.prepare does
+    if tiles:
+        decoder.vae.enable_tiling(tile_sample_min_height=tiles[0], tile_sample_min_width=tiles[1])
     return decoder

@@ -79,7 +79,8 @@ class Precision:
     mllm_dtype: torch.dtype = torch.bfloat16
     decoder_dtype: torch.dtype = torch.float16
     quantize: str | None = None  # "int8" in low_vram
-    low_vram: bool = False  # VAE sliced and tiled
+    low_vram: bool = False  # VAE tiled
+    vae_tiles: tuple[int, int] | None = None  # (height, width) of the VAE's tiles if not diffusers' default
 
 
 @dataclass
@@ -142,7 +143,8 @@ def trace(shapes: Shapes, precision: Precision, sessions: int, device: str = "cu
     out = Trace()
     counter = LiveBytes("meta", cuda_rounding=cuda)
     mllm = build_mllm(precision.mllm_dtype, shapes.mllm, shapes.rep_dim, precision.quantize)
-    decoder = build_decoder(precision.decoder_dtype, shapes.dit, shapes.vae, shapes.size, precision.low_vram)
+    decoder = build_decoder(precision.decoder_dtype, shapes.dit, shapes.vae, shapes.size, precision.low_vram,
+                            tiles=precision.vae_tiles)
     with counter, torch.inference_mode():
         out.weights_mllm = counter.adopt([*mllm.parameters(), *mllm.buffers()])
         out.weights_decoder = counter.adopt([*decoder.transformer.parameters(), *decoder.transformer.buffers(),

@@ -19,17 +19,22 @@ QUANTIZATIONS = ("int8",)
 
 def quantize_weights(model: AnimeGamerMLLM, mode: str) -> int:
     """Quantise the Mistral body's and lm_head's Linear weights in place; returns how many."""
+    return quantize_linears(model.causal_lm, mode)
+
+
+def quantize_linears(module: torch.nn.Module, mode: str) -> int:
+    """Quantise every Linear weight under `module` in place (one decoder layer at a time keeps a
+    full-size build's peak low); returns how many."""
     if mode not in QUANTIZATIONS:
         raise ValueError(f"MLLM quantisation must be one of {QUANTIZATIONS}, got {mode!r}")
     try:
         from torchao.quantization import Int8WeightOnlyConfig, quantize_
     except ImportError as e:
         raise RuntimeError("8-bit MLLM weights need torchao: pip install torchao") from e
-    llm = model.causal_lm
 
-    def is_llm_linear(module: torch.nn.Module, fqn: str) -> bool:
-        return isinstance(module, torch.nn.Linear)
+    def is_linear(m: torch.nn.Module, fqn: str) -> bool:
+        return isinstance(m, torch.nn.Linear)
 
-    count = sum(1 for n, m in llm.named_modules() if is_llm_linear(m, n))
-    quantize_(llm, Int8WeightOnlyConfig(), filter_fn=is_llm_linear)
+    count = sum(1 for n, m in module.named_modules() if is_linear(m, n))
+    quantize_(module, Int8WeightOnlyConfig(), filter_fn=is_linear)
     return count
