@@ -17,7 +17,7 @@ from inference.decoder.pipeline import AnimeGamerDecoder
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 from inference.decoder.vae import COGVIDEOX_VAE_CONFIG, decode_latents
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # last: bench/queue.py must not shadow the stdlib
 import gpu  # noqa: E402  (bench/gpu.py: its analytic FLOPs)
 
 SESSIONS = 2

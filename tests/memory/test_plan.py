@@ -15,7 +15,7 @@ import torch
 from inference.memory.live import GiB
 from inference.memory.plan import Precision, Shapes, advise, compose, predict, trace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # last: bench/queue.py must not shadow the stdlib
 
 
 def test_prediction_matches_a_real_tiny_turn_within_15_percent(tmp_path):
