@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import discord
 
 from bot import context
 from db import audit
+from game.errors import ContentRefused
+
+log = logging.getLogger(__name__)
 
 
 async def record(s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
@@ -19,6 +24,19 @@ async def record(s, interaction: discord.Interaction, action: str, target: str |
         target=target,
         details=details,
     )
+
+
+async def record_refusal(interaction: discord.Interaction, refused: ContentRefused) -> None:
+    """A text the content rules refused (`<what>_refused`: instruction_refused, reason_refused),
+    in a transaction of its own: the command's was rolled back with the refusal. Best effort: a
+    database that is down loses the entry, never the member's answer."""
+    command = interaction.command.qualified_name if interaction.command else None
+    try:
+        async with context.bot_of(interaction).db.sessions.begin() as s:
+            await record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
+                         rule_set=refused.rule_set, term=refused.term, text=refused.text)
+    except Exception as e:
+        log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
 
 
 def _name(text) -> str:
@@ -65,6 +83,14 @@ def describe(entry) -> str:
         "cancel_turn": lambda: f"cancelled {_name(target)}" + (f" ({_name(d['reason'])})" if d.get("reason") else ""),
         "regenerate_turn": lambda: f"regenerated {_name(target)}",
         "kick": lambda: f"removed {_user(target, d.get('player'))} from the game",
+        "instruction_refused": lambda: f"had an instruction refused by {_name(d.get('rule_set'))} in {_name(target)}",
+        "reason_refused": lambda: f"had a reason refused by {_name(d.get('rule_set'))} in {_name(target)}",
+        "filter_add": lambda: f"added {_name(target)} to this server's filter",
+        "filter_remove": lambda: f"removed {_name(target)} from this server's filter",
+        "remove_shot": lambda: f"removed {_name(target)}" + (" (their own)" if d.get("by") == "author" else "")
+        + (f" ({_name(d['reason'])})" if d.get("reason") and d.get("by") != "author" else ""),
+        "report_shot": lambda: f"reported {_name(target)} by {_user(d.get('author_id'), d.get('author'))}",
+        "log_channel": lambda: f"set the moderation log to <#{int(target)}>" if str(target or "").isdigit() else "turned the moderation log off",
         "vote_mode": lambda: f"turned vote mode {_name(target)}" + (f" ({d['round_seconds']} s rounds)" if target == "on" else ""),
     }.get(entry.action, lambda: _name(entry.action.replace("_", " ")) + (f" {_name(target)}" if target else ""))()
     where = f" in <#{entry.channel_id}>" if entry.channel_id else ""

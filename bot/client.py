@@ -12,6 +12,7 @@ from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import health, replies
+from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
 from bot.maintenance import Maintenance
@@ -27,7 +28,7 @@ from settings import Settings
 log = logging.getLogger(__name__)
 
 EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help",
-              "bot.cogs.privacy")
+              "bot.cogs.privacy", "bot.cogs.shots", "bot.cogs.modlog")
 
 
 class JobQueue:
@@ -97,6 +98,7 @@ class AnimeGamerBot(commands.Bot):
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
         self.config = ConfigCache(self)  # guild and channel configuration, live sessions' films
+        self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
         self.edits = EditScheduler(self, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
         self.board = StatusBoard(self, self.edits)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)

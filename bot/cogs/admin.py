@@ -4,6 +4,7 @@ admin role (checked by the bot); every change is written to the audit log in its
 from __future__ import annotations
 
 import contextlib
+import io
 from typing import TYPE_CHECKING, Literal
 
 import discord
@@ -12,10 +13,13 @@ from discord.ext import commands
 
 from bot import audit as bot_audit
 from bot import checks, context
+from bot import modlog as modlog_setup
 from bot.choices import film_choices
 from bot.embeds import INFO, esc
-from db import audit, guilds
+from db import audit, content_filters, guilds
+from db import modlog as modlog_db
 from game.catalogue import suggest
+from game.content_rules import SERVER_FILTER
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -28,6 +32,8 @@ class Admin(commands.Cog):
         guild_only=True,
         default_permissions=discord.Permissions(manage_guild=True),
     )
+
+    filters = app_commands.Group(name="filter", description="This server's blocked words and phrases", parent=admin)
 
     def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
@@ -125,6 +131,62 @@ class Admin(commands.Cog):
             await bot_audit.record(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
         verb = "now has" if enabled else "no longer has"
         await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
+
+    @filters.command(name="add", description="Block a word or phrase in instructions here (*term* anywhere, term* prefix, *term suffix)")
+    @app_commands.describe(term="A word or phrase of at most 60 characters; no star: the whole word only")
+    async def filter_add(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self._writing(interaction) as s:
+            added = await content_filters.add(s, context.guild_id(interaction), term, interaction.user.id)
+            await bot_audit.record(s, interaction, "filter_add", added)
+        await self._done(interaction, f"Blocked here from now on: {esc(added)}")
+
+    @filters.command(name="remove", description="Unblock a word or phrase of this server's filter")
+    @app_commands.describe(term="The term as it was added (/admin filter list shows them)")
+    async def filter_remove(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self._writing(interaction) as s:
+            removed = await content_filters.remove(s, context.guild_id(interaction), term)
+            await bot_audit.record(s, interaction, "filter_remove", removed)
+        await self._done(interaction, f"No longer blocked: {esc(removed)}")
+
+    @filters.command(name="list", description="This server's blocked words and phrases")
+    async def filter_list(self, interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        async with self.bot.db.sessions() as s:
+            terms = await content_filters.terms(s, context.guild_id(interaction))
+        if not terms:
+            await self._done(interaction, "This server's filter is empty. Add a term with /admin filter add.")
+            return
+        head = f"This server's filter ({len(terms)} term(s)):\n"
+        text = head + "\n".join(esc(t) for t in terms)
+        if len(text) <= 2000:  # a message's limit; a longer list comes as a file, one term a line
+            await self._done(interaction, text)
+        else:
+            data = io.BytesIO("\n".join(terms).encode("utf-8"))
+            await interaction.followup.send(head.strip(), file=discord.File(data, filename="filter.txt"), ephemeral=True)
+
+    @filter_remove.autocomplete("term")
+    async def _filter_choices(self, interaction: discord.Interaction, current: str):
+        # From the cached configuration (its rule sets include the filter): no query per keystroke.
+        cfg = await self.bot.config.config(context.guild_id(interaction), context.channel_id(interaction))
+        terms = next((r.terms for r in cfg.content_rules if r.name == SERVER_FILTER), ())
+        return [app_commands.Choice(name=t, value=t) for t in suggest(terms, current)]
+
+    @admin.command(name="log-channel", description="Where admin and moderator actions, refusals, removals and reports are posted")
+    @app_commands.describe(channel="The moderation log channel (leave it out to turn the log off)")
+    async def log_channel(self, interaction: discord.Interaction, channel: discord.TextChannel | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        if channel is not None:
+            modlog_setup.require_postable(interaction, channel)
+        async with self._writing(interaction) as s:
+            await modlog_db.set_log_channel(s, context.guild_id(interaction), None if channel is None else channel.id)
+            await bot_audit.record(s, interaction, "log_channel", None if channel is None else str(channel.id))
+        if channel is None:
+            await self._done(interaction, "The moderation log is off. Reports are refused until an admin sets a channel again.")
+        else:
+            await self._done(interaction, f"The moderation log now goes to <#{channel.id}>: admin and moderator actions, "
+                                          "refused instructions, removed and reported shots.")
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
     async def show(self, interaction: discord.Interaction) -> None:

@@ -11,7 +11,9 @@ from discord.ext import commands
 
 from bot import audit as bot_audit
 from bot import checks, context
+from bot import removal as shot_removal
 from bot.embeds import esc
+from db import guilds
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.catalogue import display_film
@@ -43,10 +45,20 @@ class Moderation(commands.Cog):
     def _by(self, interaction: discord.Interaction) -> str:
         return esc(interaction.user.display_name)
 
+    async def _reason_allowed(self, interaction: discord.Interaction, reason: str | None) -> None:
+        """A reason shown to the players goes through the content rules (ContentRefused names the rule set)."""
+        if not reason:
+            return
+        automod = await self.bot.automod.for_interaction(interaction)
+        async with self.bot.db.sessions() as s:
+            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
+        cfg.require_allowed("reason", (reason,), automod)
+
     @mod.command(name="pause", description="Pause the game: no new turns until it is resumed")
     @app_commands.describe(reason="Shown to the players")
     async def pause(self, interaction: discord.Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        await self._reason_allowed(interaction, reason)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, True, reason)
@@ -87,6 +99,7 @@ class Moderation(commands.Cog):
         self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200] | None = None
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
+        await self._reason_allowed(interaction, reason)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             row = await turn_service.turn_by_seq(s, gs.id, turn)
@@ -114,6 +127,19 @@ class Moderation(commands.Cog):
             f"{self._by(interaction)} removed {esc(player.display_name)} from the game; {name} is free to join.",
             f"{esc(player.display_name)} no longer plays {name}.",
         )
+
+    @mod.command(name="remove", description="Take a shot down: its clip and text go; the characters keep their states")
+    @app_commands.describe(turn="The turn's number (#) in this channel's game", reason="Why (kept in the audit log and shown on the post)")
+    async def remove(
+        self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200]
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await self._reason_allowed(interaction, reason)  # shown on the post
+        async with self.bot.db.sessions() as s:
+            gs = await game_sessions.require_session(s, context.channel_id(interaction))
+            row = await turn_service.turn_by_seq(s, gs.id, turn)
+        done = await shot_removal.remove(self.bot, interaction, row.id, reason, via="/mod remove")
+        await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
 
 async def setup(bot: AnimeGamerBot) -> None:
