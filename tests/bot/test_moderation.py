@@ -107,7 +107,9 @@ async def test_scheduled_jobs_pause_idle_games_and_prune_clips(world, start_bot,
     assert "paused (idle)" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert await bot.maintenance.pause_idle() == []  # already paused
     assert await bot.maintenance.prune() == 0  # nothing old enough
-    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {"sweep", "pause_idle", "prune", "pause_withdrawn", "vote_rounds"}
+    assert {j.id for j in bot.maintenance.scheduler.get_jobs()} == {
+        "sweep", "pause_idle", "prune", "pause_withdrawn", "vote_rounds", "privacy", "departed",
+    }
 
 
 async def test_a_film_withdrawn_from_the_catalogue_pauses_its_games(world, start_bot, sessions):
