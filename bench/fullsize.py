@@ -310,10 +310,13 @@ class FullSize:
         timings: dict[str, float] = {}
         with counter, torch.inference_mode():
             if not over:
-                result = backend.generate(request, meter)
+                try:
+                    result = backend.generate(request, meter)
+                    timings = dict(result.timings)
+                    run.mp4_bytes = len(result.mp4 or b"")
+                except Exception as e:  # noqa: BLE001  (the stages measured so far are still reported)
+                    run.note = f"{mode}: stopped in its {meter.current} stage: {type(e).__name__}: {e}"
                 meter.switch(None)
-                timings = dict(result.timings)
-                run.mp4_bytes = len(result.mp4 or b"")
             else:
                 # Run the stages that fit, in order, through the same code; stop before the first that does not.
                 run.note = self.advice(mode, over, room)
@@ -402,6 +405,25 @@ def environment() -> str:
             f"torch {torch.__version__}, transformers {transformers.__version__}, diffusers {diffusers.__version__}, {ao}")
 
 
+def tiles_problem(tiles: tuple[int, ...], tiny: bool) -> str | None:
+    """Why the VAE would not give whole frames with these tiles (diffusers' tiled decode pads tiles
+    that do not fit the frame), found on the meta device in a second rather than after the run."""
+    from inference.decoder.vae import decode_latents
+    from inference.memory.fake_models import build_decoder
+
+    size = dict(TINY_SIZE if tiny else {"height": 480, "width": 720})
+    dit, vae = (TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG) if tiny else (ANIMEGAMER_2B_CONFIG, COGVIDEOX_VAE_CONFIG)
+    if len(tiles) != 2:
+        return f"--vae-tiles takes HxW, got {tiles}"
+    dec = build_decoder(torch.float32, dict(dit), dict(vae), size, low_vram=True, tiles=(tiles[0], tiles[1]))
+    with torch.no_grad():
+        video = decode_latents(dec.vae, torch.empty((1, *dec.latent_shape), device="meta"))
+    got = tuple(video.shape[-2:])
+    if got != (size["height"], size["width"]):
+        return f"--vae-tiles {tiles[0]}x{tiles[1]} gives {got[0]}x{got[1]} frames, not {size['height']}x{size['width']}"
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=2, help="denoise steps (the release uses 50)")
@@ -415,6 +437,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="Markdown file for the table")
     args = ap.parse_args(argv)
     tiles = tuple(int(v) for v in args.vae_tiles.lower().split("x")) if args.vae_tiles else None
+    if tiles and (why_not := tiles_problem(tiles, args.tiny)):
+        ap.error(why_not)
     modes = [m for m in ("resident", "low_vram") if m in args.modes.split(",")]
     unknown = set(args.modes.split(",")) - {"resident", "low_vram"}
     if unknown or not modes:
