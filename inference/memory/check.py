@@ -74,7 +74,11 @@ def refusal(settings, sessions: int) -> str | None:
     plan's numbers and the mode that would), or None: it fits, no GPU is in use, or the check is off."""
     if not settings.memory_check:
         return None
-    advice = check(settings, sessions)
+    try:
+        advice = check(settings, sessions)
+    except Exception:  # noqa: BLE001  (a prediction that cannot run must not keep a worker from starting)
+        log.warning("GPU memory: the memory plan could not run; starting without its check", exc_info=True)
+        return None
     if advice is None:
         return None
     if advice.fits:

@@ -117,3 +117,15 @@ def test_trace_of_a_tiny_turn_on_cuda_rounds_to_allocator_blocks():
         assert cuda.activations[stage] % 512 == 0
     p = compose("two_gpus", 1, cuda)
     assert set(p.devices) == {"gpu0", "gpu1"} and "vae" not in p.devices["gpu0"]
+
+
+def test_a_prediction_that_cannot_run_does_not_keep_a_worker_from_starting(monkeypatch, caplog):
+    from inference.memory import check
+    from settings import Settings
+
+    def broken(*a, **k):
+        raise RuntimeError("no meta kernel for this op")
+
+    monkeypatch.setattr(check, "check", broken)
+    assert check.refusal(Settings(_env_file=None), sessions=1) is None
+    assert "could not run" in caplog.text
