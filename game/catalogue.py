@@ -28,6 +28,7 @@ from pathlib import Path
 from game.errors import FilmWithdrawn, UnknownFilm
 from game.operator_rules import RulesFileError, load_rules, use_rules
 from game.sanitize import InputRefused, sanitize_field
+from game.toml_files import read_toml
 from settings import Settings, SettingsError, load_settings
 
 PACKAGED = "game/films.toml"  # how the shipped file is named in messages
@@ -224,16 +225,8 @@ def parse_films(data: Mapping, source: str, base: Mapping[str, Film] | None = No
 def read_films_file(path: str | Path, base: Mapping[str, Film] | None = None) -> dict[str, Film]:
     """One operator file laid over `base` (default: the packaged catalogue)."""
     path = Path(path)
-    source = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogueError([f"{source}: the films file does not exist"]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CatalogueError([f"{source}: cannot read the films file ({e})"]) from None
-    except tomllib.TOMLDecodeError as e:
-        raise CatalogueError([f"{source}: not valid TOML ({e})"]) from None
-    return parse_films(data, source, packaged_films() if base is None else base)
+    data = read_toml(path, "films file", CatalogueError)
+    return parse_films(data, str(path), packaged_films() if base is None else base)
 
 
 def packaged_films() -> dict[str, Film]:

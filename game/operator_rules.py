@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from game.content_rules import MAX_ALLOW, MAX_TERMS, OPERATOR, RuleSet, TermRefused, parse_term
+from game.toml_files import read_toml
 
 PACKAGED = "game/content_rules.toml"  # how the shipped file is named in messages
 LISTS = {"terms": MAX_TERMS, "allow": MAX_ALLOW}
@@ -61,16 +62,8 @@ def parse_rules(data: Mapping, source: str) -> RuleSet:
 
 def read_rules_file(path: str | Path) -> RuleSet:
     path = Path(path)
-    source = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RulesFileError([f"{source}: the content rules file does not exist"]) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RulesFileError([f"{source}: cannot read the content rules file ({e})"]) from None
-    except tomllib.TOMLDecodeError as e:
-        raise RulesFileError([f"{source}: not valid TOML ({e})"]) from None
-    return parse_rules(data, source)
+    data = read_toml(path, "content rules file", RulesFileError)
+    return parse_rules(data, str(path))
 
 
 def packaged_rules() -> RuleSet:
