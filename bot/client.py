@@ -11,7 +11,7 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot import health, replies
+from bot import health, locale, replies
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
@@ -19,6 +19,7 @@ from bot.maintenance import Maintenance
 from bot.notifier import RETRY_DELAYS, Notifier
 from bot.permissions import bot_intents
 from bot.status import StatusBoard
+from bot.translator import CatalogTranslator
 from bot.views import CancelButton, RegenerateButton
 from db.models import GameSession, Turn
 from db.runtime import Database
@@ -63,6 +64,10 @@ class JobQueue:
 
 
 class GameTree(app_commands.CommandTree):
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        locale.adopt(interaction)  # answers, autocomplete and errors in the member's language
+        return True
+
     async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
         await replies.report(interaction, error)
 
@@ -116,6 +121,7 @@ class AnimeGamerBot(commands.Bot):
         self.maintenance.start()
         if self._health_address is not None:
             self._health_runner, self.health_port = await health.start_server(self, *self._health_address)
+        await self.tree.set_translator(CatalogTranslator())
         if self._sync_commands:
             await self.tree.sync()
 

@@ -23,6 +23,7 @@ from game.content_rules import NEUTRAL_NAME, RuleSet, check_all
 from game.errors import ContentRefused, GameError, NoFilm, UnknownCharacter, UnknownFilm
 from game.instruction import Instruction, build_instruction
 from game.operator_rules import operator_rules
+from i18n import L_
 from settings import Settings
 
 
@@ -60,6 +61,7 @@ class ChannelConfig:
     # The operator's rules, then the server's filter (db.content_filters); a face adds its own
     # (the bot: the server's AutoMod keyword rules) as `extra_rules`.
     content_rules: tuple[RuleSet, ...] = ()
+    language: str | None = None  # public posts' catalog (/admin language): the channel's over the guild's
 
     def cast(self) -> list:
         if self.film is None:
@@ -124,6 +126,7 @@ async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, cha
             max_instruction_len=g.max_instruction_len, cooldown_seconds=g.cooldown_seconds, backlog_cap=g.backlog_cap
         ),
         content_rules=tuple(r for r in (operator_rules(), await content_filters.rule_set(s, guild_id)) if r is not None),
+        language=(c.language if c is not None and c.language else None) or (g.language if g is not None else None),
     )
 
 
@@ -148,6 +151,22 @@ async def set_film(s: AsyncSession, guild_id: int, film_id: str, channel_id: int
     else:
         await _upsert(s, ChannelSettings, {"channel_id": channel_id}, {"guild_id": guild_id, "film_id": film.id, "playable": None})
     return film
+
+
+async def set_language(s: AsyncSession, guild_id: int, language: str | None, channel_id: int | None = None) -> None:
+    """The locale of the server's (or one channel's) public posts: a shipped catalog's name
+    (i18n.locales.shipped), or None to follow the server's Discord language (a channel: the server's
+    choice)."""
+    from i18n import locales
+
+    require_id(guild_id, "server id")
+    if language is not None and language not in locales.shipped():
+        raise GameError(L_("Unknown language %(language)s.", language=language))
+    if channel_id is None:
+        await _upsert(s, GuildSettings, {"guild_id": guild_id}, {"language": language})
+    else:
+        require_id(channel_id, "channel id")
+        await _upsert(s, ChannelSettings, {"channel_id": channel_id}, {"guild_id": guild_id, "language": language})
 
 
 async def set_character_enabled(

@@ -69,6 +69,7 @@ class GuildSettings(Base):
     cooldown_seconds: Mapped[float | None] = mapped_column(Float)
     backlog_cap: Mapped[int | None] = mapped_column(Integer)
     log_channel_id: Mapped[int | None] = mapped_column(BigInteger)  # the moderation log (/admin log-channel)
+    language: Mapped[str | None] = mapped_column(String(16))  # public posts' locale (/admin language); NULL: Discord's
     updated_at: Mapped[datetime] = _now()
 
 
@@ -81,6 +82,7 @@ class ChannelSettings(Base):
     guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
     film_id: Mapped[str | None] = mapped_column(String(32))
     playable: Mapped[list[str] | None] = mapped_column(ARRAY(String(32)))
+    language: Mapped[str | None] = mapped_column(String(16))  # over the guild's (/admin language channel:)
     updated_at: Mapped[datetime] = _now()
 
 
@@ -389,3 +391,15 @@ class GuildDeparture(Base):
     guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     left_at: Mapped[datetime] = _now()
     delete_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class MemberNotice(Base):
+    """A one-time notice a member has been shown (e.g. that the model was trained on English
+    descriptions), so it is shown once per member, not on every turn. Deleted with the member's
+    data (/privacy delete)."""
+
+    __tablename__ = "member_notices"
+
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    notice: Mapped[str] = mapped_column(String(32), primary_key=True)
+    shown_at: Mapped[datetime] = _now()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import secrets
 
+from i18n import Lazy
+
 
 def size_text(n: int) -> str:
     """A byte count as people read upload limits: 8.0 MB, 750 KB."""
@@ -20,9 +22,17 @@ class GameError(Exception):
 
     code = "refused"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str | Lazy):
         super().__init__(message)
-        self.message = message
+        self._message = message
+
+    @property
+    def message(self) -> str:
+        """The refusal in the locale current where it is shown (a member's answer, a page's toast)."""
+        return str(self._message)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class NoSession(GameError):

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     # A server that removed the bot: its data is deleted this many days later unless the bot is added back.
     guild_data_days: float = Field(30.0, gt=0)
 
+    # --- languages (i18n/): every text in the pseudo-locale (accented, between ⟦ ⟧) to find strings
+    # that bypass the catalogs; for translators and the tests, never for players
+    pseudo_locale: bool = False
+
     # --- local play page
     play_host: str = "127.0.0.1"
     play_port: int = Field(8080, ge=0, le=65535)
