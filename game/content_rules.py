@@ -14,9 +14,32 @@ inside a match of the allow list does not count (blocked `*cat*`, allowed `educa
 
 Text and terms are compared after the normalisation game.sanitize applies to player text: NFKC
 (full-width and compatibility forms fold to plain ones), control and zero-width characters
-removed, whitespace runs made one space; then case-folded. So `ＢＡＤ`, `b\u200bad` and `BAD`
-all read `bad`. Regular expressions are not supported (a pattern's cost cannot be bounded with
-Python's backtracking `re`); AutoMod's `regex_patterns` are therefore skipped (see docs/bot.md).
+removed, whitespace runs made one space; then case-folded (`normalise`). So `ＢＡＤ`, `b\u200bad`
+and `BAD` all read `bad`. Both are then matched in their look-alike form (`fold_look_alikes`): a
+non-ASCII letter or digit to which Unicode's confusables table (UTS #39, as shipped by the
+`confusable_homoglyphs` package) gives a Latin prototype is replaced by it, so Cyrillic `bаd`
+(U+0430), `ѕех`, Greek `bοx` and Latin `ɑ` or `ı` read `bad`, `sex`, `box`, `a`, `i`. Terms are
+kept and shown as typed (normalised); only their patterns are folded, and run on folded text.
+As terms and text fold alike, a term written with look-alikes matches plain text, and a Russian
+term still matches Russian text, also with a Latin look-alike typed inside it (`сукa` with a
+Latin a). It is UTS #39's skeleton narrowed to what cannot cause false matches:
+
+- ASCII is never rewritten. The full skeleton also maps `m` to `rn`, `1` and `I` to `l`, `0` to
+  `O`, so `porn*` would refuse "pomegranate";
+- only a letter or digit is replaced, and only by ASCII letters or digits: a word stays a word
+  and a boundary a boundary, so every match of the plain forms is a match of the folded ones
+  (matching the folded form alone loses nothing), and the wildcard rules are unchanged;
+- a letter without a Latin look-alike stays as it is (`д`, `ж`, `λ`): nothing is transliterated,
+  so `дурак` never matches `durak`;
+- Han, kana, Hangul and Bopomofo are left alone (the table maps `〇` to `O`), so Japanese, Chinese
+  and Korean text never meets a Latin term through the fold.
+
+What it cannot tell apart: a real word of another script made only of look-alike letters reads as
+its Latin look-alike (Russian `ср`, "Wed.", reads `cp`). The fold costs nothing for ASCII text
+and one cached look-up per other character; terms are folded once, when their patterns compile.
+
+Regular expressions are not supported (a pattern's cost cannot be bounded with Python's
+backtracking `re`); AutoMod's `regex_patterns` are therefore skipped (see docs/bot.md).
 
 Bounds are AutoMod's own: at most 1,000 terms per rule set, 100 allow-list entries, 60
 characters per term. `parse_term` is the one validation of a term, used by the operator's file,
@@ -29,7 +52,9 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
+
+from confusable_homoglyphs import categories, confusables
 
 from game.sanitize import clean_text
 
@@ -57,11 +82,45 @@ class TermRefused(ValueError):
 
 
 def normalise(text: str | None) -> str:
-    """Text as the rules see it: game.sanitize's cleaning (NFKC, invisible characters dropped,
-    whitespace runs made one space), case-folded."""
+    """Text as a term is kept and shown: game.sanitize's cleaning (NFKC, invisible characters
+    dropped, whitespace runs made one space), case-folded. The rules match it folded
+    (`fold_look_alikes`)."""
     if not text:
         return ""
     return clean_text(text, sys.maxsize).casefold()  # never cut: NFKC can make text many times longer
+
+
+# Scripts whose characters are never folded: the confusables table maps a few of them to Latin
+# (IDEOGRAPHIC NUMBER ZERO to O), and text in them must not meet a Latin term that way.
+_UNFOLDED_SCRIPTS = frozenset({"HAN", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"})
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=8192)  # the characters a server's players type; bounded against a flood of rare ones
+def _latin_look_alike(char: str) -> str:
+    """`char`'s Latin prototype in UTS #39's confusables table (Cyrillic а: a), case-folded, when
+    it is a letter or digit whose prototype is ASCII letters or digits; else `char` itself."""
+    if char.isascii() or not _WORD.fullmatch(char) or categories.alias(char) in _UNFOLDED_SCRIPTS:
+        return char
+    found = confusables.is_confusable(char)
+    if not found:
+        return char
+    # The package lists a character's look-alikes in both directions of the table; an ASCII one
+    # listed for a non-ASCII character is its prototype, since the table's ASCII sources
+    # (` " | 1 I 0 m) all map to ASCII (and % to a sequence, never one character).
+    for glyph in found[0]["homoglyphs"]:
+        prototype = str(glyph["c"]).casefold()
+        if prototype.isascii() and _WORD.fullmatch(prototype):
+            return prototype
+    return char
+
+
+def fold_look_alikes(normalised: str) -> str:
+    """`normalise`d text (or a term) with each look-alike letter of another script made the Latin
+    letter it imitates (see the module docstring): `bаd` with a Cyrillic а reads `bad`."""
+    if normalised.isascii():
+        return normalised
+    return "".join(_latin_look_alike(char) for char in normalised)
 
 
 def parse_term(raw: object) -> str:
@@ -84,7 +143,8 @@ def parse_term(raw: object) -> str:
 
 
 def _pattern(term: str) -> re.Pattern[str]:
-    core = re.escape(term.strip("*")).replace(r"\ ", " ")
+    """The term's pattern over folded text: its core folded too (`fold_look_alikes`)."""
+    core = re.escape(fold_look_alikes(term.strip("*"))).replace(r"\ ", " ")
     start = "" if term.startswith("*") else r"(?<!\w)"
     end = "" if term.endswith("*") else r"(?!\w)"
     return re.compile(start + core + end)
@@ -112,12 +172,14 @@ class RuleSet:
         return tuple(_pattern(t) for t in self.allow)
 
     def first_match(self, normalised: str) -> str | None:
-        """The first term that matches outside the allow list's matches, or None."""
+        """The first term (as listed, unfolded) that matches `normalise`d text outside the allow
+        list's matches, or None. Terms, allow list and text are compared folded."""
+        folded = fold_look_alikes(normalised)  # idempotent: text folded already reads the same
         allowed: list[tuple[int, int]] | None = None
         for term, pattern in self._blocked:
-            for m in pattern.finditer(normalised):
+            for m in pattern.finditer(folded):
                 if allowed is None:
-                    allowed = [a.span() for p in self._allowed for a in p.finditer(normalised)]
+                    allowed = [a.span() for p in self._allowed for a in p.finditer(folded)]
                 if not any(a <= m.start() and m.end() <= b for a, b in allowed):
                     return term
         return None
