@@ -14,7 +14,7 @@ from discord.ext import commands
 from bot import audit as bot_audit
 from bot import checks, context
 from bot import modlog as modlog_setup
-from bot.choices import film_choices
+from bot.choices import character_choices, film_choices
 from bot.embeds import INFO, esc
 from db import audit, content_filters, guilds
 from db import modlog as modlog_db
@@ -67,6 +67,7 @@ class Admin(commands.Cog):
 
     @admin.command(name="character", description="Enable or disable a playable character here")
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
+    @app_commands.autocomplete(character=character_choices)
     async def character(self, interaction: discord.Interaction, character: str, enabled: bool) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self._writing(interaction) as s:
@@ -77,14 +78,6 @@ class Admin(commands.Cog):
             await bot_audit.record(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
         names = ", ".join(c.name for c in cfg.cast()) or "nobody"
         await self._done(interaction, f"Playable here now: {names}.")
-
-    @character.autocomplete("character")
-    async def _character_choices(self, interaction: discord.Interaction, current: str):
-        cfg = await self.bot.config.config(context.guild_id(interaction), context.channel_id(interaction))
-        if cfg.film is None:
-            return []
-        names = {c.name: c.id for c in cfg.film.characters}
-        return [app_commands.Choice(name=n, value=names[n]) for n in suggest(tuple(names), current)]
 
     @admin.command(name="limits", description="Tighten this server's limits; they never go below this bot's own (leave an option out to keep it)")
     @app_commands.describe(

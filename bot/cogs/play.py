@@ -16,7 +16,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks, context
-from bot.choices import film_choices
+from bot.choices import catalogue_choices, film_choices, join_choices, others_choices, split_names
 from bot.embeds import esc, history_embed, states_embed
 from bot.export import ExportLimiter, export_session
 from bot.status import position_text
@@ -25,7 +25,7 @@ from db import guilds
 from db import sessions as game_sessions
 from db import turns as turn_service
 from db.guilds import ChannelConfig
-from game.catalogue import FILMS, Character, Film, display_film, session_film, suggest
+from game.catalogue import display_film, session_film
 from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
 
 if TYPE_CHECKING:
@@ -39,47 +39,6 @@ EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video; read one clip
 def with_cleaning_notes(text: str, ins) -> str:
     """An answer to /act or /vote propose, plus what sanitising changed in the player's text."""
     return text + ("\nYour text was cleaned: " + "; ".join(ins.notes) + "." if ins.notes else "")
-
-
-def split_names(text: str | None) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
-
-
-async def film_and_cast(interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
-    """The film played in this channel (its game's, else the configured one) and its playable
-    characters, from the bot's cache: autocomplete asks on every keystroke."""
-    cache = context.bot_of(interaction).config
-    guild_id, channel_id = context.place(interaction)
-    cfg = await cache.config(guild_id, channel_id)
-    game = await cache.live_game(channel_id)
-    film = FILMS.get(game.film_id) if game is not None else cfg.film
-    return film, (cfg.cast_for(film) if film else [])
-
-
-def catalogue_choices(attr: str):
-    """Autocomplete for an /act option offered by the film's catalogue (`Film.<attr>`)."""
-
-    async def choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        film, _ = await film_and_cast(interaction)
-        if film is None:
-            return []
-        return [app_commands.Choice(name=o, value=o) for o in suggest(getattr(film, attr), current)]
-
-    return choices
-
-
-async def others_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    """Autocomplete for /act's `with`: completes the last name of a comma-separated list."""
-    _, cast = await film_and_cast(interaction)
-    done, _, typing = current.rpartition(",")
-    chosen = {n.casefold() for n in split_names(done)}
-    prefix = ", ".join(split_names(done))
-    names = tuple(c.name for c in cast if c.name.casefold() not in chosen)
-    out = []
-    for n in suggest(names, typing):
-        value = f"{prefix}, {n}" if prefix else n
-        out.append(app_commands.Choice(name=value[:100], value=value[:100]))
-    return out
 
 
 def act_fields(others: str):
@@ -145,6 +104,7 @@ class Play(commands.Cog):
 
     @game.command(name="join", description="Play a character in this channel's game")
     @app_commands.describe(character="A free character of this channel's cast")
+    @app_commands.autocomplete(character=join_choices)
     async def join(self, interaction: discord.Interaction, character: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         automod = await self.bot.automod.for_interaction(interaction)
@@ -160,19 +120,6 @@ class Play(commands.Cog):
             await game_sessions.join(s, gs, film, interaction.user.id, name, ch.id)
         await self._say(interaction, f"{esc(name)} plays {ch.name}.")
         await interaction.followup.send(f"You play {ch.name}. Make a move with /act.", ephemeral=True)
-
-    @join.autocomplete("character")
-    async def _join_choices(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        _, cast = await film_and_cast(interaction)
-        game = await self.bot.config.live_game(context.channel_id(interaction))
-        taken = game.players if game else {}
-        by_name = {c.name: c for c in cast}
-        out = []
-        for name in suggest(tuple(by_name), current):
-            c = by_name[name]
-            label = f"{name} (played by {taken[c.id]})" if c.id in taken else name
-            out.append(app_commands.Choice(name=label[:100], value=c.id))
-        return out
 
     @game.command(name="leave", description="Stop playing your character")
     async def leave(self, interaction: discord.Interaction) -> None:
