@@ -1,5 +1,6 @@
-"""The play page's aiohttp application: middlewares (errors outermost, then the same-origin
-guard), the routes, the static files; and the runner that serves it, with its server log."""
+"""The play page's aiohttp application: middlewares (the request's language outermost, then
+errors, then the same-origin guard), the routes, the static files; and the runner that serves
+it, with its server log."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from play.errors import errors_middleware
 from play.guard import same_origin_middleware
+from play.language import add_language_routes, locale_middleware
 from play.requests import MAX_BODY
 from play.retention import add_pruner
 from play.routes import STATIC, routes
@@ -54,10 +56,12 @@ SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 
 
 def build_app(svc: PlayServices) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware, same_origin_middleware], client_max_size=MAX_BODY)
+    app = web.Application(middlewares=[locale_middleware, errors_middleware, same_origin_middleware],
+                          client_max_size=MAX_BODY)
     app[SERVICES] = svc
     app.router.add_routes(routes)
     app.router.add_static("/static/", STATIC, append_version=False)
+    add_language_routes(app)  # the page's strings in the request's language (play/language.py)
     add_vote_routes(app)  # vote mode: its endpoints and the page's deadline check
     add_pruner(app)  # old clips pruned as the bot prunes Discord games' (play/retention.py)
 

@@ -1,6 +1,7 @@
 """Every answer that is not a success, in one JSON shape: `{"error": code, "message": text,
 "field"?: name}`, whichever part refused (a request model, the origin guard, aiohttp's router,
-a game rule). A 500 is only a bug, and it is logged with its traceback.
+a game rule). A 500 is only a bug, and it is logged with its traceback. Messages render in the
+request's locale (play.language's middleware runs outside this one).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from aiohttp import web
 from db.transient import classify, is_transient
 from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
+from i18n import L_, Lazy
 
 log = logging.getLogger(__name__)
 
@@ -22,30 +24,37 @@ HTTP_CODES = {
     413: "too_large", 415: "unsupported_media_type", 416: "range_not_satisfiable",
 }
 HTTP_MESSAGES = {
-    404: "There is nothing here.",
-    405: "This address does not take that method.",
-    413: "The request is too large.",
+    404: L_("There is nothing here."),
+    405: L_("This address does not take that method."),
+    413: L_("The request is too large."),
 }
 
 
 class ApiError(Exception):
     """A refusal of the request itself (not a game rule): status, code, message, field."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None, headers: dict | None = None):
+    def __init__(self, status: int, code: str, message: str | Lazy, field: str | None = None,
+                 headers: dict | None = None):
         super().__init__(message)
-        self.status, self.code, self.message, self.field, self.headers = status, code, message, field, headers
+        self.status, self.code, self.field, self.headers = status, code, field, headers
+        self._message = message
+
+    @property
+    def message(self) -> str:
+        return str(self._message)
 
 
-def bad_request(message: str, field: str | None = None) -> ApiError:
+def bad_request(message: str | Lazy, field: str | None = None) -> ApiError:
     return ApiError(400, "bad_request", message, field)
 
 
-def not_found(message: str = "There is nothing here.") -> ApiError:
-    return ApiError(404, "not_found", message)
+def not_found(message: str | Lazy | None = None) -> ApiError:
+    return ApiError(404, "not_found", HTTP_MESSAGES[404] if message is None else message)
 
 
-def json_error(status: int, code: str, message: str, field: str | None = None, headers: dict | None = None) -> web.Response:
-    body = {"error": code, "message": message}
+def json_error(status: int, code: str, message: str | Lazy, field: str | None = None,
+               headers: dict | None = None) -> web.Response:
+    body = {"error": code, "message": str(message)}
     if field:
         body["field"] = field
     return web.json_response(body, status=status, headers=headers)
@@ -65,7 +74,7 @@ async def errors_middleware(request: web.Request, handler):
         if e.status < 400:  # redirects and the like pass through
             raise
         headers = {k: v for k, v in e.headers.items() if k in ("Allow", "Content-Range")}
-        message = HTTP_MESSAGES.get(e.status) or e.reason
+        message = HTTP_MESSAGES.get(e.status) or e.reason  # (aiohttp's reason phrases stay English)
         return json_error(e.status, HTTP_CODES.get(e.status, "refused"), message, headers=headers)
     except asyncio.CancelledError:
         raise

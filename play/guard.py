@@ -23,6 +23,7 @@ import ipaddress
 from aiohttp import web
 from yarl import URL
 
+from i18n import _
 from play.errors import ApiError
 from play.services import services
 
@@ -93,10 +94,10 @@ def same_origin(origin: str, host: str) -> bool:
 async def same_origin_middleware(request: web.Request, handler):
     host = allowed_host(request)
     if host is None:
-        raise _forbidden("This page answers only to its own address (the Host header names another site).")
+        raise _forbidden(_("This page answers only to its own address (the Host header names another site)."))
     origin = request.headers.get("Origin")
     if origin is not None and not same_origin(origin, host):
-        raise _forbidden("Requests from other sites are refused.")
+        raise _forbidden(_("Requests from other sites are refused."))
     if origin is None and request.method not in SAFE_METHODS:
-        raise _forbidden("A request that changes the game must come from the play page (an Origin header naming it).")
+        raise _forbidden(_("A request that changes the game must come from the play page (an Origin header naming it)."))
     return await handler(request)

@@ -13,6 +13,7 @@ import re
 
 from aiohttp import web
 
+from i18n import _
 from play.errors import ApiError
 
 _SPEC = re.compile(r"([0-9]*)-([0-9]*)")  # DIGIT is ASCII only (not any Unicode digit)
@@ -60,7 +61,7 @@ def byte_range(header: str | None, size: int, if_range: str | None = None) -> tu
         return None
     satisfiable = [s for s in spans if isinstance(s, tuple)]
     if not satisfiable:
-        raise ApiError(416, "range_not_satisfiable", "That byte range is outside the clip.",
+        raise ApiError(416, "range_not_satisfiable", _("That byte range is outside the clip."),
                        headers={"Content-Range": f"bytes */{size}"})
     return satisfiable[0] if len(spans) == 1 else None
 

@@ -25,6 +25,8 @@ from aiohttp.typedefs import Handler
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from db.bounds import BIGINT_MAX, INT_MAX
+from i18n import _
+from i18n.formatting import number
 from play.errors import ApiError, bad_request, not_found
 
 MAX_BODY = 16 * 1024  # bytes; the largest real body (an /act) is under 1 KB
@@ -135,36 +137,48 @@ class TurnPath(Query):
 # --- parsing
 
 
-def _refusal(e: ValidationError, where: str) -> ApiError:
+def _refusal(e: ValidationError, *, query: bool = False) -> ApiError:
     err = e.errors(include_url=False)[0]
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "json_invalid":
-        return bad_request(f"The request body is not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')}).")
+        # TRANSLATORS: the parser's own words (English) follow in the parentheses.
+        return bad_request(_("The request body is not valid JSON (%(problem)s).",
+                             problem=err["msg"].removeprefix("Invalid JSON: ")))
     if err["type"] == "model_type":
-        return bad_request("The request body must be a JSON object.")
+        return bad_request(_("The request body must be a JSON object."))
     field = loc.split(".")[0] or None
-    message = err["msg"][0].lower() + err["msg"][1:]
-    return bad_request(f"{where}{loc}: {message}." if loc else f"{where}{message}.", field)
+    problem = err["msg"][0].lower() + err["msg"][1:]  # pydantic's words (English)
+    if query and loc:
+        # TRANSLATORS: a query parameter's name (as sent), then what is wrong with its value (in English).
+        return bad_request(_("query parameter %(name)s: %(problem)s.", name=loc, problem=problem), field)
+    if loc:
+        # TRANSLATORS: a field of the request body (as sent), then what is wrong with its value (in English).
+        return bad_request(_("%(name)s: %(problem)s.", name=loc, problem=problem), field)
+    return bad_request(f"{problem}.", field)
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, "too_large", _("The request body is too large (at most %(limit)s bytes).", limit=number(MAX_BODY)))
 
 
 async def read_body(request: web.Request) -> bytes:
     """The raw body: `application/json` in UTF-8, declared size within MAX_BODY, sent in time."""
     if request.content_type != "application/json":
-        raise ApiError(415, "unsupported_media_type", "Send the request body as application/json.")
+        raise ApiError(415, "unsupported_media_type", _("Send the request body as application/json."))
     charset = request.charset
     if charset is not None and charset.lower().replace("_", "-") not in ("utf-8", "utf8"):
-        raise ApiError(415, "unsupported_media_type", "Send the request body as UTF-8 JSON (charset=utf-8).")
+        raise ApiError(415, "unsupported_media_type", _("Send the request body as UTF-8 JSON (charset=utf-8)."))
     if request.content_length is not None and request.content_length > MAX_BODY:
-        raise ApiError(413, "too_large", f"The request body is too large (at most {MAX_BODY} bytes).")
+        raise _too_large()
     try:
         async with asyncio.timeout(BODY_TIMEOUT):
             return await request.read()
     except TimeoutError:
-        raise ApiError(408, "timeout", "The request body did not arrive in time.") from None
+        raise ApiError(408, "timeout", _("The request body did not arrive in time.")) from None
     except web.HTTPRequestEntityTooLarge:
-        raise ApiError(413, "too_large", f"The request body is too large (at most {MAX_BODY} bytes).") from None
+        raise _too_large() from None
     except web.RequestPayloadError:  # it does not decode: a broken gzip body, a broken chunk
-        raise bad_request("The request body could not be read (its Content-Encoding or chunks are broken).") from None
+        raise bad_request(_("The request body could not be read (its Content-Encoding or chunks are broken).")) from None
 
 
 async def parse_body(request: web.Request, model: type[Body]) -> Body:
@@ -174,14 +188,14 @@ async def parse_body(request: web.Request, model: type[Body]) -> Body:
     try:
         return model.model_validate_json(raw)
     except ValidationError as e:
-        raise _refusal(e, "") from None
+        raise _refusal(e) from None
 
 
 def parse_query(request: web.Request, model: type[Query]) -> Query:
     try:
         return model.model_validate(dict(request.query))
     except ValidationError as e:
-        raise _refusal(e, "query parameter ") from None
+        raise _refusal(e, query=True) from None
 
 
 def parse_path(request: web.Request, model: type[Query]) -> Query:

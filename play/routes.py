@@ -20,6 +20,8 @@ from db.models import GameSession, Turn
 from game.catalogue import FILMS, session_film, suggest
 from game.errors import NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.sanitize import InputRefused, clean_text
+from i18n import _
+from i18n.formatting import number
 from inference import queue as jobs
 from play import media, shapes
 from play.errors import not_found
@@ -62,12 +64,12 @@ async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: 
 async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSession]:
     t = await turns.get_turn(s, turn_id)
     if t is None:
-        raise not_found("There is no such turn.")
+        raise not_found(_("There is no such turn."))
     gs = await s.get(GameSession, t.session_id)
     if gs is None or gs.channel_id != PLAY_CHANNEL_ID:  # a Discord guild's turn: not ours to show
-        raise not_found("There is no such turn.")
+        raise not_found(_("There is no such turn."))
     if t.removed_at is not None:  # taken down (db.removal): gone from the page
-        raise not_found("This turn was removed.")
+        raise not_found(_("This turn was removed."))
     return t, gs
 
 
@@ -76,9 +78,9 @@ def player_name(raw: str) -> str:
     (the services clean it the same way when storing it)."""
     name = clean_text(raw, NAME_MAX + 1)
     if not name:
-        raise InputRefused("name", "is empty; please type something")
+        raise InputRefused("name", _("is empty; please type something"))
     if len(name) > NAME_MAX:
-        raise InputRefused("name", f"is too long (at most {NAME_MAX} characters)")
+        raise InputRefused("name", _("is too long (at most %(max)s characters)", max=number(NAME_MAX)))
     return name
 
 
@@ -155,11 +157,11 @@ async def get_turn(request: web.Request, path: TurnPath) -> web.Response:
 async def get_video(request: web.Request, path: TurnPath) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s:
-        t, _ = await _turn_in_play(s, path.turn_id)
+        t, _gs = await _turn_in_play(s, path.turn_id)
         full = await turns.get_turn(s, t.id, blobs=True)
         data = full.mp4 if full is not None else None
     if not data:
-        raise not_found("This turn has no clip (not finished, or pruned).")
+        raise not_found(_("This turn has no clip (not finished, or pruned)."))
     return media.mp4_response(request, data)
 
 
@@ -349,7 +351,7 @@ async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
 async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s, s.begin():
-        t, _ = await _turn_in_play(s, path.turn_id)
+        t, _gs = await _turn_in_play(s, path.turn_id)
         if svc.use_queue:
             await jobs.cancel_queued_turn(s, t, "cancelled by a moderator")
         else:
