@@ -1,20 +1,81 @@
 """Refusals a player or moderator sees. Each message says what to do next.
 
 The bot shows them as ephemeral replies and the play page as error toasts, so the wording lives
-here, once.
+here, once. Every message is a lazy catalog message (i18n.L_): built where the refusal is raised,
+rendered in the locale current where it is shown (the member's, the page's). Values that depend on
+the locale too (a list, a size, a wait) are placeholders rendered then (`Later`).
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from i18n import Lazy
+from game.sanitize import field_label
+from i18n import L_, Lazy
+from i18n.formatting import duration, items, size
+from i18n.translate import Ln_, Lp_
 
 
 def size_text(n: int) -> str:
-    """A byte count as people read upload limits: 8.0 MB, 750 KB."""
-    return f"{n / (1024 * 1024):.1f} MB" if n >= 1024 * 1024 else f"{max(1, round(n / 1024))} KB"
+    """A byte count as people read upload limits: 8.0 MB, 750 KB (i18n.formatting.size)."""
+    return size(n)
+
+
+class Later:
+    """A placeholder value rendered when its message is, in the locale current then:
+    `L_("... %(films)s", films=Later(items, ids, "or"))`."""
+
+    __slots__ = ("args", "fn")
+
+    def __init__(self, fn: Callable[..., object], *args: Any) -> None:
+        self.fn, self.args = fn, args
+
+    def __str__(self) -> str:
+        return str(self.fn(*self.args))
+
+    def __repr__(self) -> str:
+        return f"Later({self.fn.__name__}, {self.args!r})"
+
+
+def catalog_text(text: str | Lazy) -> Lazy:
+    """Text that other code passes or the database keeps in English (a pause reason such as
+    "idle", a rule set's name), translated where it is shown when the catalogs have it (it is
+    marked with N_ where it is written); anything else, such as a moderator's own words, is shown
+    as it is."""
+    return text if isinstance(text, Lazy) else Lazy(text, {})
+
+
+def wait_text(seconds: float) -> str:
+    """How long until a cooldown ends, in the current locale, never shorter than it is:
+    "27 seconds", "3 minutes", "2 hours"."""
+    secs = max(1, math.ceil(seconds))
+    for unit in (3600, 60):
+        if secs >= 2 * unit:
+            return duration(math.ceil(secs / unit) * unit, threshold=2)
+    return duration(secs, threshold=math.inf)  # under two minutes: the exact seconds
+
+
+def _choices(values: Sequence[str]) -> Later:
+    """Alternatives as a sentence in the shown locale: "ponyo or qiqi"."""
+    return Later(items, [str(v) for v in values], "or")
+
+
+# The statuses of a turn (db.models.TURN_STATUSES) as refusals and posts name them.
+TURN_STATUS = {
+    "queued": Lp_("turn status", "queued"),
+    "running": Lp_("turn status", "running"),
+    "done": Lp_("turn status", "done"),
+    "failed": Lp_("turn status", "failed"),
+    "cancelled": Lp_("turn status", "cancelled"),
+}
+
+
+def turn_status(status: str) -> Lazy:
+    """A turn's status (as stored) for display, translated where it is shown."""
+    return TURN_STATUS.get(status) or catalog_text(status)
 
 
 class GameError(Exception):
@@ -39,36 +100,44 @@ class NoSession(GameError):
     code = "no_session"
 
     def __init__(self) -> None:
-        super().__init__("No game is running in this channel. Start one with /game start.")
+        super().__init__(L_("No game is running in this channel. Start one with /game start."))
 
 
 class SessionExists(GameError):
     code = "session_exists"
 
     def __init__(self) -> None:
-        super().__init__("A game is already running in this channel. Join it with /game join.")
+        super().__init__(L_("A game is already running in this channel. Join it with /game join."))
 
 
 class SessionPaused(GameError):
     code = "paused"
 
     def __init__(self, reason: str | None = None) -> None:
-        why = f" ({reason})" if reason else ""
-        super().__init__(f"This game is paused{why}. A moderator can resume it with /mod resume.")
+        if reason:
+            # TRANSLATORS: %(reason)s is why the game was paused: a moderator's words, or "idle", "film withdrawn".
+            super().__init__(L_("This game is paused (%(reason)s). A moderator can resume it with /mod resume.",
+                                reason=catalog_text(reason)))
+        else:
+            super().__init__(L_("This game is paused. A moderator can resume it with /mod resume."))
 
 
 class NoFilm(GameError):
     code = "no_film"
 
     def __init__(self) -> None:
-        super().__init__("No film is configured here. An admin can choose one with /admin film.")
+        super().__init__(L_("No film is configured here. An admin can choose one with /admin film."))
 
 
 class UnknownFilm(GameError):
     code = "unknown_film"
 
     def __init__(self, film_id: str, known: list[str]) -> None:
-        super().__init__(f"Unknown film {film_id!r}. Choose one of: {', '.join(known)}.")
+        if known:
+            # TRANSLATORS: %(film)s is the film id as typed, quoted; %(films)s the films offered ("ponyo or qiqi").
+            super().__init__(L_("Unknown film %(film)s. Choose %(films)s.", film=repr(film_id), films=_choices(known)))
+        else:
+            super().__init__(L_("Unknown film %(film)s. No film is offered here.", film=repr(film_id)))
 
 
 class FilmWithdrawn(GameError):
@@ -78,45 +147,56 @@ class FilmWithdrawn(GameError):
 
     def __init__(self, film_id: str) -> None:
         self.film_id = film_id
-        super().__init__(
-            f"This game's film {film_id!r} is no longer offered here (it was removed from the film catalogue), "
-            "so the game is paused until an operator brings it back. An admin can start a new game with another film."
-        )
+        # TRANSLATORS: %(film)s is the film's id, quoted.
+        super().__init__(L_(
+            "This game's film %(film)s is no longer offered here (it was removed from the film catalogue), "
+            "so the game is paused until an operator brings it back. An admin can start a new game with another film.",
+            film=repr(film_id),
+        ))
 
 
 class UnknownCharacter(GameError):
     code = "unknown_character"
 
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(f"{name!r} is not a playable character here. Choose one of: {', '.join(known) or 'none'}.")
+        if known:
+            # TRANSLATORS: %(name)s is the character as typed, quoted; %(names)s the playable ones ("Kiki or Jiji").
+            super().__init__(L_("%(name)s is not a playable character here. Choose %(names)s.",
+                                name=repr(name), names=_choices(known)))
+        else:
+            super().__init__(L_("%(name)s is not a playable character here, and no character is playable in this "
+                                "channel. An admin can enable one with /admin character.", name=repr(name)))
 
 
 class CharacterTaken(GameError):
     code = "character_taken"
 
-    def __init__(self, character: str, by: str) -> None:
-        super().__init__(f"{character} is already played by {by}. Pick another character.")
+    def __init__(self, character: str | Lazy, by: str | Lazy) -> None:
+        # TRANSLATORS: %(player)s is a member's display name (or "another player").
+        super().__init__(L_("%(character)s is already played by %(player)s. Pick another character.",
+                            character=character, player=by))
 
 
 class AlreadyJoined(GameError):
     code = "already_joined"
 
-    def __init__(self, character: str) -> None:
-        super().__init__(f"You already play {character}. Use /game leave first to switch.")
+    def __init__(self, character: str | Lazy) -> None:
+        super().__init__(L_("You already play %(character)s. Use /game leave first to switch.", character=character))
 
 
 class NotJoined(GameError):
     code = "not_joined"
 
     def __init__(self) -> None:
-        super().__init__("You have not joined this game. Pick a character with /game join.")
+        super().__init__(L_("You have not joined this game. Pick a character with /game join."))
 
 
 class BacklogFull(GameError):
     code = "backlog_full"
 
     def __init__(self, cap: int) -> None:
-        super().__init__(f"This game already has {cap} turns waiting. Try again when one has finished.")
+        super().__init__(Ln_("This game already has %(n)s turn waiting. Try again when it has finished.",
+                             "This game already has %(n)s turns waiting. Try again when one has finished.", cap))
 
 
 class Cooldown(GameError):
@@ -124,56 +204,75 @@ class Cooldown(GameError):
 
     def __init__(self, seconds_left: float) -> None:
         self.seconds_left = seconds_left
-        super().__init__(f"Slow down: you can act again in {math.ceil(seconds_left)} s.")
+        # TRANSLATORS: %(wait)s is a length of time, e.g. "27 seconds".
+        super().__init__(L_("Slow down: you can act again in %(wait)s.", wait=Later(wait_text, seconds_left)))
 
 
 class TurnNotFound(GameError):
     code = "turn_not_found"
 
     def __init__(self, turn: int | str) -> None:
-        super().__init__(f"Turn {turn} was not found in this game.")
+        super().__init__(L_("Turn %(turn)s was not found in this game.", turn=turn))
 
 
 class TurnNotCancellable(GameError):
     code = "not_cancellable"
 
     def __init__(self, status: str) -> None:
-        super().__init__(f"That turn is {status}; only queued turns can be cancelled.")
+        # TRANSLATORS: %(status)s is a turn's status: running, done, failed or cancelled.
+        super().__init__(L_("That turn is %(status)s; only queued turns can be cancelled.", status=turn_status(status)))
 
 
 class TurnNotFinished(GameError):
     code = "not_finished"
 
     def __init__(self, status: str) -> None:
-        super().__init__(f"The latest turn is still {status}; wait for it to finish before regenerating it.")
+        # TRANSLATORS: %(status)s is a turn's status: queued or running.
+        super().__init__(L_("The latest turn is still %(status)s; wait for it to finish before regenerating it.",
+                            status=turn_status(status)))
 
 
 class NotAllowed(GameError):
     code = "not_allowed"
 
-    def __init__(self, what: str) -> None:
-        super().__init__(f"You are not allowed to {what}.")
+    def __init__(self, what: str | Lazy) -> None:
+        # TRANSLATORS: %(what)s is an action, e.g. "cancel this turn".
+        super().__init__(L_("You are not allowed to %(what)s.", what=catalog_text(what)))
 
 
 class ServiceDown(GameError):
     code = "service_down"
 
+    MESSAGES = {
+        "the game database": L_("Sorry, the game database is not reachable right now. Nothing was changed; "
+                                "please try again shortly."),
+        "the generation queue": L_("Sorry, the generation queue is not reachable right now. Nothing was changed; "
+                                   "please try again shortly."),
+    }
+
     def __init__(self, what: str = "the game database") -> None:
-        super().__init__(f"Sorry, {what} is not reachable right now. Nothing was changed; please try again shortly.")
+        message = self.MESSAGES.get(what)
+        if message is None:
+            # TRANSLATORS: %(service)s names a service of the bot, e.g. "the game database".
+            message = L_("Sorry, %(service)s is not reachable right now. Nothing was changed; please try again shortly.",
+                         service=catalog_text(what))
+        super().__init__(message)
 
 
 class GuildOnly(GameError):
     code = "guild_only"
 
     def __init__(self) -> None:
-        super().__init__("Games run in server channels. Use this command in a channel of a server.")
+        super().__init__(L_("Games run in server channels. Use this command in a channel of a server."))
 
 
 class FilmFixed(GameError):
     code = "film_fixed"
 
-    def __init__(self, title: str) -> None:
-        super().__init__(f"This channel plays {title}. Leave out the film option, or ask an admin to change it with /admin film.")
+    def __init__(self, title: str | Lazy) -> None:
+        # TRANSLATORS: %(film)s is a film's title.
+        super().__init__(L_("This channel plays %(film)s. Leave out the film option, or ask an admin to change it "
+                            "with /admin film.", film=title))
 
 
 class MissingRights(GameError):
@@ -181,34 +280,47 @@ class MissingRights(GameError):
 
     code = "missing_rights"
 
-    NEEDS = {
-        "admin": "the Manage Server permission or the bot's admin role",
-        "moderator": "the Manage Messages permission or the bot's moderator role",
+    MESSAGES = {
+        "admin": L_("You need the Manage Server permission or the bot's admin role for this. "
+                    "Ask a server admin if you should have it."),
+        "moderator": L_("You need the Manage Messages permission or the bot's moderator role for this. "
+                        "Ask a server admin if you should have it."),
     }
 
     def __init__(self, kind: str) -> None:
-        super().__init__(f"You need {self.NEEDS[kind]} for this. Ask a server admin if you should have it.")
+        super().__init__(self.MESSAGES[kind])
 
 
 class NotTurnAuthor(GameError):
     code = "not_author"
 
     def __init__(self, author: str, what: str) -> None:
-        super().__init__(f"Only {author} (who asked for this turn) or a moderator can {what} it.")
+        if what == "cancel":
+            # TRANSLATORS: %(author)s is a member's display name.
+            message = L_("Only %(author)s (who asked for this turn) or a moderator can cancel it.", author=author)
+        elif what == "regenerate":
+            # TRANSLATORS: %(author)s is a member's display name.
+            message = L_("Only %(author)s (who asked for this turn) or a moderator can regenerate it.", author=author)
+        else:
+            # TRANSLATORS: %(author)s is a member's display name; %(action)s a verb such as "cancel".
+            message = L_("Only %(author)s (who asked for this turn) or a moderator can %(action)s it.",
+                         author=author, action=catalog_text(what))
+        super().__init__(message)
 
 
 class NoTurnToRegenerate(GameError):
     code = "no_turn_to_regenerate"
 
     def __init__(self) -> None:
-        super().__init__("This game has no finished turn to regenerate.")
+        super().__init__(L_("This game has no finished turn to regenerate."))
 
 
 class NotLatestTurn(GameError):
     code = "not_latest"
 
     def __init__(self, seq: int, latest: int) -> None:
-        super().__init__(f"Only the game's latest turn (#{latest}) can be regenerated; this is turn #{seq}.")
+        super().__init__(L_("Only the game's latest turn (#%(latest)s) can be regenerated; this is turn #%(seq)s.",
+                            latest=latest, seq=seq))
 
 
 class TextRefused(GameError):
@@ -216,33 +328,37 @@ class TextRefused(GameError):
 
     code = "text_refused"
 
-    def __init__(self, field_name: str, reason: str) -> None:
-        label = {"characters": "list of characters", "instruction": "instruction"}.get(field_name, field_name.replace("_", " "))
-        super().__init__(f"Your {label} was refused: {reason}. Please change it and try again.")
+    def __init__(self, field_name: str, reason: str | Lazy) -> None:
+        # TRANSLATORS: %(field)s names what the player typed ("motion", "list of characters"); %(reason)s is
+        # why it was refused, worded to follow it ("is too long (31 characters; at most 30)").
+        super().__init__(L_("Your %(field)s was refused: %(reason)s. Please change it and try again.",
+                            field=Later(field_label, field_name), reason=reason))
 
 
 class NothingToExport(GameError):
     code = "nothing_to_export"
 
     def __init__(self) -> None:
-        super().__init__("This game has no finished shots with a clip yet. Play a turn with /act first.")
+        super().__init__(L_("This game has no finished shots with a clip yet. Play a turn with /act first."))
 
 
 class ExportTooLarge(GameError):
     code = "export_too_large"
 
     def __init__(self, limit_bytes: int) -> None:
-        super().__init__(
-            f"The stitched video does not fit this server's upload limit ({size_text(limit_bytes)}), even at "
-            "reduced quality. Export a shorter game, or ask the server to raise its upload limit."
-        )
+        # TRANSLATORS: %(limit)s is a size such as "8.0 MB".
+        super().__init__(L_(
+            "The stitched video does not fit this server's upload limit (%(limit)s), even at reduced quality. "
+            "Export a shorter game, or ask the server to raise its upload limit.",
+            limit=Later(size, limit_bytes),
+        ))
 
 
 class ExportBusy(GameError):
     code = "export_busy"
 
     def __init__(self) -> None:
-        super().__init__("Your previous /export is still being stitched. Wait for it to arrive, then try again.")
+        super().__init__(L_("Your previous /export is still being stitched. Wait for it to arrive, then try again."))
 
 
 class ExportCooldown(GameError):
@@ -250,21 +366,24 @@ class ExportCooldown(GameError):
 
     def __init__(self, seconds_left: float) -> None:
         self.seconds_left = seconds_left
-        super().__init__(f"You exported a video a moment ago; you can export again in {math.ceil(seconds_left)} s.")
+        # TRANSLATORS: %(wait)s is a length of time, e.g. "60 seconds".
+        super().__init__(L_("You exported a video a moment ago; you can export again in %(wait)s.",
+                            wait=Later(wait_text, seconds_left)))
 
 
 class PlayerNotInGame(GameError):
     code = "player_not_in_game"
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is not playing in this channel's game. /status shows who plays whom.")
+        # TRANSLATORS: %(name)s is a member's display name.
+        super().__init__(L_("%(name)s is not playing in this channel's game. /status shows who plays whom.", name=name))
 
 
 class GameEnded(GameError):
     code = "game_ended"
 
     def __init__(self) -> None:
-        super().__init__("That turn belongs to a game that has ended (reset or archived). Play on with /act.")
+        super().__init__(L_("That turn belongs to a game that has ended (reset or archived). Play on with /act."))
 
 
 def new_reference() -> str:
@@ -280,10 +399,12 @@ class InternalError(GameError):
 
     def __init__(self, reference: str) -> None:
         self.reference = reference
-        super().__init__(
-            f"Something went wrong on our side (reference {reference}). Please try again; if it keeps "
-            "failing, tell a server admin and give them the reference."
-        )
+        # TRANSLATORS: %(reference)s is a short code (8 hex digits) that finds the error in the bot's log.
+        super().__init__(L_(
+            "Something went wrong on our side (reference %(reference)s). Please try again; if it keeps "
+            "failing, tell a server admin and give them the reference.",
+            reference=reference,
+        ))
 
 
 class OutOfRange(GameError):
@@ -292,15 +413,33 @@ class OutOfRange(GameError):
 
     code = "out_of_range"
 
+    # What the services call the number (db.bounds.require_id's `what`), each a whole sentence.
+    MESSAGES = {
+        "id": L_("That id is not valid."),
+        "server id": L_("That server id is not valid."),
+        "channel id": L_("That channel id is not valid."),
+        "user id": L_("That user id is not valid."),
+        "player id": L_("That player id is not valid."),
+        "role id": L_("That role id is not valid."),
+    }
+
     def __init__(self, what: str) -> None:
-        super().__init__(f"That {what} is not valid.")
+        message = self.MESSAGES.get(what)
+        if message is None:
+            # TRANSLATORS: %(what)s names a number, e.g. "turn number".
+            message = L_("That %(what)s is not valid.", what=catalog_text(what))
+        super().__init__(message)
+
 
 class UnknownGame(GameError):
     code = "unknown_game"
 
     def __init__(self, number: int, count: int) -> None:
-        known = f"games 1 to {count}" if count else "no games yet"
-        super().__init__(f"This channel has no game {number} ({known}). /games lists them.")
+        if count:
+            super().__init__(L_("This channel has no game %(number)s (games 1 to %(count)s). /games lists them.",
+                                number=number, count=count))
+        else:
+            super().__init__(L_("This channel has no game %(number)s (no games yet). /games lists them.", number=number))
 
 
 # --- vote mode
@@ -310,42 +449,47 @@ class VoteModeOn(GameError):
     code = "vote_mode"
 
     def __init__(self) -> None:
-        super().__init__("This channel plays by vote: propose an action with /vote propose and vote on the round's message.")
+        super().__init__(L_("This channel plays by vote: propose an action with /vote propose and vote on the "
+                            "round's message."))
 
 
 class VoteModeOff(GameError):
     code = "vote_mode_off"
 
     def __init__(self) -> None:
-        super().__init__("This channel does not play by vote; act with /act. An admin can turn voting on with /vote mode.")
+        super().__init__(L_("This channel does not play by vote; act with /act. An admin can turn voting on with "
+                            "/vote mode."))
 
 
 class NoOpenRound(GameError):
     code = "no_round"
 
     def __init__(self) -> None:
-        super().__init__("That vote round is over. Propose an action with /vote propose to open the next one.")
+        super().__init__(L_("That vote round is over. Propose an action with /vote propose to open the next one."))
 
 
 class AlreadyProposed(GameError):
     code = "already_proposed"
 
     def __init__(self, number: int) -> None:
-        super().__init__(f"You already proposed option {number} in this round. Vote, or wait for the next round.")
+        super().__init__(L_("You already proposed option %(number)s in this round. Vote, or wait for the next round.",
+                            number=number))
 
 
 class RoundFull(GameError):
     code = "round_full"
 
     def __init__(self, cap: int) -> None:
-        super().__init__(f"This round already has {cap} proposals. Vote for one of them, or wait for the next round.")
+        super().__init__(Ln_("This round already has %(n)s proposal. Vote for it, or wait for the next round.",
+                             "This round already has %(n)s proposals. Vote for one of them, or wait for the next round.",
+                             cap))
 
 
 class UnknownProposal(GameError):
     code = "unknown_proposal"
 
     def __init__(self) -> None:
-        super().__init__("That proposal is not part of the open round. Vote on the current round's message.")
+        super().__init__(L_("That proposal is not part of the open round. Vote on the current round's message."))
 
 
 # --- content rules (game.content_rules)
@@ -357,34 +501,44 @@ class ContentRefused(GameError):
 
     code = "content_refused"
 
-    def __init__(self, what: str, rule_set: str, term: str, text: str) -> None:
+    def __init__(self, what: str, rule_set: str | Lazy, term: str, text: str) -> None:
         self.what, self.rule_set, self.term, self.text = what, rule_set, term, text
-        super().__init__(f"Your {what} was refused by {rule_set}. Please rephrase it and try again.")
+        # TRANSLATORS: %(what)s names what the player typed ("instruction", "reason"); %(rules)s names the
+        # rule set that refused it ("the operator's rules", "this server's filter").
+        super().__init__(L_("Your %(what)s was refused by %(rules)s. Please rephrase it and try again.",
+                            what=Later(field_label, what), rules=catalog_text(rule_set)))
 
 
 class FilterTermRefused(GameError):
     code = "filter_term_refused"
 
-    def __init__(self, term: str, reason: str) -> None:
-        super().__init__(f"The term {term!r} {reason}.")
+    def __init__(self, term: str, reason: str | Lazy) -> None:
+        # TRANSLATORS: %(term)s is a filter term as typed, quoted; %(reason)s says what is wrong with it,
+        # worded to follow it ("is too long (61 characters; at most 60)").
+        super().__init__(L_("The term %(term)s %(reason)s.", term=repr(term), reason=catalog_text(reason)))
 
 
 class FilterFull(GameError):
     code = "filter_full"
 
     def __init__(self, cap: int) -> None:
-        super().__init__(f"This server's filter already holds {cap} terms, the most it can. Remove one with /admin filter remove first.")
+        super().__init__(Ln_(
+            "This server's filter already holds %(n)s term, the most it can. Remove it with /admin filter remove first.",
+            "This server's filter already holds %(n)s terms, the most it can. Remove one with /admin filter remove first.",
+            cap,
+        ))
 
 
 class FilterTermExists(GameError):
     code = "filter_term_exists"
 
     def __init__(self, term: str) -> None:
-        super().__init__(f"{term!r} is already in this server's filter. /admin filter list shows it.")
+        super().__init__(L_("%(term)s is already in this server's filter. /admin filter list shows it.", term=repr(term)))
 
 
 class FilterTermUnknown(GameError):
     code = "filter_term_unknown"
 
     def __init__(self, term: str) -> None:
-        super().__init__(f"{term!r} is not in this server's filter. /admin filter list shows the terms.")
+        super().__init__(L_("%(term)s is not in this server's filter. /admin filter list shows the terms.",
+                            term=repr(term)))

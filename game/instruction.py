@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from game.catalogue import Film
-from game.sanitize import InputRefused, sanitize_field
+from game.errors import Later
+from game.sanitize import InputRefused, field_label, sanitize_field, too_long
+from i18n import L_, _
+from i18n.formatting import items
 
 # Per-field caps; the whole instruction is capped by the `max_instruction_len` setting.
 FIELD_MAX = {"motion": 80, "adverb": 30, "background": 80, "time_of_day": 30}
@@ -63,16 +66,19 @@ def build_instruction(
     enabled for this channel. Raises InputRefused with the reason.
     """
     if not characters:
-        raise InputRefused("characters", "name at least one character in the shot")
+        # TRANSLATORS: follows "list of characters" ("Your list of characters was refused: name at least ...").
+        raise InputRefused("characters", L_("name at least one character in the shot"))
     names: list[str] = []
     ids: list[str] = []
     for key in characters:
         c = film.character(key)
         if c is None:
-            known = ", ".join(ch.name for ch in film.characters)
-            raise InputRefused("characters", f"{key!r} is not a character of {film.title} (known: {known})")
+            # TRANSLATORS: %(name)s is the name as typed, quoted; %(film)s the film's title; %(known)s its characters.
+            raise InputRefused("characters", L_("%(name)s is not a character of %(film)s (known: %(known)s)",
+                                                name=repr(key), film=film.title,
+                                                known=Later(items, [ch.name for ch in film.characters])))
         if playable is not None and c.id not in playable:
-            raise InputRefused("characters", f"{c.name} is not playable in this channel")
+            raise InputRefused("characters", L_("%(name)s is not playable in this channel", name=c.name))
         if c.id not in ids:
             ids.append(c.id)
             names.append(c.name)
@@ -86,8 +92,10 @@ def build_instruction(
     ):
         r = sanitize_field(value, name, FIELD_MAX[name], required=required)
         cleaned[name] = r.text
-        notes.extend(f"{name}: {n}" for n in r.notes)
+        # TRANSLATORS: what cleaning changed in one field: "motion: removed angle brackets".
+        notes.extend(_("%(field)s: %(note)s", field=field_label(name), note=n) for n in r.notes)
     ins = Instruction(tuple(names), tuple(ids), cleaned["motion"], cleaned["adverb"], cleaned["background"], cleaned["time_of_day"], tuple(notes))
     if len(ins.text) > max_len:
-        raise InputRefused("instruction", f"is too long ({len(ins.text)} characters; at most {max_len})")
+        raise InputRefused("instruction", too_long(len(ins.text), max_len))
     return ins
+

@@ -30,6 +30,9 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from i18n import L_, Lazy, _, ngettext
+from i18n.translate import Ln_, Lp_
+
 SPECIAL_TOKEN_RE = re.compile(
     r"</?\s*(?:s|unk|pad|img|vid|frame|visual|ML|SC|ET|ST|TURN|frame_\d+|Strength_[+-]?\d+)\s*>"
     r"|\[/?INST\]",
@@ -39,19 +42,59 @@ _ANGLE_RE = re.compile(r"[<>]")
 _SPACE_RE = re.compile(r"\s+")
 
 
-class InputRefused(ValueError):
-    """Player text that cannot be used; `reason` is shown to the player as is."""
+# What a player typed, by field, as refusals and notes name it ("Your list of characters was refused").
+FIELD_LABELS: dict[str, Lazy] = {
+    "motion": Lp_("field", "motion"),
+    "adverb": Lp_("field", "adverb"),
+    "background": Lp_("field", "background"),
+    "time_of_day": Lp_("field", "time of day"),
+    "characters": Lp_("field", "list of characters"),
+    "instruction": Lp_("field", "instruction"),
+    "name": Lp_("field", "name"),
+    "reason": Lp_("field", "reason"),
+    "term": Lp_("field", "term"),
+}
 
-    def __init__(self, field_name: str, reason: str):
+
+def field_label(field_name: str) -> str:
+    """A field's name as the player reads it, in the current locale (`time_of_day` -> "time of day")."""
+    label = FIELD_LABELS.get(field_name)
+    return str(label) if label is not None else field_name.replace("_", " ")
+
+
+class InputRefused(ValueError):
+    """Player text that cannot be used. `field_name` is the field's key (the play page's `field`);
+    `reason` is shown to the player, rendered in the locale current where it is read (the refusal
+    is a lazy catalog message, `lazy_reason`), worded to follow the field's name:
+    "motion: is empty; please type something"."""
+
+    def __init__(self, field_name: str, reason: str | Lazy):
         self.field_name = field_name
-        self.reason = reason
-        super().__init__(f"{field_name}: {reason}")
+        self.lazy_reason = reason
+        super().__init__(field_name, reason)
+
+    @property
+    def reason(self) -> str:
+        return str(self.lazy_reason)
+
+    def __str__(self) -> str:
+        # TRANSLATORS: a refused field and why: "motion: is empty; please type something".
+        return _("%(field)s: %(reason)s", field=field_label(self.field_name), reason=self.lazy_reason)
+
+
+def too_long(length: int, max_len: int) -> Lazy:
+    """The refusal of text over its cap, worded to follow the field's name."""
+    # TRANSLATORS: follows a field's name ("motion: is too long (81 characters; at most 80)").
+    return Ln_("is too long (%(n)s character; at most %(max)s)", "is too long (%(n)s characters; at most %(max)s)",
+               length, max=max_len)
 
 
 @dataclass(frozen=True)
 class Sanitized:
     text: str
-    notes: tuple[str, ...] = field(default=())  # what was changed, for telling the player
+    # What was changed, for telling the player: rendered in the locale current when it was cleaned
+    # (the member's or the page's, who is told at once).
+    notes: tuple[str, ...] = field(default=())
 
 
 def _strip_invisible(text: str) -> tuple[str, int]:
@@ -90,20 +133,24 @@ def sanitize_field(text: str | None, field_name: str, max_len: int, required: bo
     s = unicodedata.normalize("NFKC", _drop_surrogates(text))
     s, dropped = _strip_invisible(s)
     if dropped:
-        notes.append(f"removed {dropped} invisible or control character(s)")
+        # TRANSLATORS: what cleaning changed in a field, shown after its name ("motion: removed 2 ...").
+        notes.append(ngettext("removed %(n)s invisible or control character", "removed %(n)s invisible or control characters",
+                              dropped))
     s, n_special = SPECIAL_TOKEN_RE.subn(" ", s)
     if n_special:
-        notes.append(f"removed {n_special} reserved model token(s)")
+        notes.append(ngettext("removed %(n)s reserved model token", "removed %(n)s reserved model tokens", n_special))
     s, n_angle = _ANGLE_RE.subn("", s)
     if n_angle:
-        notes.append("removed angle brackets")
+        notes.append(_("removed angle brackets"))
     s = _SPACE_RE.sub(" ", s).strip()
     if not s:
         if required:
             if text.strip():
-                raise InputRefused(field_name, "nothing usable is left after removing reserved tokens and invisible characters")
-            raise InputRefused(field_name, "is empty; please type something")
+                # TRANSLATORS: follows a field's name ("motion: nothing usable is left ...").
+                raise InputRefused(field_name, L_("nothing usable is left after removing reserved tokens and invisible characters"))
+            # TRANSLATORS: follows a field's name ("motion: is empty; please type something").
+            raise InputRefused(field_name, L_("is empty; please type something"))
         return Sanitized("", tuple(notes))
     if len(s) > max_len:
-        raise InputRefused(field_name, f"is too long ({len(s)} characters; at most {max_len})")
+        raise InputRefused(field_name, too_long(len(s), max_len))
     return Sanitized(s, tuple(notes))

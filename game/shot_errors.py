@@ -1,60 +1,74 @@
 """Refusals about taking a shot down and reporting it (/mod remove, the "Remove shot" and "Report
 shot" message commands, /admin log-channel). The same GameError as game.errors, so the bot shows
-them as written; each says what to do next."""
+them as written; each says what to do next. Lazy catalog messages, like game.errors'."""
 
 from __future__ import annotations
 
-import math
-
-from game.errors import GameError
+from game.errors import GameError, Later, catalog_text, turn_status, wait_text
+from i18n import L_, Lazy
+from i18n.formatting import items
+from i18n.translate import Ln_
 
 
 class NotAShot(GameError):
     code = "not_a_shot"
 
     def __init__(self) -> None:
-        super().__init__("That message is not one of this server's game shots. Use this on a turn's post.")
+        super().__init__(L_("That message is not one of this server's game shots. Use this on a turn's post."))
 
 
 class ShotNotFinished(GameError):
     code = "shot_not_finished"
 
     def __init__(self, seq: int, status: str) -> None:
-        super().__init__(f"Turn #{seq} is still {status}. Cancel it with /mod cancel, or wait for its post.")
+        # TRANSLATORS: %(status)s is a turn's status: queued or running.
+        super().__init__(L_("Turn #%(seq)s is still %(status)s. Cancel it with /mod cancel, or wait for its post.",
+                            seq=seq, status=turn_status(status)))
 
 
 class ShotAlreadyRemoved(GameError):
     code = "shot_already_removed"
 
     def __init__(self, seq: int) -> None:
-        super().__init__(f"Turn #{seq} was already removed. Nothing else to do.")
+        super().__init__(L_("Turn #%(seq)s was already removed. Nothing else to do.", seq=seq))
 
 
 class NotShotAuthor(GameError):
     code = "not_shot_author"
 
     def __init__(self, author: str) -> None:
-        super().__init__(f"Only {author} (who asked for this shot) or a moderator can remove it. Use Report shot to tell the moderators.")
+        # TRANSLATORS: %(author)s is a member's display name; "Report shot" is the message command's name.
+        super().__init__(L_("Only %(author)s (who asked for this shot) or a moderator can remove it. "
+                            "Use Report shot to tell the moderators.", author=author))
 
 
 class NoLogChannel(GameError):
     code = "no_log_channel"
 
     def __init__(self) -> None:
-        super().__init__("This server has no moderation log channel, so reports have nowhere to go. "
-                         "Tell a moderator directly; an admin can set one with /admin log-channel.")
+        super().__init__(L_("This server has no moderation log channel, so reports have nowhere to go. "
+                            "Tell a moderator directly; an admin can set one with /admin log-channel."))
 
 
 class LogChannelUnusable(GameError):
     code = "log_channel_unusable"
 
-    def __init__(self, channel: str, missing: list[str]) -> None:
-        them = "that permission" if len(missing) == 1 else "those permissions"
-        super().__init__(f"I cannot post in {channel}: I need {' and '.join(missing)} there. Give me {them}, or choose another channel.")
+    def __init__(self, channel: str, missing: list[str] | list[str | Lazy]) -> None:
+        # Permission names as Discord shows them; translated where shown when the catalogs have them.
+        permissions = Later(lambda: items([str(catalog_text(m)) for m in missing]))
+        # TRANSLATORS: %(channel)s is a channel mention; %(permissions)s lists Discord permissions
+        # ("Send Messages and Embed Links").
+        super().__init__(Ln_(
+            "I cannot post in %(channel)s: I need %(permissions)s there. Give me that permission, or choose another channel.",
+            "I cannot post in %(channel)s: I need %(permissions)s there. Give me those permissions, or choose another channel.",
+            len(missing), channel=channel, permissions=permissions,
+        ))
 
 
 class ReportCooldown(GameError):
     code = "report_cooldown"
 
     def __init__(self, seconds_left: float) -> None:
-        super().__init__(f"You sent a report a moment ago; you can report again in {math.ceil(seconds_left)} s.")
+        # TRANSLATORS: %(wait)s is a length of time, e.g. "27 seconds".
+        super().__init__(L_("You sent a report a moment ago; you can report again in %(wait)s.",
+                            wait=Later(wait_text, seconds_left)))

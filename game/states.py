@@ -9,10 +9,25 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from i18n import Lazy
+from i18n.translate import Lp_
+
 STATE_MIN, STATE_MAX, STATE_START = 0, 100, 50
 UNIT = 5
 PRED_MIN, PRED_MAX = -5, 5
 STATE_NAMES = ("stamina", "social", "entertainment")
+# The states as players read them (a post's bars, the status board), rendered where shown.
+STATE_LABELS: dict[str, Lazy] = {
+    "stamina": Lp_("character state", "Stamina"),
+    "social": Lp_("character state", "Social"),
+    "entertainment": Lp_("character state", "Entertainment"),
+}
+
+
+def state_label(name: str) -> str:
+    """A state's name in the current locale ("Stamina")."""
+    label = STATE_LABELS.get(name)
+    return str(label) if label is not None else name.capitalize()
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,6 @@ def bar(value: int, width: int = 10) -> str:
 
 
 def describe(name: str, before: int | None, after: int) -> str:
-    """`Stamina ███████░░░ 70 (+10)`; the change is omitted when unknown."""
+    """`Stamina ███████░░░ 70 (+10)` (the name in the current locale); the change is omitted when unknown."""
     change = "" if before is None else f" ({after - before:+d})"
-    return f"{name.capitalize()} {bar(after)} {after}{change}"
+    return f"{state_label(name)} {bar(after)} {after}{change}"

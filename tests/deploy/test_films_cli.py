@@ -79,6 +79,6 @@ def test_models_commands_read_the_operator_catalogue(tmp_path):
 
 def test_worker_film_lists(tmp_path):
     r = cli(tmp_path, "worker", "--backend", "preview", "--film", "qiqi,totoro")
-    assert r.returncode == 2 and "animegamer worker: Unknown film 'totoro'. Choose one of: ponyo, qiqi." in r.stderr
+    assert r.returncode == 2 and "animegamer worker: Unknown film 'totoro'. Choose ponyo or qiqi." in r.stderr
     r = cli(tmp_path, "worker", "--help")
     assert "FILM[,FILM...]|all" in r.stdout

@@ -93,7 +93,7 @@ def test_catalogue_has_both_films_with_unique_ids():
         ids = [c.id for c in f.characters]
         assert len(ids) == len(set(ids))
         assert f.motions and f.backgrounds and f.times
-    with pytest.raises(UnknownFilm, match="Choose one of: ponyo, qiqi"):
+    with pytest.raises(UnknownFilm, match="Choose ponyo or qiqi"):
         get_film("totoro")
 
 

@@ -32,7 +32,7 @@ CASES = [
     ("", REFUSED, "is empty"),
     ("\u200b\u200c\u200d\ufeff", REFUSED, "nothing usable"),
     ("<TURN><Strength_1></s>", REFUSED, "nothing usable"),
-    ("a" * 10_000, REFUSED, "too long (10000 characters; at most 80)"),
+    ("a" * 10_000, REFUSED, "too long (10,000 characters; at most 80)"),
     ("ｆｕｌｌ　ｗｉｄｔｈ", "full width", None),
     ("café naïve", "café naïve", None),
 ]
