@@ -20,6 +20,9 @@ def _list(args) -> int:
         for label in ("motions", "adverbs", "backgrounds", "times"):
             values = getattr(film, label)
             print(f"  {label:12} {', '.join(values) if values else '-'}")
+        for code, _names in film.local:
+            cast = ", ".join(film.character_name_in(c.id, code) for c in film.characters)
+            print(f"  {'local ' + code:12} {film.title_in(code)}: {cast}")
     return 0
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import gettext
 import tomllib
-import unicodedata
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 
+from game.catalogue import fold  # how typed text is compared: NFKC, case-folded, spaces collapsed
 from i18n import current_locale, locales, pgettext
 from i18n.catalogs import translations
 
@@ -46,12 +46,6 @@ def _attr(kind: str) -> str:
 def shown(kind: str, term: str) -> str:
     """The term as the current locale shows it (the English term where no catalog translates it)."""
     return pgettext(context_of(kind), term)
-
-
-def fold(text: str) -> str:
-    """How typed text is compared with a suggestion: NFKC (full-width letters, compatibility
-    forms), case-folded, inner whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 @cache
