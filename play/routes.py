@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TypedDict
 
 from aiohttp import web
 from sqlalchemy import select
@@ -17,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import guilds, sessions, turns
 from db.models import GameSession, Turn
-from game.catalogue import FILMS, session_film, suggest
+from game import vocabulary
+from game.catalogue import FILMS, Film, session_film, suggest
 from game.errors import NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.sanitize import InputRefused, clean_text
 from i18n import _
@@ -82,6 +84,24 @@ def player_name(raw: str) -> str:
     if len(name) > NAME_MAX:
         raise InputRefused("name", _("is too long (at most %(max)s characters)", max=number(NAME_MAX)))
     return name
+
+
+class ModelTerms(TypedDict):
+    motion: str
+    background: str
+    adverb: str
+    time_of_day: str
+
+
+def model_terms(film: Film, body: ActBody) -> ModelTerms:
+    """The /act fields as the model reads them: a suggestion typed or picked in any shipped
+    language becomes the film's English term; other text goes as typed."""
+    return {
+        "motion": vocabulary.to_model("motions", body.motion, film),
+        "background": vocabulary.to_model("backgrounds", body.background, film),
+        "adverb": vocabulary.to_model("adverbs", body.adverb, film),
+        "time_of_day": vocabulary.to_model("times", body.time_of_day, film),
+    }
 
 
 # --- reading
@@ -168,14 +188,16 @@ async def get_video(request: web.Request, path: TurnPath) -> web.Response:
 @routes.get("/api/suggest")
 @accepts(query=SuggestQuery)
 async def get_suggestions(request: web.Request, query: SuggestQuery) -> web.Response:
-    """Autocomplete, exactly as /act offers it."""
+    """Autocomplete, as /act offers it: the film's suggestions in the request's language, matched
+    on what is shown (the act routes map a chosen one back to the English term)."""
     svc = services(request)
     fields = {"motion": "motions", "adverb": "adverbs", "background": "backgrounds", "time_of_day": "times"}
     async with svc.db.sessions() as s:
         gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
         film = FILMS.get(gs.film_id) if gs else (await channel_config(s, svc)).film
-    options = getattr(film, fields[query.field]) if film else ()
-    return web.json_response(suggest(options, query.q))
+    kind = fields[query.field]
+    shown = tuple(vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind))
+    return web.json_response(suggest(tuple(dict.fromkeys(shown)), query.q))
 
 
 @routes.get("/api/events")
@@ -300,10 +322,7 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
         ins = cfg.instruction(
             film,
             [me.character_id, *body.characters],
-            motion=body.motion,
-            background=body.background,
-            adverb=body.adverb,
-            time_of_day=body.time_of_day,
+            **model_terms(film, body),
         )
         t = await turns.submit_turn(
             s, gs, author_id=body.player_id, author_name=me.user_name, instruction=ins, limits=cfg.limits,

@@ -1,11 +1,13 @@
-"""The JSON the page reads: turns, films, the whole state. Pure functions of rows."""
+"""The JSON the page reads: turns, films, the whole state. Pure functions of rows; the texts in
+it (state labels, suggestions) are in the request's locale."""
 
 from __future__ import annotations
 
 from db import guilds
 from db.models import GameSession, Player, Turn
+from game import vocabulary
 from game.catalogue import FILMS, Film
-from game.states import STATE_NAMES, CharacterState
+from game.states import STATE_NAMES, CharacterState, state_label
 
 
 def names_of(film_id: str | None) -> dict[str, str]:
@@ -75,9 +77,9 @@ def state_json(
             "playable": [c.id for c in cfg.cast()],
         },
         "film": film_json(film) if film else None,
+        # The suggestions as shown in the request's language (the routes map them back to English).
         "options": {
-            "motions": list(film.motions), "adverbs": list(film.adverbs),
-            "backgrounds": list(film.backgrounds), "times": list(film.times),
+            kind: [vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind)] for kind in vocabulary.KINDS
         } if film else None,
         "session": None if gs is None else {
             "id": gs.id, "status": gs.status, "paused_reason": gs.paused_reason, "film": gs.film_id,
@@ -94,6 +96,7 @@ def state_json(
             for cid, st in states.items() if cid in names
         },
         "state_names": list(STATE_NAMES),
+        "state_labels": {name: state_label(name) for name in STATE_NAMES},
         "pending": [t.id for t in pending],
         "limits": {
             "max_instruction_len": cfg.limits.max_instruction_len,

@@ -20,7 +20,7 @@ from pydantic import Field
 from db import sessions, votes
 from game.catalogue import session_film
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
-from play.routes import player_name
+from play.routes import model_terms, player_name
 from play.services import PLAY_CHANNEL_ID, PLAY_GUILD_ID, SERVICES, channel_config, services
 
 log = logging.getLogger(__name__)
@@ -117,8 +117,7 @@ async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
         me = await sessions.player_of(s, gs.id, body.player_id)
         name = me.user_name if me is not None else player_name(body.name)
         ins = cfg.instruction(
-            film, votes.shot_characters(me.character_id if me else None, body.characters),
-            motion=body.motion, background=body.background, adverb=body.adverb, time_of_day=body.time_of_day,
+            film, votes.shot_characters(me.character_id if me else None, body.characters), **model_terms(film, body),
         )
         rnd, number, created = await votes.propose(s, gs, author_id=body.player_id, author_name=name, instruction=ins)
     return web.json_response({"ok": True, "round_id": rnd.id, "option": number, "instruction": ins.text, "notes": list(ins.notes)})
