@@ -11,6 +11,7 @@ import math
 
 from game.errors import OutOfRange
 from game.sanitize import clean_text
+from i18n import N_
 
 BIGINT_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -38,8 +39,13 @@ def require_id(value: object, what: str = "id") -> int:
     return value  # type: ignore[return-value]
 
 
-def name_text(name: str | None, fallback: str = "someone") -> str:
-    """A display name as stored and shown; never empty (a name of invisible characters only)."""
+# TRANSLATORS: stored and shown instead of a display name made only of invisible characters.
+SOMEONE = N_("someone")
+
+
+def name_text(name: str | None, fallback: str = SOMEONE) -> str:
+    """A display name as stored and shown; never empty (a name of invisible characters only: the
+    fallback is stored in English, and shown translated where a display looks it up)."""
     return clean_text(name, NAME_LEN) or fallback
 
 

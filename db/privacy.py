@@ -45,9 +45,13 @@ from db.models import (
     VoteRound,
 )
 from db.removal import take_down_turns
+from i18n import N_
 
-DELETED_NAME = "deleted member"
-REMOVAL_REASON = "privacy: its author deleted their data"
+# Stored in English in place of a name and as a removal reason; translated where shown.
+# TRANSLATORS: shown instead of the name of a member who deleted their data.
+DELETED_NAME = N_("deleted member")
+# TRANSLATORS: why a shot was taken down.
+REMOVAL_REASON = N_("privacy: its author deleted their data")
 STEPS = 5  # collect, turns, votes, ids and names, done
 MIN_QUOTED_NAME = 3
 

@@ -18,6 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.models import PENDING_TURN_STATUSES, GameSession, Turn, VoteProposal, VoteRound
+from i18n import N_
+
+# What a shot taken down without a reason says (removed_reason, and the error of a queued turn taken
+# down), stored in English and translated where it is shown.
+# TRANSLATORS: why a shot is gone: a moderator or its author removed it.
+REMOVED = N_("removed")
 
 # What a removed turn's text columns hold instead of the member's words.
 REMOVED_TEXT = ""
@@ -44,7 +50,7 @@ async def take_down_turns(
         return []
     if by_id is not None:
         require_id(by_id, "user id")
-    why = free_text(reason, REASON_LEN) or "removed"
+    why = free_text(reason, REASON_LEN) or REMOVED
     who = None if by_name is None else name_text(by_name)
     rows = (
         await s.execute(
@@ -80,7 +86,7 @@ async def take_down_turns(
         await s.execute(
             update(Turn)
             .where(Turn.id.in_(pending))
-            .values(status="cancelled", error="removed", finished_at=func.now())
+            .values(status="cancelled", error=REMOVED, finished_at=func.now())
         )
     proposals = select(VoteRound.winner_id).where(VoteRound.turn_id.in_(changed), VoteRound.winner_id.is_not(None))
     # Its round's message shows the result again (bot.cogs.vote), now without the text.

@@ -17,6 +17,7 @@ from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Pla
 from game.catalogue import Film, session_film
 from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState
+from i18n import L_, N_
 
 
 async def session_by_id(s: AsyncSession, session_id: int, *, lock: bool = False) -> GameSession:
@@ -97,7 +98,7 @@ async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_
         async with s.begin_nested():
             await s.flush()
     except IntegrityError:  # a concurrent join took it
-        raise CharacterTaken(ch.name, "another player") from None
+        raise CharacterTaken(ch.name, L_("another player")) from None
     await ensure_states(s, gs.id, [ch.id])
     await touch(s, gs.id)
     await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="joined")
@@ -161,7 +162,8 @@ async def cancel_pending(s: AsyncSession, session_id: int, reason: str) -> int:
 async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession:
     """Archive the session and start a fresh one in the channel: same film, same players,
     every character back to the starting states. Queued turns are cancelled."""
-    await cancel_pending(s, gs.id, "the game was reset")
+    # Stored in English (turns.error), translated where shown.
+    await cancel_pending(s, gs.id, N_("the game was reset"))
     kept = await players(s, gs.id)
     gs.status = "archived"
     gs.archived_at = func.now()
@@ -177,7 +179,10 @@ async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession
     return fresh
 
 
-IDLE_REASON = "idle"
+# Pause reasons the code stores (game_sessions.paused_reason), in English: marked for the catalogs,
+# translated where they are shown (game.errors.SessionPaused).
+# TRANSLATORS: why a game was paused: nobody played for a while.
+IDLE_REASON = N_("idle")
 
 
 async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
@@ -193,7 +198,8 @@ async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
     return list((await s.scalars(q)).all())
 
 
-WITHDRAWN_REASON = "film withdrawn"
+# TRANSLATORS: why a game was paused: its film is no longer offered.
+WITHDRAWN_REASON = N_("film withdrawn")
 
 
 async def withdrawn_sessions(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:

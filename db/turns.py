@@ -67,6 +67,7 @@ from game.errors import (
     VoteModeOn,
 )
 from game.instruction import Instruction
+from i18n import N_
 
 __all__ = [
     "Enqueue",
@@ -101,6 +102,10 @@ __all__ = [
     "submit_turn",
     "turn_by_seq",
 ]
+
+# What a cancelled turn's error says when no reason is given (stored in English, translated where shown).
+# TRANSLATORS: why a turn did not run.
+CANCELLED = N_("cancelled")
 
 # enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
 Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]
@@ -198,12 +203,14 @@ async def submit_turn(
     return turn
 
 
-async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled") -> Turn:
+async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = CANCELLED) -> Turn:
+    """Cancel a queued turn; `reason` is stored as given (turns.error: English from the code, or a
+    moderator's words) and translated where it is shown."""
     await s.refresh(turn, with_for_update=True)
     if turn.status != "queued":
         raise TurnNotCancellable(turn.status)
     turn.status = "cancelled"
-    turn.error = free_text(reason, REASON_LEN) or "cancelled"
+    turn.error = free_text(reason, REASON_LEN) or CANCELLED
     turn.finished_at = func.now()
     await s.flush()
     gs = await session_by_id(s, turn.session_id)

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import name_text
 from db.guilds import channel_config
-from db.models import GameSession, Player, VoteBallot, VoteChannel, VoteProposal, VoteRound
+from db.models import GameSession, Player, Turn, VoteBallot, VoteChannel, VoteProposal, VoteRound
 from db.sessions import players as live_players
 from db.sessions import session_by_id, touch
 from db.turns import Enqueue, instruction_columns, submit_turn
@@ -39,6 +39,7 @@ from game.errors import (
     AlreadyProposed,
     BacklogFull,
     GameError,
+    Later,
     NoOpenRound,
     RoundFull,
     SessionPaused,
@@ -46,11 +47,20 @@ from game.errors import (
     VoteModeOff,
 )
 from game.instruction import Instruction
+from i18n import L_, N_, _, ngettext
+from i18n.formatting import number as format_number
 from settings import Settings
 
 MAX_PROPOSALS = 20  # a round's message carries one button per proposal (Discord allows 25)
 DEFAULT_ROUND_SECONDS = 120
 MIN_ROUND_SECONDS, MAX_ROUND_SECONDS = 10, 24 * 3600
+
+# A finished round's outcome is stored in English (vote_rounds.outcome, as written when it closed)
+# and shown in the reader's language by RoundView.outcome_text: the fixed ones are marked here.
+VOIDED_BY_MODE = N_("Voting was turned off in this channel; this round is void.")
+VOIDED_BY_PAUSE = N_("The game was paused; this round is void and no turn was played.")
+VOIDED_BY_END = N_("The game was reset or ended; this round is void and no turn was played.")
+NO_PROPOSALS = N_("Nobody proposed an action: no turn this round.")
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,29 @@ class RoundView:
     players_voted: int
     winner: Option | None = None
     my_vote: int | None = None  # the asking member's option number
+    turn_seq: int | None = None  # the number of the turn the round became
+
+    def outcome_text(self) -> str:
+        """The finished round's outcome in the current locale ("" while it is open). The row keeps
+        it in English as written when the round closed; a winner's line is rebuilt from the round
+        (votes do not change once it is closed), the fixed lines are looked up in the catalogs, and
+        anything else (a reason given by other code) is shown as stored."""
+        rnd = self.round
+        if not rnd.outcome:
+            return ""
+        w = self.winner
+        if rnd.status == "closed" and w is not None and self.turn_seq is not None:
+            tied = sum(1 for o in self.options if o.votes == w.votes)
+            if tied > 1:
+                return ngettext(
+                    "Option %(number)s won with %(n)s vote, the earliest of %(tied)s tied options: it is turn #%(seq)s.",
+                    "Option %(number)s won with %(n)s votes, the earliest of %(tied)s tied options: it is turn #%(seq)s.",
+                    w.votes, number=w.number, tied=format_number(tied), seq=self.turn_seq,
+                )
+            return ngettext("Option %(number)s won with %(n)s vote: it is turn #%(seq)s.",
+                            "Option %(number)s won with %(n)s votes: it is turn #%(seq)s.",
+                            w.votes, number=w.number, seq=self.turn_seq)
+        return _(rnd.outcome)
 
 
 # --- the mode
@@ -95,7 +128,8 @@ async def set_mode(
     """Turn the channel's vote mode on or off (and set the round length). Turning it off voids
     the open round. Returns the new config and the rounds voided."""
     if round_seconds is not None and not MIN_ROUND_SECONDS <= round_seconds <= MAX_ROUND_SECONDS:
-        raise GameError(f"A round lasts between {MIN_ROUND_SECONDS} and {MAX_ROUND_SECONDS} seconds.")
+        raise GameError(L_("A round lasts between %(low)s and %(high)s seconds.",
+                            low=MIN_ROUND_SECONDS, high=Later(format_number, MAX_ROUND_SECONDS)))
     values = {"guild_id": guild_id, "enabled": enabled}
     if round_seconds is not None:
         values["round_seconds"] = round_seconds
@@ -105,7 +139,7 @@ async def set_mode(
     if not enabled:
         q = select(VoteRound).where(VoteRound.channel_id == channel_id, VoteRound.status == "open").with_for_update()
         for rnd in (await s.scalars(q)).all():
-            await _finish(s, rnd, "void", "Voting was turned off in this channel; this round is void.")
+            await _finish(s, rnd, "void", VOIDED_BY_MODE)
             voided.append(rnd)
     return await vote_config(s, channel_id), voided
 
@@ -252,6 +286,7 @@ async def view(s: AsyncSession, round_id: int, *, voter_id: int | None = None) -
         players_voted=sum(1 for u in joined if u in ballots),
         winner=None if rnd.winner_id is None else by_id.get(rnd.winner_id),
         my_vote=mine.number if mine else None,
+        turn_seq=None if rnd.turn_id is None else await s.scalar(select(Turn.seq).where(Turn.id == rnd.turn_id)),
     )
 
 
@@ -304,16 +339,15 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
         return None
     gs = await session_by_id(s, rnd.session_id, lock=True)
     if gs.status != "active":
-        what = "paused" if gs.status == "paused" else "reset or ended"
-        await _finish(s, rnd, "void", f"The game was {what}; this round is void and no turn was played.")
+        await _finish(s, rnd, "void", VOIDED_BY_PAUSE if gs.status == "paused" else VOIDED_BY_END)
         return Closed(rnd, None)
     if not (await vote_config(s, rnd.channel_id)).enabled:
-        await _finish(s, rnd, "void", "Voting was turned off in this channel; this round is void.")
+        await _finish(s, rnd, "void", VOIDED_BY_MODE)
         return Closed(rnd, None)
     v = await view(s, rnd.id)
     best = winner_of(v.options)
     if best is None:
-        await _finish(s, rnd, "closed", "Nobody proposed an action: no turn this round.")
+        await _finish(s, rnd, "closed", NO_PROPOSALS)
         return Closed(rnd, None)
     p = best.proposal
     instruction = Instruction(
@@ -334,6 +368,7 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
     except BacklogFull:
         return None  # stays open; the next check with a free slot closes it
     tied = [o for o in v.options if o.votes == best.votes]
+    # Stored in English, as before; RoundView.outcome_text shows it in the reader's language.
     how = f"{best.votes} vote(s)" + (f", the earliest of {len(tied)} tied options" if len(tied) > 1 else "")
     rnd.winner_id, rnd.turn_id = p.id, turn.id
     await _finish(s, rnd, "closed", f"Option {best.number} won with {how}: it is turn #{turn.seq}.")
