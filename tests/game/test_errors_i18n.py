@@ -1,0 +1,244 @@
+"""Refusals are lazy catalog messages: built in one place (a service, in whatever locale is current
+there), rendered in the locale current where they are shown, with their placeholders filled and
+the plural form chosen by the count.
+
+The catalogs are written for each test into a temporary directory (i18n.locales.LOCALES_DIR
+patched): the template from the strings marked in the files below, extracted the way
+`animegamer i18n extract` does, a Japanese catalog translating a few of them, a Polish one (three
+plural forms) and the pseudo-locale built from the template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from babel.messages.catalog import Catalog
+from babel.messages.extract import extract_from_file
+from babel.messages.pofile import write_po
+
+from animegamer.i18n_cli import KEYWORDS, ROOT
+from game import errors, shot_errors
+from game.sanitize import InputRefused, sanitize_field
+from game.states import describe
+from i18n import catalogs, locales, use_locale
+from i18n.pseudo import CLOSE, OPEN
+
+SOURCES = ("game/errors.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
+           "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
+
+JA = {
+    "%(character)s is already played by %(player)s. Pick another character.":
+        "%(character)sは%(player)sが使っています。別のキャラクターを選んでください。",
+    "another player": "別のプレイヤー",
+    ("This game already has %(n)s turn waiting. Try again when it has finished.",
+     "This game already has %(n)s turns waiting. Try again when one has finished."):
+        ("このゲームには待機中のターンが%(n)s件あります。終わってからもう一度どうぞ。",),
+    "Slow down: you can act again in %(wait)s.": "少し待ってください。%(wait)s後にまた行動できます。",
+    "Unknown film %(film)s. Choose %(films)s.": "映画%(film)sはありません。%(films)sから選んでください。",
+    "Your %(field)s was refused: %(reason)s. Please change it and try again.":
+        "%(field)sは受け付けられません：%(reason)s。変更してもう一度どうぞ。",
+    "is empty; please type something": "空です。何か入力してください",
+    "This game is paused (%(reason)s). A moderator can resume it with /mod resume.":
+        "このゲームは一時停止中です（%(reason)s）。モデレーターが /mod resume で再開できます。",
+    "idle": "放置",
+    "%(field)s: %(reason)s": "%(field)s：%(reason)s",
+    "The latest turn is still %(status)s; wait for it to finish before regenerating it.":
+        "最新のターンはまだ%(status)sです。終わるまで待ってから作り直してください。",
+}
+JA_CONTEXT = {("field", "motion"): "動き", ("turn status", "queued"): "待機中", ("character state", "Stamina"): "体力"}
+
+PL_PLURALS = {
+    ("This round already has %(n)s proposal. Vote for it, or wait for the next round.",
+     "This round already has %(n)s proposals. Vote for one of them, or wait for the next round."):
+        ("PL-ONE %(n)s", "PL-FEW %(n)s", "PL-MANY %(n)s"),
+}
+
+
+def _template() -> Catalog:
+    pot = Catalog(project="animegamer-discord", domain=locales.DOMAIN, fuzzy=False)
+    for name in SOURCES:
+        for lineno, message, _comments, context in extract_from_file(
+                "python", ROOT / name, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True):
+            if message:
+                first = message if isinstance(message, str) else message[0]
+                pot.add(message, None, [(name, lineno)], context=context,
+                        flags=("python-format",) if "%(" in first else ())
+    return pot
+
+
+def _write(root: Path, locale: str, strings: dict, contexts: dict | None = None) -> None:
+    po = Catalog(locale=locale, domain=locales.DOMAIN, fuzzy=False)
+    for msgid, text in strings.items():
+        po.add(msgid, text)
+    for (context, msgid), text in (contexts or {}).items():
+        po.add(msgid, text, context=context)
+    path = root / locale / "LC_MESSAGES" / f"{locales.DOMAIN}.po"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as f:
+        write_po(f, po)
+
+
+@pytest.fixture
+def catalogs_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Catalog]:
+    root = tmp_path / "locales"
+    root.mkdir()
+    monkeypatch.setattr(locales, "LOCALES_DIR", root)
+    pot = _template()
+    with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
+        write_po(f, pot)
+    _write(root, "ja", JA, JA_CONTEXT)
+    _write(root, "pl", PL_PLURALS)
+    catalogs.reload()
+    try:
+        yield pot
+    finally:
+        monkeypatch.undo()
+        catalogs.reload()
+
+
+def test_the_refusals_are_extracted(catalogs_here: Catalog):
+    ids = {m.id if isinstance(m.id, str) else m.id[0] for m in catalogs_here if m.id}
+    assert "No game is running in this channel. Start one with /game start." in ids
+    assert "This game already has %(n)s turn waiting. Try again when it has finished." in ids
+    assert "Turn #%(seq)s was already removed. Nothing else to do." in ids  # shot_errors
+    assert "is empty; please type something" in ids  # sanitize: a reason shown to players
+    assert "idle" in ids and "deleted member" in ids  # stored in English, translated where shown
+    assert "Nobody proposed an action: no turn this round." in ids
+    assert catalogs_here.get("motion", context="field") is not None
+    assert catalogs_here.get("queued", context="turn status") is not None
+
+
+def test_a_refusal_built_in_english_renders_in_the_locale_where_it_is_shown(catalogs_here):
+    e = errors.CharacterTaken("Kiki", "alice")  # raised by a service: no locale of its own
+    assert e.message == "Kiki is already played by alice. Pick another character."
+    with use_locale("ja"):
+        assert e.message == "Kikiはaliceが使っています。別のキャラクターを選んでください。"
+        assert str(e) == e.message
+    assert e.message.startswith("Kiki is already")  # and in English again outside
+    # A placeholder that is itself a catalog message renders in the locale shown too.
+    with use_locale("ja"):
+        assert errors.CharacterTaken("Kiki", errors.L_("another player")).message.startswith("Kikiは別のプレイヤーが")
+
+
+def test_placeholders_locale_formatting_and_lists(catalogs_here):
+    wait = errors.Cooldown(26.2)
+    assert wait.message == "Slow down: you can act again in 27 seconds."
+    with use_locale("ja"):
+        assert wait.message == "少し待ってください。27 秒後にまた行動できます。"
+    assert errors.Cooldown(600).message.endswith("again in 10 minutes.")
+    assert errors.ExportCooldown(59.5).message.endswith("export again in 60 seconds.")
+
+    films = errors.UnknownFilm("totoro", ["ponyo", "qiqi"])
+    assert films.message == "Unknown film 'totoro'. Choose ponyo or qiqi."
+    with use_locale("ja"):
+        assert films.message == "映画'totoro'はありません。ponyoまたはqiqiから選んでください。"
+
+    assert "(8.0 MB)" in errors.ExportTooLarge(8 * 1024 * 1024).message
+    assert errors.size_text(750 * 1024) == "750 KB"
+    unusable = shot_errors.LogChannelUnusable("<#1>", ["Send Messages", "Embed Links"])
+    assert unusable.message.startswith("I cannot post in <#1>: I need Send Messages and Embed Links there. Give me those")
+    assert "Give me that permission" in shot_errors.LogChannelUnusable("<#1>", ["Embed Links"]).message
+
+
+def test_plural_forms_are_chosen_by_the_count(catalogs_here):
+    assert errors.BacklogFull(1).message == "This game already has 1 turn waiting. Try again when it has finished."
+    assert errors.BacklogFull(3).message == "This game already has 3 turns waiting. Try again when one has finished."
+    assert errors.FilterFull(1000).message.startswith("This server's filter already holds 1,000 terms")
+    with use_locale("ja"):  # one form in Japanese
+        assert errors.BacklogFull(1).message.startswith("このゲームには待機中のターンが1件")
+        assert errors.BacklogFull(3).message.startswith("このゲームには待機中のターンが3件")
+    with use_locale("pl"):  # three: 1, 2-4, 5+ (and 22-24 again the second)
+        assert [errors.RoundFull(n).message for n in (1, 2, 5, 22)] == ["PL-ONE 1", "PL-FEW 2", "PL-MANY 5", "PL-FEW 22"]
+    with use_locale(locales.PSEUDO):
+        one, many = errors.BacklogFull(1).message, errors.BacklogFull(3).message
+    assert one.startswith(OPEN) and many.startswith(OPEN) and "ţûŕñ ŵàîţîñĝ" in one and "ţûŕñš ŵàîţîñĝ" in many
+
+
+def test_player_text_refusals_translate_field_reason_and_status(catalogs_here):
+    with pytest.raises(InputRefused) as refused:
+        sanitize_field("   ", "motion", 80)
+    e = refused.value
+    assert (e.field_name, e.reason, str(e)) == ("motion", "is empty; please type something", "motion: is empty; please type something")
+    shown = errors.TextRefused(e.field_name, e.lazy_reason)
+    assert shown.message == "Your motion was refused: is empty; please type something. Please change it and try again."
+    with use_locale("ja"):
+        assert str(e) == "動き：空です。何か入力してください"
+        assert shown.message == "動きは受け付けられません：空です。何か入力してください。変更してもう一度どうぞ。"
+        assert errors.TurnNotFinished("queued").message.startswith("最新のターンはまだ待機中です")
+        assert describe("stamina", 60, 70) == "体力 ███████░░░ 70 (+10)"
+    with pytest.raises(InputRefused) as long:
+        sanitize_field("x" * 1234, "time_of_day", 30)
+    assert str(long.value) == "time of day: is too long (1,234 characters; at most 30)"
+    assert sanitize_field("a\u200bb<TURN>", "motion", 80).notes == (
+        "removed 1 invisible or control character", "removed 1 reserved model token")
+
+
+def test_stored_english_is_translated_where_shown_and_peoples_words_are_not(catalogs_here):
+    from db.sessions import IDLE_REASON
+
+    idle, typed = errors.SessionPaused(IDLE_REASON), errors.SessionPaused("too loud tonight")
+    with use_locale("ja"):
+        assert idle.message == "このゲームは一時停止中です（放置）。モデレーターが /mod resume で再開できます。"
+        assert "（too loud tonight）" in typed.message
+    with use_locale(locales.PSEUDO):
+        assert "too loud tonight" in typed.message and typed.message.startswith(OPEN)
+
+
+def test_vote_outcomes_are_stored_in_english_and_shown_per_locale(catalogs_here):
+    from db import votes
+
+    def view(status, outcome, votes_, winner=None, turn_seq=None):
+        options = [votes.Option(n, SimpleNamespace(), v) for n, v in enumerate(votes_, 1)]  # type: ignore[arg-type]
+        rnd = SimpleNamespace(status=status, outcome=outcome)
+        return votes.RoundView(round=rnd, options=options, voters=0, players=0, players_voted=0,  # type: ignore[arg-type]
+                               winner=None if winner is None else options[winner - 1], turn_seq=turn_seq)
+
+    won = view("closed", "Option 2 won with 1 vote(s), the earliest of 2 tied options: it is turn #7.", [1, 1], 1, 7)
+    assert won.outcome_text() == "Option 1 won with 1 vote, the earliest of 2 tied options: it is turn #7."
+    assert view("closed", "Option 1 won with 3 vote(s): it is turn #2.", [3, 1], 1, 2).outcome_text() == \
+        "Option 1 won with 3 votes: it is turn #2."
+    void = view("void", votes.VOIDED_BY_PAUSE, [])
+    assert void.outcome_text() == "The game was paused; this round is void and no turn was played."
+    with use_locale(locales.PSEUDO):
+        assert void.outcome_text().startswith(OPEN) and won.outcome_text().startswith(OPEN)
+    assert view("open", None, []).outcome_text() == ""
+
+
+def _samples() -> list[errors.GameError]:
+    """One of each refusal, with player-typed values in it."""
+    return [
+        errors.NoSession(), errors.SessionExists(), errors.SessionPaused(), errors.SessionPaused("PLAYER_REASON"),
+        errors.NoFilm(), errors.UnknownFilm("PLAYER_FILM", ["ponyo"]), errors.UnknownFilm("PLAYER_FILM", []),
+        errors.FilmWithdrawn("ponyo"), errors.UnknownCharacter("PLAYER_NAME", ["Kiki"]),
+        errors.UnknownCharacter("PLAYER_NAME", []), errors.CharacterTaken("Kiki", "PLAYER_NAME"),
+        errors.AlreadyJoined("Kiki"), errors.NotJoined(), errors.BacklogFull(2), errors.Cooldown(3), errors.TurnNotFound(4),
+        errors.TurnNotCancellable("running"), errors.TurnNotFinished("queued"), errors.NotAllowed("PLAYER_ACTION"),
+        errors.ServiceDown(), errors.ServiceDown("the generation queue"), errors.GuildOnly(), errors.FilmFixed("Ponyo"),
+        errors.MissingRights("admin"), errors.MissingRights("moderator"), errors.NotTurnAuthor("PLAYER_NAME", "cancel"),
+        errors.NotTurnAuthor("PLAYER_NAME", "regenerate"), errors.NoTurnToRegenerate(), errors.NotLatestTurn(1, 2),
+        errors.TextRefused("characters", "PLAYER_REASON"), errors.NothingToExport(), errors.ExportTooLarge(10_000),
+        errors.ExportBusy(), errors.ExportCooldown(5), errors.PlayerNotInGame("PLAYER_NAME"), errors.GameEnded(),
+        errors.InternalError("abcd1234"), errors.OutOfRange("server id"), errors.OutOfRange("turn number"),
+        errors.UnknownGame(3, 2), errors.UnknownGame(1, 0), errors.VoteModeOn(), errors.VoteModeOff(), errors.NoOpenRound(),
+        errors.AlreadyProposed(1), errors.RoundFull(20), errors.UnknownProposal(),
+        errors.ContentRefused("instruction", "the operator's rules", "x", "x"), errors.FilterTermRefused("PLAYER_TERM", "is bad"),
+        errors.FilterFull(1000), errors.FilterTermExists("PLAYER_TERM"), errors.FilterTermUnknown("PLAYER_TERM"),
+        shot_errors.NotAShot(), shot_errors.ShotNotFinished(1, "running"), shot_errors.ShotAlreadyRemoved(1),
+        shot_errors.NotShotAuthor("PLAYER_NAME"), shot_errors.NoLogChannel(),
+        shot_errors.LogChannelUnusable("<#1>", ["Embed Links"]), shot_errors.ReportCooldown(9),
+    ]
+
+
+def test_every_refusal_passes_through_the_catalogs(catalogs_here):
+    """In the pseudo-locale every refusal is one catalog message (⟦...⟧ around all of it), the
+    values typed by people kept as typed inside it."""
+    for e in _samples():
+        with use_locale(locales.PSEUDO):
+            shown = e.message
+        assert shown.startswith(OPEN) and shown.endswith(CLOSE), (type(e).__name__, shown)
+        for typed in ("PLAYER_REASON", "PLAYER_FILM", "PLAYER_NAME", "PLAYER_TERM"):
+            assert (typed in shown) == (typed in e.message), (type(e).__name__, shown)
+        assert e.message.isascii(), e.message  # English outside, as built
