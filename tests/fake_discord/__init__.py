@@ -33,7 +33,8 @@ suites can ``from tests.fake_discord.conftest import fake_discord``.
 
 Test-facing API (FakeDiscord)
 -----------------------------
-World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=)``,
+World: ``create_guild(name, owner=, upload_limit=, everyone_permissions=, bot_permissions=, shard=)``
+(``shard=(shard_id, shard_count)``: an id on that shard),
 ``create_user(name)``, ``remove_bot(guild)`` (GUILD_DELETE: the bot kicked) and ``add_bot(guild)``
 (GUILD_CREATE: added back); on the guild: ``create_text_channel``, ``create_category``,
 ``create_role(name, permissions=)``, ``create_member(name, roles=)``, ``add_member(user)``,
@@ -74,9 +75,11 @@ retry_after=)`` answers the next ``times`` matching requests with an error and r
 (``retry_after`` in the body, ``Via`` header), so discord.py sleeps and retries as in production.
 ``drop_gateway()`` (client RESUMEs; events sent meanwhile are replayed), ``send_reconnect()`` (op 7),
 ``invalidate_sessions()`` (op 9; discord.py waits 5 s before re-IDENTIFY unless the bot overrides ``before_identify_hook``),
-``gateway.log`` (("connect", query), ("identify", sid), ("resume", sid, seq), ("resumed", sid),
-("invalid_session", sid), ("close", code, "client"|"server")), ``gateway.sessions`` (each with the
-``identify`` payload and every dispatched frame, ``s`` numbered 1, 2, 3, ...).
+``gateway.log`` (("connect", query), ("identify", sid), ("identify_failed", why), ("resume", sid, seq),
+("resumed", sid), ("invalid_session", sid), ("close", code, "client"|"server")), ``gateway.sessions``
+(each with its ``shard``, the ``identify`` payload and every dispatched frame, ``s`` numbered 1, 2, 3,
+...), ``gateway.guild_sessions(guild_id, connected=)`` (the sessions of the guild's shard) and
+``gateway.recommended_shards`` (GET /gateway/bot's ``shards``, default 1).
 
 Discord behaviour emulated
 --------------------------
@@ -93,6 +96,13 @@ Discord behaviour emulated
 * MESSAGE_CREATE/UPDATE/DELETE follow the intents the client identified with; without
   MESSAGE_CONTENT other users' messages arrive without content unless they mention the bot;
   without GUILD_MEMBERS the GUILD_CREATE member list holds only the bot.
+* Sharding: IDENTIFY with ``shard: [shard_id, shard_count]`` gets only the guilds with
+  ``(guild_id >> 22) % shard_count == shard_id``: READY's list, GUILD_CREATE, and those guilds'
+  events and interactions (events without a guild go to shard 0); without ``shard``, every guild.
+  An invalid pair closes with 4010. Every connected session of a guild's shard gets its events and
+  interactions, so a shard identified twice (two processes on one token) answers each interaction
+  twice, and the later answer fails with 40060, as on Discord. discord.py's AutoShardedClient
+  without ``shard_count`` launches ``gateway.recommended_shards`` shards.
 * Rate-limit headers are present but never exhausted, so discord.py never sleeps unless a test
   injects a 429 with ``fail_next``.
 
@@ -105,10 +115,11 @@ channel (GET), messages (POST, GET, PATCH, DELETE), interaction callbacks, follo
 in ``unhandled``: add a handler with ``@route`` in the resource's module when the bot needs one.
 Guilds only: no DMs, modals, reactions, typing, member or role REST routes, voice, threads, forum
 posts, stickers, polls, emojis, webhooks other than interaction tokens, audit logs or gateway ETF.
-One application per server; one shard (a ``shard`` in IDENTIFY is echoed, not enforced);
-interaction tokens do not expire; user, role and channel select menus carry no ``resolved`` data;
-attachment metadata has no image sizes. Interactions go to the newest connected session; run one
-bot per server at a time.
+One application per server; no "sharding required" (4011) nor identify rate limits per
+``max_concurrency``; interaction tokens do not expire; user, role and channel select menus carry no
+``resolved`` data; attachment metadata has no image sizes. Interactions go to every connected session
+of the guild's shard: two unsharded clients on one server both get (and answer) each one, so run one
+bot per shard at a time unless that is what the test is about.
 
 Layout
 ------

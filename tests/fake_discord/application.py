@@ -71,7 +71,7 @@ class ApplicationMixin:
     async def _get_gateway_bot(self: FakeDiscord, rec: RecordedRequest) -> Reply:
         return 200, {
             "url": self.gateway_url,
-            "shards": 1,
+            "shards": self.gateway.recommended_shards,
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
         }
 

@@ -3,13 +3,23 @@
 Flow, as discord.py's DiscordWebSocket drives it:
   connect ?v=10&encoding=json&compress=zlib-stream -> HELLO (op 10)
   client heartbeats (op 1) -> HEARTBEAT_ACK (op 11)
-  IDENTIFY (op 2) -> READY (guilds unavailable) -> GUILD_CREATE per guild
+  IDENTIFY (op 2) -> READY (guilds unavailable) -> GUILD_CREATE per guild (of the session's shard)
   RESUME (op 6) with a known session -> missed dispatches replayed -> RESUMED; unknown -> op 9 false
   REQUEST_GUILD_MEMBERS (op 8) -> GUILD_MEMBERS_CHUNK
 
 Frames are JSON text frames. discord.py always asks for transport compression, but decodes text
 frames as plain JSON, so the fake ignores `compress` unless FakeDiscord(gateway_compression=True),
 which sends zlib-stream binary frames like the real gateway.
+
+Sharding: an IDENTIFY with `shard: [shard_id, shard_count]` makes a session of that shard. It is
+told of, and gets the events of, only the guilds with `(guild_id >> 22) % shard_count == shard_id`
+(READY's list, GUILD_CREATE, guild, channel, member, message and AutoMod events, interactions);
+events without a guild (DMs) go to shard 0. An invalid pair (id outside 0..count-1, count < 1, not
+two integers) is closed with 4010 "Invalid shard", as on Discord. An IDENTIFY without `shard` is
+shard 0 of 1: every guild. Two sessions of the same shard (two processes started with the same
+shard on one token) both get every event of it, interactions included, as on Discord; that is what a
+sharded bot must not do. GET /gateway/bot answers `shards: gateway.recommended_shards` (default 1),
+which is what discord.py's AutoShardedClient launches when given no shard_count.
 
 A session outlives its websocket: dispatches sent while the client is disconnected are buffered
 and replayed on RESUME. A client close with code 1000/1001 ends the session, as on Discord; note
@@ -50,6 +60,31 @@ INTENT_GUILD_MESSAGES = 1 << 9
 INTENT_MESSAGE_CONTENT = 1 << 15
 
 _BUFFER_LIMIT = 2000  # dispatches kept per session for RESUME
+CLOSE_INVALID_SHARD = 4010
+_SESSION_EVENTS = frozenset({"READY", "RESUMED"})  # about the session itself: sent whatever its shard
+
+
+def shard_of(guild_id: int, shard_count: int) -> int:
+    """Discord's shard formula: the shard that receives a guild's events."""
+    return (guild_id >> 22) % shard_count
+
+
+def valid_shard(shard: Any) -> bool:
+    """An IDENTIFY `shard` Discord accepts: [shard_id, shard_count] with 0 <= shard_id < shard_count."""
+    if not isinstance(shard, (list, tuple)) or len(shard) != 2:
+        return False
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in shard):
+        return False
+    shard_id, count = shard
+    return count >= 1 and 0 <= shard_id < count
+
+
+def event_guild(event: str, data: Any) -> int | None:
+    """The guild an event is about (GUILD_* carry it as `id`), None for one without a guild."""
+    if not isinstance(data, dict):
+        return None
+    raw = data.get("id") if event in ("GUILD_CREATE", "GUILD_UPDATE", "GUILD_DELETE") else data.get("guild_id")
+    return int(raw) if raw is not None else None
 
 
 class GatewayConnection:
@@ -106,7 +141,17 @@ class GatewaySession:
     def wants(self, intent: int) -> bool:
         return bool(self.intents & intent)
 
-    def dispatch(self, event: str, data: Any) -> int:
+    def owns(self, guild_id: int | None) -> bool:
+        """Whether this session's shard gets the guild's events (None: no guild, a DM: shard 0)."""
+        if self.shard is None:
+            return True
+        shard_id, count = self.shard
+        return shard_id == 0 if guild_id is None else shard_of(guild_id, count) == shard_id
+
+    def dispatch(self, event: str, data: Any) -> int | None:
+        """Send (or buffer) one event; an event of a guild of another shard is not sent (None)."""
+        if event not in _SESSION_EVENTS and not self.owns(event_guild(event, data)):
+            return None
         self.seq += 1
         frame = {"op": OP_DISPATCH, "t": event, "s": self.seq, "d": data}
         self.buffer.append(frame)
@@ -128,6 +173,7 @@ class Gateway:
         # (event, details) tuples: "connect", "identify", "resume", "resumed", "invalid_session", "close"
         self.log: list[tuple] = []
         self.refusing = False  # test control: new connections get HTTP 503 (a gateway outage)
+        self.recommended_shards = 1  # GET /gateway/bot's `shards` (what AutoShardedClient launches)
 
     # -- which sessions get events ---------------------------------------------------------------
 
@@ -137,6 +183,10 @@ class Gateway:
 
     def connected_sessions(self) -> list[GatewaySession]:
         return [s for s in self.live_sessions() if s.conn is not None]
+
+    def guild_sessions(self, guild_id: int | None, *, connected: bool = False) -> list[GatewaySession]:
+        """Live (or only connected) sessions whose shard gets the guild's events (None: DMs)."""
+        return [s for s in (self.connected_sessions() if connected else self.live_sessions()) if s.owns(guild_id)]
 
     # -- websocket handler -----------------------------------------------------------------------
 
@@ -204,6 +254,11 @@ class Gateway:
             self.log.append(("identify_failed", None))
             await conn.close(4004)  # Authentication failed
             return
+        shard = data.get("shard")
+        if shard is not None and not valid_shard(shard):
+            self.log.append(("identify_failed", f"invalid shard {shard!r}"))
+            await conn.close(CLOSE_INVALID_SHARD)
+            return
         session = GatewaySession(
             id=uuid.uuid4().hex, intents=int(data.get("intents", 0)), shard=data.get("shard"), identify=data
         )
@@ -215,7 +270,7 @@ class Gateway:
         ready = {
             "v": 10,
             "user": srv.bot_user_payload(),
-            "guilds": [{"id": str(g.id), "unavailable": True} for g in srv.guilds.values()],
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in srv.guilds.values() if session.owns(g.id)],
             "session_id": session.id,
             "session_type": "normal",
             "resume_gateway_url": srv.gateway_url,
@@ -233,7 +288,8 @@ class Gateway:
             ready["shard"] = session.shard
         session.dispatch("READY", ready)
         for guild in srv.guilds.values():
-            session.dispatch("GUILD_CREATE", srv.guild_create_payload(guild, session))
+            if session.owns(guild.id):
+                session.dispatch("GUILD_CREATE", srv.guild_create_payload(guild, session))
 
     def _resume(self, conn: GatewayConnection, data: dict[str, Any]) -> None:
         session = self.sessions.get(data.get("session_id") or "")
@@ -261,7 +317,7 @@ class Gateway:
         if session is None:
             return
         guild = self.server.guilds.get(int(data["guild_id"]))
-        if guild is None:
+        if guild is None or not session.owns(guild.id):
             return
         members = list(guild.members.values())
         query = data.get("query")

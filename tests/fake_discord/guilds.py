@@ -334,14 +334,16 @@ class GuildsMixin:
         everyone_permissions: Any = DEFAULT_EVERYONE_PERMISSIONS,
         bot_permissions: Any = DEFAULT_BOT_PERMISSIONS,
         locale: str = "en-US",
+        shard: tuple[int, int] | None = None,
     ) -> FakeGuild:
         """A guild with @everyone, the bot (with a managed role) and an owner member.
+        shard=(shard_id, shard_count): an id that shard gets, (id >> 22) % shard_count == shard_id.
 
         Created after a client connected, it reaches the client as GUILD_CREATE ("bot joined").
         """
         owner = owner or self.create_user(f"{name.lower().replace(' ', '-')}-owner")
         guild = FakeGuild(
-            id=self.snowflake(),
+            id=self.snowflake() if shard is None else self.snowflake.on_shard(*shard),
             name=name,
             owner_id=owner.id,
             upload_limit=self.default_upload_limit if upload_limit is None else upload_limit,

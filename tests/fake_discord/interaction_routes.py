@@ -131,12 +131,17 @@ class InteractionsMixin:
             raise ValueError(f"channel {channel.name!r} is not in guild {guild.name!r}")
         if member.id not in guild.members:
             raise ValueError(f"{member!r} is not a member of guild {guild.name!r}")
+
+        def shard_sessions():
+            return self.gateway.guild_sessions(guild.id, connected=True)
+
         # A reconnect may be in flight (drop, op 7): give it session_wait seconds before failing.
         try:
-            await self.wait_until(self.gateway.connected_sessions, self.session_wait, "a gateway connection")
+            await self.wait_until(shard_sessions, self.session_wait, "a gateway connection")
         except FakeDiscordTimeout:
             raise RuntimeError(
-                "no gateway session: start the client (and wait for READY) before pushing interactions"
+                f"no gateway session for guild {guild.name!r}: start the client (and wait for READY) before pushing"
+                " interactions; a sharded client gets only its shards' guilds"
             ) from None
         member = guild.members[member.id]
         perms = guild.permissions_in(member, channel)
@@ -176,8 +181,10 @@ class InteractionsMixin:
             source_message_id=message.id if message else None,
         )
         self.interactions[iid] = handle
-        # Discord delivers an interaction to one session; the newest connected one stands in for "the bot".
-        self.gateway.connected_sessions()[-1].dispatch("INTERACTION_CREATE", payload)
+        # Every connected session of the guild's shard gets it: one per shard for a well-run bot,
+        # two (each answering, one of them too late) when a shard is connected twice.
+        for session in shard_sessions():
+            session.dispatch("INTERACTION_CREATE", payload)
         self._notify()
         return handle
 

@@ -87,6 +87,15 @@ class SnowflakeGenerator:
             self._last = max(value, self._last + 1)
             return self._last
 
+    def on_shard(self, shard_id: int, shard_count: int) -> int:
+        """The next snowflake whose shard, (id >> 22) % shard_count, is shard_id: its timestamp is
+        up to shard_count - 1 ms ahead of now."""
+        with self._lock:
+            value = max((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22, self._last + 1)
+            stamp = value >> 22
+            self._last = max(value, (stamp + (shard_id - stamp) % shard_count) << 22)
+            return self._last
+
 
 def iso_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat()
