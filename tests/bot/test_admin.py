@@ -49,7 +49,7 @@ async def test_admin_commands_and_refusals(world, start_bot, sessions):
 
     assert "backlog 1 turns" in await say(w, w.erin, "admin limits", {"backlog": 1, "cooldown": 30})
     assert "is queued" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
-    assert "already has 1 turns waiting" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
+    assert "already has 1 turn waiting" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
     await say(w, w.erin, "admin limits", {"backlog": 5})
     text = await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     assert text.startswith("Slow down: you can act again in ") and 25 <= int(text.split()[-2]) <= 30

@@ -94,7 +94,7 @@ async def test_admin_filter_add_list_remove_and_bounds(world, start_bot, session
         ])
     assert "Blocked here" in await say(w, w.erin, "admin filter add", {"term": "last"})
     full = await say(w, w.erin, "admin filter add", {"term": "one more"})
-    assert full.startswith("This server's filter already holds 1000 terms"), full
+    assert full.startswith("This server's filter already holds 1,000 terms"), full
     h = await w.server.slash(w.guild, w.games, w.erin, "admin filter list", {})
     listed = await h.wait_followup(timeout=10)
     assert listed.content == "This server's filter (1000 term(s)):" and listed.attachments[0].filename == "filter.txt"

@@ -35,7 +35,7 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
         "time": "ｎｉｇｈｔ",  # full-width letters fold to plain ones
     })
     assert "is queued" in text
-    assert "reserved model token(s)" in text and "invisible or control character(s)" in text and "angle brackets" in text
+    assert "removed 3 reserved model tokens" in text and "removed 1 invisible or control character" in text and "angle brackets" in text
 
     posted = await result(w, 1)
     (turn,) = await posted_turns(sessions, 1)
