@@ -77,6 +77,11 @@ def template() -> Catalog:
                 flags=("python-format",) if "%(" in (message if isinstance(message, str) else message[0]) else ())
     for context, text in asyncio.run(_command_strings()):
         pot.add(text, None, [("bot/cogs", 0)], context=context)
+    from game import vocabulary
+
+    for context, term in vocabulary.messages():  # the packaged films' suggestions, shown translated
+        pot.add(term, None, [("game/films.toml", 0)], context=context,
+                auto_comments=[vocabulary.TRANSLATOR_NOTE[context]])
     return pot
 
 
