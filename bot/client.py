@@ -1,5 +1,6 @@
-"""The Discord client: a commands.Bot whose setup_hook loads one cog per concern, registers the
-persistent buttons, and starts the notifier and the scheduled jobs."""
+"""The Discord client: a commands.AutoShardedBot (its shards from settings; bot/shards.py) whose
+setup_hook loads one cog per concern, registers the persistent buttons, and starts the notifier and
+the scheduled jobs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import timedelta
 import discord
 from discord import app_commands
 from discord.ext import commands
+from discord.gateway import DiscordWebSocket
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import health, locale, replies
@@ -18,6 +20,7 @@ from bot.edits import EditScheduler
 from bot.maintenance import Maintenance
 from bot.notifier import RETRY_DELAYS, Notifier
 from bot.permissions import bot_intents
+from bot.shards import ShardClaim
 from bot.status import StatusBoard
 from bot.translator import CatalogTranslator
 from bot.views import CancelButton, RegenerateButton
@@ -72,7 +75,7 @@ class GameTree(app_commands.CommandTree):
         await replies.report(interaction, error)
 
 
-class AnimeGamerBot(commands.Bot):
+class AnimeGamerBot(commands.AutoShardedBot):
     def __init__(
         self,
         settings: Settings,
@@ -89,7 +92,11 @@ class AnimeGamerBot(commands.Bot):
         **options,
     ) -> None:
         """health_address: (host, port) to serve GET /healthz on (bot.health); port 0 picks a free one,
-        then in `health_port`. None: no health endpoint."""
+        then in `health_port`. None: no health endpoint. Shards: settings.shard_ids of
+        settings.shard_count (unset: Discord's recommended count, all in this process); the
+        shard_ids/shard_count options override them."""
+        options.setdefault("shard_ids", settings.shard_ids)
+        options.setdefault("shard_count", settings.shard_count)
         super().__init__(
             command_prefix=commands.when_mentioned,  # unused: slash commands only
             intents=bot_intents(),
@@ -100,6 +107,7 @@ class AnimeGamerBot(commands.Bot):
         )
         self.settings = settings
         self.db = db
+        self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
         self.config = ConfigCache(self)  # guild and channel configuration, live sessions' films
@@ -112,6 +120,18 @@ class AnimeGamerBot(commands.Bot):
         self._health_address = health_address
         self._health_runner = None
         self.health_port: int | None = None
+
+    @property
+    def ws(self) -> DiscordWebSocket | None:
+        """One gateway socket, for code that knows one connection (bot.health's gateway state): the
+        first of this process's shards whose socket is not open, else the first shard's; None before
+        a shard started. The sharded client keeps a socket per shard and never sets Client.ws."""
+        sockets = [self._get_websocket(shard_id=shard_id) for shard_id in sorted(self.shards)]
+        return next((ws for ws in sockets if not ws.open), sockets[0] if sockets else None)
+
+    @ws.setter
+    def ws(self, value: DiscordWebSocket | None) -> None:  # Client.__init__ sets it to None; nothing else does here
+        pass
 
     async def setup_hook(self) -> None:
         for ext in EXTENSIONS:

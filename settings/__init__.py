@@ -12,17 +12,58 @@ Precedence, highest first: constructor arguments, environment, `.env`, the TOML 
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+MAX_SHARD_ID = 65535  # far above any bot's shard count; keeps "0-999999999" from building a huge list
+
+
+def parse_shard_ids(text: str) -> list[int]:
+    """Shard ids from "0-3", "0,2,5" or "0-3,8" (ranges include both ends): sorted, each once.
+    ValueError names the part that is not a shard id or a range."""
+    ids: set[int] = set()
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise ValueError("no shard ids: give ids and ranges such as 0-3 or 0,2,5")
+    for part in parts:
+        m = re.fullmatch(r"(\d+)\s*(?:-\s*(\d+))?", part, re.ASCII)
+        if m is None:
+            raise ValueError(f"{part!r} is not a shard id or a range such as 0-3 (shard ids are 0, 1, 2, ...)")
+        first = int(m[1])
+        last = int(m[2]) if m[2] is not None else first
+        if first > last:
+            raise ValueError(f"the range {part!r} goes down: write it {last}-{first}")
+        if last > MAX_SHARD_ID:
+            raise ValueError(f"shard {last} in {part!r} is beyond any shard count (at most {MAX_SHARD_ID})")
+        ids.update(range(first, last + 1))
+    return sorted(ids)
+
+
+def check_shards(shard_ids: list[int] | None, shard_count: int | None) -> None:
+    """ValueError unless the shard ids fit the count: ids need a count, and each is below it."""
+    if shard_count is not None and shard_count < 1:
+        raise ValueError(f"the shard count must be 1 or more, not {shard_count}")
+    if shard_ids is None:
+        return
+    if not shard_ids:
+        raise ValueError("no shard ids: give ids and ranges such as 0-3 or 0,2,5")
+    if shard_count is None:
+        raise ValueError("shard ids need the total shard count too (ANIMEGAMER_SHARD_COUNT)")
+    outside = [i for i in shard_ids if not 0 <= i < shard_count]
+    if outside:
+        raise ValueError(f"shard {outside[0]} is not below the shard count {shard_count}: "
+                         f"the shards are numbered 0 to {shard_count - 1}")
 
 
 def _default_data_dir() -> Path:
@@ -91,6 +132,13 @@ class Settings(BaseSettings):
     metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
     bot_health_port: int = Field(9109, ge=0, le=65535)  # the bot's /healthz (on metrics_host); 0 = off
 
+    # --- the bot's gateway shards (bot.shards): guild g is on shard (g >> 22) % shard_count, and a bot
+    # process runs and claims (posting, vote rounds, jobs) only its shard_ids. Both unset: Discord's
+    # recommended count, every shard in this process. shard_count alone: every shard of that count.
+    # ANIMEGAMER_SHARD_IDS takes ranges and lists: "0-3", "0,2,5"; `animegamer bot --shards` overrides.
+    shard_count: int | None = Field(None, ge=1)
+    shard_ids: Annotated[list[int] | None, NoDecode] = None
+
     # --- game limits (guild settings may tighten them)
     default_film: str = "qiqi"
     films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
@@ -129,10 +177,31 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
-    @field_validator("films", "content_rules", "decoder_gpu_budget_gb", mode="before")
+    @field_validator("films", "content_rules", "decoder_gpu_budget_gb", "shard_count", "shard_ids", mode="before")
     @classmethod
     def _unset_when_empty(cls, v):
         return None if v == "" else v  # compose passes an unset ${VAR:-} as ""
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _shard_ranges(cls, v):
+        if not isinstance(v, str):
+            return v
+        text = v.strip()
+        if text.startswith("[") and text.endswith("]"):  # a JSON list, as pydantic-settings reads lists
+            text = text[1:-1]
+        return parse_shard_ids(text) if text else None  # "": unset (compose's ${VAR:-})
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shards_fit_the_count(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if v is None or "shard_count" not in info.data:  # a bad count is reported on its own
+            return v
+        ids = sorted(set(v))
+        if any(i < 0 for i in ids):
+            raise ValueError("shard ids are 0 or more")
+        check_shards(ids, info.data["shard_count"])
+        return ids
 
     @field_validator("database_url")
     @classmethod
