@@ -3,6 +3,10 @@ is connected to Discord's gateway, its database answers, and it hears the databa
 notifications (the turns it must post); 503 while any of them is not so. Both answers carry each
 part's state as JSON, so the cause of a 503 reads off the body.
 
+The same server answers GET /metrics for Prometheus from the bot's own registry (`bot.metrics`, a
+bot.metrics.BotMetrics); the gateway's per-shard latency and state are read from the bot at each
+scrape. A bot without metrics answers 404 there.
+
 A bot cut off from Postgres or Discord keeps running and catches up when they return (the
 notifier sweeps for what it missed); the 503 says it is waiting, it asks for no restart.
 """
@@ -14,9 +18,11 @@ import math
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
+    from bot.metrics import BotMetrics
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +49,32 @@ async def health(bot: AnimeGamerBot) -> dict[str, object]:
     return state
 
 
+def metrics_of(bot: AnimeGamerBot) -> BotMetrics | None:
+    return getattr(bot, "metrics", None)
+
+
 async def start_server(bot: AnimeGamerBot, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Serve GET /healthz; returns the runner (to clean up) and the bound port (0: a free one)."""
+    """Serve GET /healthz and GET /metrics; returns the runner (to clean up) and the bound port
+    (0: a free one)."""
 
     async def view(request: web.Request) -> web.Response:
         state = await health(bot)
         return web.json_response(state, status=200 if state["ok"] else 503)
 
+    async def metrics_view(request: web.Request) -> web.Response:
+        metrics = metrics_of(bot)
+        if metrics is None:
+            return web.Response(status=404, text="this bot exports no metrics\n")
+        metrics.watch_gateway(bot)  # the shards' latency and state, read as this scrape collects
+        body = generate_latest(metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     app = web.Application()
     app.router.add_get("/healthz", view)
+    app.router.add_get("/metrics", metrics_view)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     bound = runner.addresses[0][1] if runner.addresses else port
-    log.info("health on http://%s:%d/healthz", host, bound)
+    log.info("health on http://%s:%d/healthz, metrics on /metrics", host, bound)
     return runner, bound

@@ -1,0 +1,377 @@
+"""The compose file's monitoring profile (docker/compose.yaml, docker/monitoring/): every metric the
+Grafana dashboard and the alert rules use is one the processes export; the profile's services,
+mounts and scrape targets fit the compose file; the rules pass `promtool check rules` where
+promtool is installed, and `docker compose --profile monitoring config` where the compose plugin is.
+
+The exported metrics come from `exposition_texts()`: today the processes' own registries, rendered
+as a scrape would see them (BotMetrics, PlayMetrics, WorkerMetrics); the same parsing takes the
+real processes' /metrics bodies when that function scrapes them instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.deploy.test_compose import DOCKER, ROOT, compose
+
+MONITORING = DOCKER / "monitoring"
+DASHBOARD = MONITORING / "grafana" / "dashboards" / "animegamer.json"
+RULES = MONITORING / "rules.yml"
+PROMETHEUS = MONITORING / "prometheus.yml"
+DATASOURCES = MONITORING / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+PROVIDERS = MONITORING / "grafana" / "provisioning" / "dashboards" / "dashboards.yml"
+
+# Series Prometheus makes itself for every target.
+PROMETHEUS_SERIES = frozenset({"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"})
+
+
+# --- what the processes export
+
+
+def exposition_texts() -> Iterator[tuple[str, str]]:
+    """(process, the text its /metrics answers) for each kind of process. Today: their metrics
+    objects rendered directly; to be replaced by scrapes of the running bot, worker and play page."""
+    from bot.metrics import BotMetrics
+    from inference.metrics import WorkerMetrics
+    from play.metrics import PlayMetrics
+
+    yield "bot", generate_latest(BotMetrics().registry).decode()
+    yield "worker", generate_latest(WorkerMetrics("preview").registry).decode()
+    yield "play", generate_latest(PlayMetrics().registry).decode()
+
+
+_SERIES_SUFFIXES = {
+    "counter": ("_total",),
+    "histogram": ("_bucket", "_count", "_sum"),
+    "gaugehistogram": ("_bucket", "_gcount", "_gsum"),
+    "summary": ("", "_count", "_sum"),
+    "info": ("_info",),
+}
+
+
+def names_in_exposition(text: str) -> set[str]:
+    """Every series name a scrape of `text` can hold: the samples present, and for each declared
+    family (a labelled metric has no samples until its first use) the names of its type."""
+    names: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        names |= {s.name for s in family.samples}
+        names |= {family.name + suffix for suffix in _SERIES_SUFFIXES.get(family.type, ("",))}
+    return names
+
+
+def exported_metric_names() -> dict[str, set[str]]:
+    """{series name: the processes that export it}."""
+    out: dict[str, set[str]] = {}
+    for process, text in exposition_texts():
+        for name in names_in_exposition(text):
+            out.setdefault(name, set()).add(process)
+    return out
+
+
+# --- what the dashboard and the rules use
+
+_KEYWORDS = frozenset({
+    "and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset",
+    "inf", "nan",
+})
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_GRAFANA_VARIABLE = re.compile(r"\$\{[^}]*\}|\$\w+")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_NUMBER = re.compile(r"(?<![\w:])\d[\w.]*(?:[eE][+-]?\d+)?")  # 0.95, 1e3, 15, and durations: 5m, 1h30m
+_IDENTIFIER = re.compile(r"[A-Za-z_:][\w:]*")
+
+
+def promql_metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression selects: its identifiers once strings, Grafana's
+    variables, label matchers, ranges, grouping label lists, numbers and durations are gone, and
+    that are neither followed by `(` (functions, aggregations) nor keywords."""
+    e = _STRING.sub('""', expr)
+    e = _GRAFANA_VARIABLE.sub(" ", e)
+    e = re.sub(r"\{[^}]*\}", " ", e)  # label matchers
+    e = re.sub(r"\[[^\]]*\]", " ", e)  # ranges and subqueries
+    e = _GROUPING.sub(" ", e)
+    e = _NUMBER.sub(" ", e)
+    names = set()
+    for m in _IDENTIFIER.finditer(e):
+        if e[m.end():].lstrip().startswith("(") or m.group(0).lower() in _KEYWORDS:
+            continue
+        names.add(m.group(0))
+    return names
+
+
+def base_name(series: str) -> str:
+    """A histogram's (or summary's) series name without its _bucket/_count/_sum suffix."""
+    return re.sub(r"_(?:bucket|count|sum)$", "", series)
+
+
+def _panels(panels: list[dict]) -> Iterator[dict]:
+    for p in panels:
+        yield p
+        yield from _panels(p.get("panels", []))  # a collapsed row holds its panels
+
+
+def dashboard() -> dict:
+    return json.loads(DASHBOARD.read_text())
+
+
+def dashboard_expressions() -> list[tuple[str, str]]:
+    """(panel title, PromQL) of every query of the dashboard, its query variables' included."""
+    d = dashboard()
+    out = [(p["title"], t["expr"]) for p in _panels(d["panels"]) for t in p.get("targets", []) if t.get("expr")]
+    for var in d.get("templating", {}).get("list", []):
+        if var.get("type") != "query":
+            continue
+        query = var.get("query")
+        query = (query.get("query") if isinstance(query, dict) else query) or ""
+        # label_values(expr, label) and query_result(expr) hold PromQL; label_values(label) none.
+        m = re.fullmatch(r"\s*label_values\((.*),\s*\w+\s*\)\s*", query) or re.fullmatch(r"\s*query_result\((.*)\)\s*", query)
+        if m:
+            out.append((f"variable {var['name']}", m.group(1)))
+    return out
+
+
+def rules() -> list[dict]:
+    return [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+
+
+def rule_expressions() -> list[tuple[str, str]]:
+    return [(f"alert {r.get('alert') or r.get('record')}", r["expr"]) for r in rules()]
+
+
+# --- the tokenizer itself
+
+
+@pytest.mark.parametrize("expr, names", [
+    ("up", {"up"}),
+    ('up{job="worker"} == 0', {"up"}),
+    ("histogram_quantile(0.95, sum by (le, film) (rate(animegamer_stage_seconds_bucket[$__rate_interval])))",
+     {"animegamer_stage_seconds_bucket"}),
+    ('sum(rate(a_total{result="hit"}[5m])) / sum(rate(a_total[5m])) > 0.5e1', {"a_total"}),
+    ("sum(rate(x_total[5m] offset 1h)) by (le) * 60", {"x_total"}),
+    ('max by (film) (q{film=~"qi.*", x!="by (y)"}) > 15 * 60 and on (film) z unless ignoring(a) w', {"q", "z", "w"}),
+    ("max_over_time(g[1h:5m]) or vector(0)", {"g"}),
+    ("rate(c_total[${interval}]) > bool 1", {"c_total"}),
+])
+def test_promql_names(expr, names):
+    assert promql_metric_names(expr) == names
+
+
+def test_histogram_suffixes_name_their_family():
+    assert base_name("animegamer_bot_ack_seconds_bucket") == "animegamer_bot_ack_seconds"
+    assert base_name("animegamer_turn_seconds_count") == "animegamer_turn_seconds"
+    assert base_name("animegamer_queue_depth") == "animegamer_queue_depth"
+
+
+def test_exposition_names_include_each_types_series_even_before_any_sample():
+    text = "\n".join([
+        "# HELP a_total A counter", "# TYPE a_total counter",
+        "# HELP h A histogram", "# TYPE h histogram",
+        "# HELP g A gauge", "# TYPE g gauge", "g 1.0", "",
+    ])
+    assert names_in_exposition(text) == {"a_total", "h_bucket", "h_count", "h_sum", "g"}
+
+
+# --- the dashboard and the rules against the processes
+
+
+def test_every_metric_the_dashboard_and_rules_use_is_exported():
+    exported = exported_metric_names()
+    used = dashboard_expressions() + rule_expressions()
+    assert len(used) >= 30
+    missing = sorted(
+        f"{where}: {name} (family {base_name(name)})"
+        for where, expr in used
+        for name in promql_metric_names(expr)
+        if name not in exported and name not in PROMETHEUS_SERIES
+    )
+    assert not missing, "metrics used but exported by no process:\n" + "\n".join(missing)
+
+
+def test_each_process_exports_the_metrics_the_issue_lists():
+    exported = exported_metric_names()
+    expected = {
+        "bot": ["animegamer_bot_interactions_total", "animegamer_bot_ack_seconds_bucket", "animegamer_bot_post_lag_seconds_bucket",
+                "animegamer_bot_edit_queue_depth", "animegamer_bot_edit_wait_seconds_bucket", "animegamer_bot_post_retries_total",
+                "animegamer_bot_post_giveups_total", "animegamer_bot_gateway_latency_seconds", "animegamer_bot_gateway_connected",
+                "animegamer_bot_config_cache_requests_total", "animegamer_database_up", "animegamer_queue_depth",
+                "animegamer_queue_oldest_seconds", "animegamer_bot_info"],
+        "play": ["animegamer_play_requests_total", "animegamer_play_request_seconds_bucket", "animegamer_play_sse_clients"],
+        "worker": ["animegamer_turns_total", "animegamer_stage_seconds_bucket", "animegamer_gpu_memory_allocated_bytes",
+                   "animegamer_gpu_memory_reserved_bytes", "animegamer_turn_gpu_peak_bytes", "animegamer_decoder_preset_info",
+                   "animegamer_database_up"],
+    }
+    for process, names in expected.items():
+        absent = [n for n in names if process not in exported.get(n, set())]
+        assert not absent, f"{process} does not export {absent}"
+
+
+def test_the_dashboard_has_every_panel_the_issue_asks_for():
+    d = dashboard()
+    panels = [p for p in _panels(d["panels"]) if p.get("type") != "row"]
+    by_metric: dict[str, list[str]] = {}
+    for p in panels:
+        for t in p.get("targets", []):
+            for name in promql_metric_names(t["expr"]):
+                by_metric.setdefault(base_name(name), []).append(t["expr"])
+
+    def uses(metric: str, *fragments: str) -> bool:
+        return any(all(f in e for f in fragments) for e in by_metric.get(metric, []))
+
+    assert uses("animegamer_queue_depth", "film")
+    assert uses("animegamer_queue_oldest_seconds", "film")
+    assert uses("animegamer_turns_total", "rate(", "* 60")  # turns per minute
+    assert uses("animegamer_stage_seconds", "histogram_quantile(0.5", "stage")
+    assert uses("animegamer_stage_seconds", "histogram_quantile(0.95", "stage")
+    for gpu in ("animegamer_gpu_memory_allocated_bytes", "animegamer_gpu_memory_reserved_bytes", "animegamer_turn_gpu_peak_bytes"):
+        assert uses(gpu), gpu
+    assert uses("animegamer_bot_post_lag_seconds", "histogram_quantile(0.95")
+    assert uses("animegamer_bot_ack_seconds", "histogram_quantile(0.5")
+    assert uses("animegamer_bot_ack_seconds", "histogram_quantile(0.99")
+    assert uses("animegamer_bot_interactions_total", "outcome")  # errors: interactions by outcome
+    assert uses("animegamer_turns_total", 'status="failed"')  # errors: failed turns
+    assert uses("animegamer_bot_gateway_latency_seconds", "") and any(
+        "shard" in t.get("legendFormat", "") for p in panels for t in p.get("targets", []) if "gateway_latency" in t["expr"])
+    assert uses("animegamer_play_sse_clients")
+
+    # Well-formed: unique ids and refIds, on the 24-column grid, on the provisioned datasource.
+    ids = [p["id"] for p in _panels(d["panels"])]
+    assert len(ids) == len(set(ids))
+    uid = yaml.safe_load(DATASOURCES.read_text())["datasources"][0]["uid"]
+    for p in panels:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24, p["title"]
+        assert p["datasource"]["uid"] == uid, p["title"]
+        refs = [t["refId"] for t in p["targets"]]
+        assert len(refs) == len(set(refs)) and all(t["datasource"]["uid"] == uid for t in p["targets"]), p["title"]
+    assert d["uid"] and d["title"]
+
+
+def test_the_alert_rules():
+    by_name = {r["alert"]: r for r in rules()}
+    assert {"WorkerDown", "QueueStuck", "PostingLag", "DatabaseDown", "TurnFailures", "AckSlow"} <= set(by_name)
+    assert by_name["WorkerDown"]["expr"] == 'up{job="worker"} == 0' and by_name["WorkerDown"]["for"] == "2m"
+    assert by_name["DatabaseDown"]["expr"] == "animegamer_database_up == 0" and by_name["DatabaseDown"]["for"] == "1m"
+    assert "animegamer_queue_oldest_seconds" in by_name["QueueStuck"]["expr"] and by_name["QueueStuck"]["for"] == "5m"
+    assert "histogram_quantile(0.95" in by_name["PostingLag"]["expr"] and by_name["PostingLag"]["expr"].endswith("> 60")
+    assert "histogram_quantile(0.99" in by_name["AckSlow"]["expr"] and by_name["AckSlow"]["expr"].endswith("> 1")
+    assert 'increase(animegamer_turns_total{status="failed"}[15m])' in by_name["TurnFailures"]["expr"]
+    for name, r in by_name.items():
+        assert r["labels"]["severity"] in ("critical", "warning"), name
+        assert r["annotations"]["summary"], name
+    # The label values the rules match are the ones the processes use.
+    worker_source = (ROOT / "inference" / "worker.py").read_text()
+    for status in re.findall(r'animegamer_turns_total\{status="(\w+)"\}', RULES.read_text()):
+        assert f'turns.labels(status="{status}"' in worker_source, status
+    jobs = {j["job_name"] for j in yaml.safe_load(PROMETHEUS.read_text())["scrape_configs"]}
+    for job in re.findall(r'up\{job="(\w+)"\}', RULES.read_text()):
+        assert job in jobs, job
+
+
+# --- the compose profile
+
+
+def _mounts(svc: dict) -> list[tuple[str, str]]:
+    out = []
+    for v in svc.get("volumes", []):
+        parts = v.split(":")
+        out.append((parts[0], parts[1]))
+    return out
+
+
+def test_the_monitoring_profile_in_compose():
+    c = compose()
+    services = c["services"]
+    monitoring = {n for n, s in services.items() if "monitoring" in s.get("profiles", [])}
+    assert monitoring == {"prometheus", "grafana"}
+    # The app's services are in no profile: `docker compose up` starts them as before, alone.
+    assert not [n for n, s in services.items() if s.get("profiles") and n not in monitoring]
+    assert services["prometheus"]["image"].startswith("prom/prometheus:")
+    assert services["grafana"]["image"].startswith("grafana/grafana:")
+    for name in monitoring:
+        svc = services[name]
+        assert svc["profiles"] == ["monitoring"]
+        for source, _target in _mounts(svc):
+            if source.startswith("."):  # a file of this repository, relative to docker/
+                assert (DOCKER / source).exists(), f"{name} mounts {source}, which does not exist"
+            else:
+                assert source in c["volumes"], f"{name}: volume {source} is not declared"
+        assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), f"{name} publishes beyond loopback by default"
+
+    # Prometheus reads the rules where compose mounts them.
+    prom_mounts = dict((t, s) for s, t in _mounts(services["prometheus"]))
+    prom = yaml.safe_load(PROMETHEUS.read_text())
+    assert prom_mounts["/etc/prometheus/prometheus.yml"] == "./monitoring/prometheus.yml"
+    for path in prom["rule_files"]:
+        assert prom_mounts[path] == "./monitoring/rules.yml"
+    # Grafana: provisioning and dashboards where its providers look; the datasource is the service.
+    graf_mounts = dict((t, s) for s, t in _mounts(services["grafana"]))
+    assert graf_mounts["/etc/grafana/provisioning"] == "./monitoring/grafana/provisioning"
+    (provider,) = yaml.safe_load(PROVIDERS.read_text())["providers"]
+    assert graf_mounts[provider["options"]["path"]] == "./monitoring/grafana/dashboards"
+    home = services["grafana"]["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert home == provider["options"]["path"] + "/" + DASHBOARD.name
+    (ds,) = yaml.safe_load(DATASOURCES.read_text())["datasources"]
+    assert ds["url"] == "http://prometheus:9090" and ds["type"] == "prometheus"
+
+
+def test_prometheus_scrapes_every_process_in_compose():
+    from settings import Settings
+
+    services = compose()["services"]
+    jobs = {j["job_name"]: [t for sc in j["static_configs"] for t in sc["targets"]]
+            for j in yaml.safe_load(PROMETHEUS.read_text())["scrape_configs"]}
+    # The bot: its health server's port, on every address of its container.
+    bot_env = services["bot"]["environment"]
+    port = int(bot_env.get("ANIMEGAMER_BOT_HEALTH_PORT", Settings.model_fields["bot_health_port"].default))
+    assert jobs["bot"] == [f"bot:{port}"]
+    assert bot_env["ANIMEGAMER_METRICS_HOST"] == "0.0.0.0"
+    # Every worker service, on its metrics port.
+    workers = {n: s for n, s in services.items() if s.get("command", [None])[0] == "worker"}
+    assert workers
+    expected = {f"{n}:{s['environment']['ANIMEGAMER_METRICS_PORT']}" for n, s in workers.items()}
+    assert set(jobs["worker"]) == expected
+    assert all(s["environment"]["ANIMEGAMER_METRICS_HOST"] == "0.0.0.0" for s in workers.values())
+    # The play page is no compose service: no job scrapes it (prometheus.yml says how to add one).
+    assert not any(s.get("command", [None])[0] == "play" for s in services.values())
+    assert "play" not in jobs and "job_name: play" in PROMETHEUS.read_text()
+
+
+# --- the tools, where installed
+
+
+def test_promtool_checks_the_rules_and_the_config(tmp_path):
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    r = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The config too, with its rule file where it is in this checkout rather than in the container.
+    config = yaml.safe_load(PROMETHEUS.read_text())
+    config["rule_files"] = [str(RULES)]
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    r = subprocess.run([promtool, "check", "config", str(tmp_path / "prometheus.yml")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_docker_compose_config_is_valid():
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("docker is not installed")
+    if subprocess.run([docker, "compose", "version"], capture_output=True, timeout=60).returncode != 0:
+        pytest.skip("docker's compose plugin is not installed")
+    env = {**os.environ, "POSTGRES_PASSWORD": "dummy"}
+    r = subprocess.run(
+        [docker, "compose", "-f", str(DOCKER / "compose.yaml"), "--profile", "monitoring", "config", "-q"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
