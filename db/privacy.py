@@ -12,8 +12,9 @@ each in its own transaction and each idempotent, so a restart at any point finis
    win), older proposals and every ballot of theirs are kept under the tombstone with no text;
 4. everything else with their id or name: player rows (deleted: they leave every game), the
    creator of a session, the opener of a round, who removed a shot, who added a filter term, the
-   audit log as actor or as target (and the text of theirs the content rules refused), and their
-   names inside free text (a turn's "cancelled by alice", a pause reason);
+   audit log as actor or as target (and the text of theirs the content rules refused), their
+   names inside free text (a turn's "cancelled by alice", a pause reason), and the one-time
+   notices they were shown (member_notices, db/notices.py: deleted);
 5. done: the request forgets their id and names.
 
 What stays, anonymous, is what other players' games rest on: the turn rows (number, status,
@@ -36,6 +37,7 @@ from db.models import (
     AuditLog,
     ContentFilterTerm,
     GameSession,
+    MemberNotice,
     Player,
     PrivacyRequest,
     PrivacyTombstone,
@@ -63,10 +65,11 @@ class Counts:
     clips: int = 0  # turns whose clip is still stored
     votes: int = 0  # ballots cast and actions proposed
     audit: int = 0  # audit entries as actor or target
+    notices: int = 0  # one-time notices shown to them (member_notices; in no server: counted everywhere only)
 
     @property
     def empty(self) -> bool:
-        return not (self.games or self.turns or self.clips or self.votes or self.audit)
+        return not (self.games or self.turns or self.clips or self.votes or self.audit or self.notices)
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,9 @@ async def _counts(s: AsyncSession, user_id: int, guild_id: int | None) -> Counts
     if guild_id is not None:
         audit_q = audit_q.where(AuditLog.guild_id == guild_id)
     audit = await s.scalar(audit_q)
-    return Counts(games=games or 0, turns=turns or 0, clips=clips or 0, votes=(ballots or 0) + (proposals or 0), audit=audit or 0)
+    notices = 0 if guild_id is not None else await s.scalar(select(func.count()).where(MemberNotice.user_id == user_id))
+    return Counts(games=games or 0, turns=turns or 0, clips=clips or 0, votes=(ballots or 0) + (proposals or 0), audit=audit or 0,
+                  notices=notices or 0)
 
 
 def _audit_of(user_id: int):
@@ -261,6 +266,7 @@ async def _ids_and_names(s: AsyncSession, req: PrivacyRequest, uid: int) -> int 
     names = list(req.names or [])
     quoted_names = _quotable(names)
     await s.execute(delete(Player).where(Player.user_id == uid))
+    await s.execute(delete(MemberNotice).where(MemberNotice.user_id == uid))
     tombs = await _tombstones(s, req, uid)
     for guild_id, tomb in tombs.items():
         in_guild = _by_guild(Turn.session_id, guild_id)
@@ -297,6 +303,7 @@ async def _done(s: AsyncSession, req: PrivacyRequest, uid: int) -> int | None:
     request ran): then the steps run again from the first."""
     if await _guilds_of(s, uid):
         return 0
+    await s.execute(delete(MemberNotice).where(MemberNotice.user_id == uid))  # shown meanwhile: no server to wait for
     req.user_id, req.names, req.status, req.done_at = None, None, "done", func.now()
     return None
 
