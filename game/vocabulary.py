@@ -27,6 +27,17 @@ from i18n.catalogs import translations
 # Film attribute -> gettext context of its terms.
 CONTEXTS = {"motions": "motion", "adverbs": "adverb", "backgrounds": "background", "times": "time of day"}
 KINDS = tuple(CONTEXTS)
+# What translators read beside each term in the .po files.
+TRANSLATOR_NOTE = {
+    "motion": "What a character does in the shot, for /act's motion field (an autocomplete choice, at most "
+              "100 characters). The model receives the English; this is only what the player sees.",
+    "adverb": "How the character does it, for /act's adverb field (an autocomplete choice, at most 100 "
+              "characters). The model receives the English; this is only what the player sees.",
+    "background": "Where the shot takes place, for /act's background field (an autocomplete choice, at most "
+                  "100 characters). The model receives the English; this is only what the player sees.",
+    "time of day": "When the shot takes place, for /act's time field (an autocomplete choice, at most 100 "
+                   "characters). The model receives the English; this is only what the player sees.",
+}
 
 
 def context_of(kind: str) -> str:
@@ -82,6 +93,13 @@ def to_model(kind: str, typed: str, film) -> str:
     `fold`: case, width and spacing do not matter); otherwise the typed text unchanged."""
     term = _match(kind, typed, film)
     return typed if term is None else term
+
+
+def fields_to_model(film, motion: str, background: str, adverb: str = "", time_of_day: str = "") -> tuple[str, str, str, str]:
+    """An instruction's four fields as the model should get them (`to_model` on each): what the
+    one instruction assembly (db.guilds.ChannelConfig.instruction) calls before building it."""
+    return (to_model("motions", motion, film), to_model("backgrounds", background, film),
+            to_model("adverbs", adverb, film), to_model("times", time_of_day, film))
 
 
 def is_term(typed: str, films: Iterable) -> bool:

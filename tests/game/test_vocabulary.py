@@ -86,6 +86,11 @@ def test_a_suggestion_typed_in_any_language_goes_to_the_model_in_english(shipped
         assert vocabulary.to_model("times", "nuit", PONYO) == "night"
 
 
+def test_the_instruction_s_fields_in_one_call(shipped):
+    assert vocabulary.fields_to_model(QIQI, "ほうきで飛ぶ", "空", "すばやく", "夜") == ("fly on broomstick", "sky", "quickly", "night")
+    assert vocabulary.fields_to_model(QIQI, "踊る", "ciel") == ("踊る", "sky", "", "")
+
+
 def test_is_term(shipped):
     assert vocabulary.is_term("ほうきで飛ぶ", [QIQI]) and vocabulary.is_term("Sky", [QIQI])
     assert not vocabulary.is_term("ほうきで飛ぶ", [PONYO]) and not vocabulary.is_term("dance", FILMS.values())
