@@ -13,6 +13,7 @@ COPY requirements/bot.txt requirements/bot.txt
 RUN pip install --no-cache-dir -r requirements/bot.txt
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
+COPY i18n/ i18n/
 COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/

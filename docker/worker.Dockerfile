@@ -33,6 +33,7 @@ RUN python3 -m venv /opt/venv \
     && pip install --no-cache-dir -r requirements/models.txt
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
+COPY i18n/ i18n/
 COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/
