@@ -7,8 +7,9 @@ menu; opening `/?lang=ja` sets it too), else the browser's `Accept-Language` (wh
 pseudo-locale. A choice that names no shipped catalog is passed over for the next source.
 
 `GET /api/i18n` gives the page's scripts what they need to show their own strings (marked in
-play/static/*.js with `t("...")` and `tn("...", "...", n)`, which `animegamer i18n extract`
-collects into the shared template) in that locale: the translations of exactly those strings,
+play/static/*.js with `t("...")`, `tn("...", "...", n)` and `pgettext("context", "...")`, which
+`animegamer i18n extract` collects into the shared template) in that locale: the translations of
+exactly those strings (a message with a context keyed `context + "\x04" + msgid`, as in a .mo),
 the catalog's plural rule (its gettext `Plural-Forms` expression, which is also valid JavaScript,
 with every plural message's forms in the catalog's order), the `<html lang>` and `dir`, and the
 shipped languages in their own names for the menu.
@@ -35,7 +36,8 @@ QUERY = "lang"
 COOKIE_MAX_AGE = 365 * 24 * 3600
 STATIC = Path(__file__).resolve().parent / "static"
 # What marks a string in the page's scripts (as animegamer.i18n_cli.KEYWORDS extracts them).
-JS_KEYWORDS = {"t": None, "tn": (1, 2)}
+JS_KEYWORDS = {"t": None, "tn": (1, 2), "pgettext": ((1, "c"), 2)}
+CONTEXT_SEPARATOR = "\x04"
 ENGLISH_PLURAL = (2, "(n != 1)")
 # A Plural-Forms expression: C's arithmetic, comparisons and ternaries on n (the same in JavaScript).
 _PLURAL_FORMS = re.compile(r"\s*nplurals\s*=\s*([1-9])\s*;\s*plural\s*=\s*([^;]+?)\s*;?\s*")
@@ -82,17 +84,25 @@ async def locale_middleware(request: web.Request, handler):
 
 
 @cache
-def page_messages() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The strings marked in the page's scripts: (singulars, (singular, plural) pairs)."""
-    singular: dict[str, None] = {}
+def page_messages() -> tuple[tuple[tuple[str | None, str], ...], tuple[tuple[str, str], ...]]:
+    """The strings marked in the page's scripts: ((context, msgid) of each singular, (singular,
+    plural) pairs)."""
+    singular: dict[tuple[str | None, str], None] = {}
     plural: dict[tuple[str, str], None] = {}
     for path in sorted(STATIC.glob("*.js")):
-        for _lineno, message, _comments, _context in extract_from_file("javascript", path, keywords=JS_KEYWORDS):
+        for _lineno, message, _comments, context in extract_from_file("javascript", path, keywords=JS_KEYWORDS):
             if isinstance(message, str):
-                singular[message] = None
+                singular[(context, message)] = None
             elif message and message[0] and message[1]:
                 plural[(message[0], message[1])] = None
     return tuple(singular), tuple(plural)
+
+
+def _message(tr: gettext.NullTranslations, context: str | None, msgid: str) -> tuple[str, str]:
+    """(key, translation) of one singular message."""
+    if context is None:
+        return msgid, tr.gettext(msgid)
+    return f"{context}{CONTEXT_SEPARATOR}{msgid}", tr.pgettext(context, msgid)
 
 
 def plural_rule(tr: gettext.NullTranslations) -> tuple[int, str]:
@@ -143,7 +153,7 @@ def page_translations(locale: str, chosen: str | None) -> dict:
     tr = translations(locale)
     rule = plural_rule(tr)
     singulars, plurals = page_messages()
-    messages = {m: s for m in singulars if (s := tr.gettext(m)) != m}
+    messages = {key: text for ctx, m in singulars for key, text in [_message(tr, ctx, m)] if text != m}
     return {
         "locale": locale,
         "lang": html_lang(locale),

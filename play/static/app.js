@@ -1,5 +1,6 @@
 // The play page: one game channel. Everything shown comes from the server's JSON; every piece of
-// user text goes into the page as text (textContent / text nodes), never as markup.
+// user text goes into the page as text (textContent / text nodes), never as markup. The page's own
+// words go through t() / tn() (i18n.js), in the language the server chose.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -40,7 +41,8 @@ const page = {
   turns: new Map(), // id -> turn JSON
   oldestSeq: null,
   loading: Promise.resolve(),
-  players: new Map(), // user_id -> name, for "joined"/"left" lines
+  players: new Map(), // user_id -> {name, character}, for "joined"/"left" lines
+  conn: null, // the event stream: null (not yet), "on", "off"
 };
 
 // --- talking to the server
@@ -53,11 +55,11 @@ async function api(path, body) {
   try {
     res = await fetch(path, opts);
   } catch (e) {
-    throw new Error("The play server is not reachable. Is `animegamer play` still running?");
+    throw new Error(t("The play server is not reachable. Is `animegamer play` still running?"));
   }
   const data = await res.json().catch(() => ({}));
   if (!res.ok) {
-    const err = new Error(data.message || `The server answered ${res.status}.`);
+    const err = new Error(data.message || t("The server answered %(status)s.", { status: res.status }));
     err.code = data.error;
     err.field = data.field;
     throw err;
@@ -67,12 +69,12 @@ async function api(path, body) {
 
 let toastTimer = null;
 function toast(message, kind = "error") {
-  const t = $("toast");
-  t.textContent = message;
-  t.className = `toast ${kind}`;
-  t.hidden = false;
+  const box = $("toast");
+  box.textContent = message;
+  box.className = `toast ${kind}`;
+  box.hidden = false;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { t.hidden = true; }, 8000);
+  toastTimer = setTimeout(() => { box.hidden = true; }, 8000);
 }
 
 async function attempt(fn) {
@@ -84,25 +86,71 @@ async function attempt(fn) {
   }
 }
 
+// --- words for the server's codes
+
+function sessionStatus(status) {
+  const names = { active: t("active"), paused: t("paused"), archived: t("ended") };
+  return names[status] || status;
+}
+
+// A worker's progress stage (as it reports it) in words: the bot's names for them (bot/embeds.py).
+function stageName(stage) {
+  const steps = /^(render|denoise) (\d+)\/(\d+)$/.exec(stage || "");
+  if (steps) {
+    const done = number(Number(steps[2]));
+    const total = number(Number(steps[3]));
+    return steps[1] === "render"
+      ? pgettext("progress stage", "drawing frame %(done)s of %(total)s", { done, total })
+      : pgettext("progress stage", "refining, step %(done)s of %(total)s", { done, total });
+  }
+  const names = {
+    "": t("starting"),
+    mllm: pgettext("progress stage", "imagining the scene"),
+    decode: pgettext("progress stage", "drawing the frames"),
+    vae: pgettext("progress stage", "decoding the frames"),
+    encode: pgettext("progress stage", "encoding the clip"),
+    done: pgettext("progress stage", "finishing"),
+    "preview rules": pgettext("progress stage", "applying the preview's rules"),
+  };
+  return stage in names || !stage ? names[stage || ""]
+    // TRANSLATORS: a progress stage the page has no name for; %(stage)s is the worker's own word for it
+    : pgettext("progress stage", "working (%(stage)s)", { stage });
+}
+
+function stateLabel(name) {
+  return (page.state && page.state.state_labels && page.state.state_labels[name]) || name;
+}
+
+function percent(fraction) {
+  try { return new Intl.NumberFormat(i18n.lang, { style: "percent" }).format(fraction); } catch { return `${Math.round(fraction * 100)}%`; }
+}
+
+function renderConn() {
+  const conn = $("conn");
+  conn.className = page.conn ? `conn ${page.conn}` : "conn";
+  conn.title = page.conn === "on" ? t("live") : page.conn === "off" ? t("reconnecting…") : t("live updates");
+}
+
 // --- the side panel
 
 function renderState(st) {
   const prevPlayers = page.players;
   page.state = st;
   const session = st.session;
-  $("channel-title").textContent = st.film ? st.film.title : "play";
+  // TRANSLATORS: the name of the page's one game channel, shown as "#play" when no film is chosen.
+  $("channel-title").textContent = st.film ? st.film.title : t("play");
   const status = $("session-status");
-  status.textContent = session ? session.status : "no game";
+  status.textContent = session ? sessionStatus(session.status) : t("no game");
   status.className = `badge ${session ? session.status : "none"}`;
   status.title = session && session.paused_reason ? session.paused_reason : "";
   $("backend-badge").hidden = st.backend !== "preview";
-  $("backend-badge").title = "Clips come from the preview backend, not the AnimeGamer model.";
+  $("backend-badge").title = t("Clips come from the preview backend, not the AnimeGamer model.");
 
   // Setup: film and cast (the guild's configuration).
   const filmSel = $("film-select");
   filmSel.replaceChildren(...st.films.map((f) => el("option", { value: f.id, selected: f.id === st.config.film }, f.title)));
   const castFilm = st.films.find((f) => f.id === st.config.film);
-  $("cast").replaceChildren(el("legend", {}, "Playable characters"), ...(castFilm ? castFilm.characters : []).map((c) =>
+  $("cast").replaceChildren(el("legend", {}, t("Playable characters")), ...(castFilm ? castFilm.characters : []).map((c) =>
     el("label", { class: "check" },
       el("input", { type: "checkbox", value: c.id, checked: st.config.playable.includes(c.id),
         onchange: (e) => attempt(() => api("/api/cast", { character: c.id, enabled: e.target.checked }).then(refreshState)) }),
@@ -127,7 +175,8 @@ function renderState(st) {
   const joinSel = $("join-character");
   const chosen = joinSel.value;
   joinSel.replaceChildren(...cast
-    .map((c) => el("option", { value: c.id, disabled: taken.has(c.id) }, taken.has(c.id) ? `${c.name} (taken)` : c.name)));
+    .map((c) => el("option", { value: c.id, disabled: taken.has(c.id) },
+      taken.has(c.id) ? t("%(character)s (taken)", { character: c.name }) : c.name)));
   if (chosen && [...joinSel.options].some((o) => o.value === chosen && !o.disabled)) joinSel.value = chosen;
   else { const free = [...joinSel.options].find((o) => !o.disabled); if (free) joinSel.value = free.value; }
   if (!$("join-name").value) $("join-name").value = sessionStorage.getItem("animegamer.name") || "";
@@ -135,8 +184,9 @@ function renderState(st) {
   // Players and their characters' bars.
   $("players").replaceChildren(...st.players.map((p) =>
     el("li", { dataset: { userId: p.user_id } },
-      el("span", { class: "who" }, p.name), " plays ", el("strong", {}, p.character_name),
-      p.user_id === ME ? el("span", { class: "muted" }, " (you)") : null)));
+      fillNodes(t("%(player)s plays %(character)s"),
+        { player: el("span", { class: "who" }, p.name), character: el("strong", {}, p.character_name) }),
+      p.user_id === ME ? el("span", { class: "muted you" }, t("(you)")) : null)));
   $("players-empty").hidden = st.players.length > 0;
   const castOrder = st.film ? st.film.characters.map((c) => c.id) : [];
   const stateRows = Object.entries(st.states).sort(([x], [y]) => castOrder.indexOf(x) - castOrder.indexOf(y));
@@ -145,23 +195,28 @@ function renderState(st) {
       el("div", { class: "char-name" }, s.name),
       st.state_names.map((k) => bar(cid, k, s[k], null)))));
 
-  // Composer: the other characters who may be in the shot, and the pause button.
+  // Composer: examples from the film's suggestions, the other characters who may be in the shot,
+  // and the pause button.
+  if (st.options) {
+    $("act-motion").placeholder = st.options.motions[0] || "";
+    $("act-background").placeholder = st.options.backgrounds[0] || "";
+  }
   const others = $("act-others");
   const ticked = new Set([...others.querySelectorAll("input:checked")].map((i) => i.value));
   others.replaceChildren(...cast.filter((c) => !mine || c.id !== mine.character).map((c) =>
     el("label", { class: "check" }, el("input", { type: "checkbox", value: c.id, checked: ticked.has(c.id) }), c.name)));
   const paused = session && session.status === "paused";
-  $("pause-button").textContent = paused ? "Resume" : "Pause";
+  $("pause-button").textContent = paused ? t("Resume") : t("Pause");
   $("pause-button").disabled = !session;
   $("reset-button").disabled = !session;
   $("act-button").disabled = !mine || paused;
   $("act-form").classList.toggle("disabled", !mine || !!paused);
 
   // "joined"/"left" lines in the log, from the change in the player list.
-  const now = new Map(st.players.map((p) => [p.user_id, `${p.name} (${p.character_name})`]));
+  const now = new Map(st.players.map((p) => [p.user_id, { name: p.name, character: p.character_name }]));
   if (page.sessionId === (session && session.id) && prevPlayers.size + now.size > 0) {
-    for (const [id, label] of now) if (!prevPlayers.has(id)) systemLine(`${label} joined the game.`);
-    for (const [id, label] of prevPlayers) if (!now.has(id)) systemLine(`${label} left the game.`);
+    for (const [id, who] of now) if (!prevPlayers.has(id)) systemLine(t("%(name)s (%(character)s) joined the game.", who));
+    for (const [id, who] of prevPlayers) if (!now.has(id)) systemLine(t("%(name)s (%(character)s) left the game.", who));
   }
   page.players = now;
 }
@@ -170,7 +225,7 @@ function renderState(st) {
 function bar(character, name, value, before) {
   const change = before === null || before === undefined ? null : value - before;
   return el("div", { class: "bar", dataset: { character, state: name, value: String(value) } },
-    el("span", { class: "bar-label" }, name),
+    el("span", { class: "bar-label" }, stateLabel(name)),
     el("span", { class: `bar-track ${name}` }, (() => {
       const fill = el("span", { class: "bar-fill" });
       fill.style.width = `${Math.max(0, Math.min(100, value))}%`;
@@ -179,7 +234,7 @@ function bar(character, name, value, before) {
     el("span", { class: "bar-value" }, String(value)),
     change === null ? null : el("span", {
       class: `bar-change ${change > 0 ? "up" : change < 0 ? "down" : "same"}`, dataset: { change: String(change) },
-    }, change === 0 ? "±0" : (change > 0 ? `+${change}` : String(change))));
+    }, change === 0 ? "±0" : (change > 0 ? `+${number(change)}` : number(change))));
 }
 
 // --- the log
@@ -199,67 +254,72 @@ function systemLine(text) {
 function timeOf(iso) {
   if (!iso) return "";
   const d = new Date(iso);
-  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  try { return d.toLocaleTimeString(i18n.lang, { hour: "2-digit", minute: "2-digit" }); } catch { return d.toLocaleTimeString(); }
 }
 
-function turnBody(t) {
+function turnBody(turn) {
   const parts = [];
-  if (t.status === "queued") {
+  if (turn.status === "queued") {
     parts.push(el("div", { class: "status queued" },
-      t.position ? `Queued — position ${t.position}` : "Queued",
-      el("button", { type: "button", class: "quiet small", onclick: () => attempt(() => api(`/api/turns/${t.id}/cancel`, {})) }, "Cancel")));
-  } else if (t.status === "running") {
+      turn.position ? t("Queued — position %(position)s", { position: number(turn.position) }) : t("Queued"),
+      el("button", { type: "button", class: "quiet small", onclick: () => attempt(() => api(`/api/turns/${turn.id}/cancel`, {})) }, t("Cancel"))));
+  } else if (turn.status === "running") {
     const fill = el("span", { class: "progress-fill" });
-    fill.style.width = `${Math.round(t.progress * 100)}%`;
+    fill.style.width = `${Math.round(turn.progress * 100)}%`;
     parts.push(el("div", { class: "status running" },
-      el("span", { class: "progress", role: "progressbar", "aria-valuenow": Math.round(t.progress * 100) }, fill),
-      el("span", { class: "stage" }, `${t.stage || "starting"} · ${Math.round(t.progress * 100)}%`)));
-  } else if (t.status === "failed") {
-    parts.push(el("div", { class: "status failed" }, "This turn could not be generated: ", t.error || "unknown error"));
-  } else if (t.status === "cancelled") {
-    parts.push(el("div", { class: "status cancelled" }, "Cancelled", t.error ? ` (${t.error})` : ""));
-  } else if (t.status === "done") {
-    if (t.video) {
+      el("span", { class: "progress", role: "progressbar", "aria-valuenow": Math.round(turn.progress * 100),
+        "aria-label": t("Progress") }, fill),
+      // TRANSLATORS: a running turn's progress: the stage's name, then the percentage done.
+      el("span", { class: "stage" }, t("%(stage)s · %(percent)s", { stage: stageName(turn.stage), percent: percent(turn.progress) }))));
+  } else if (turn.status === "failed") {
+    // TRANSLATORS: %(error)s is the generator's reason (stored as the worker wrote it).
+    parts.push(el("div", { class: "status failed" }, t("This turn could not be generated: %(error)s", { error: turn.error || t("unknown error") })));
+  } else if (turn.status === "cancelled") {
+    parts.push(el("div", { class: "status cancelled" },
+      turn.error ? t("Cancelled (%(reason)s)", { reason: turn.error }) : t("Cancelled")));
+  } else if (turn.status === "done") {
+    if (turn.video) {
       parts.push(el("figure", { class: "clip" },
-        el("video", { src: t.video, controls: true, muted: true, autoplay: true, loop: true, playsinline: true, preload: "auto" }),
-        t.is_preview ? el("span", { class: "preview-label", title: "A preview clip from the preview backend, not the AnimeGamer model." }, "PREVIEW") : null));
+        el("video", { src: turn.video, controls: true, muted: true, autoplay: true, loop: true, playsinline: true, preload: "auto" }),
+        turn.is_preview ? el("span", { class: "preview-label", title: t("A preview clip from the preview backend, not the AnimeGamer model.") }, t("PREVIEW")) : null));
     } else {
-      parts.push(el("div", { class: "status muted" }, t.video_pruned ? "The clip was pruned (older than the retention period)." : "No clip."));
+      parts.push(el("div", { class: "status muted" }, turn.video_pruned ? t("The clip was pruned (older than the retention period).") : t("No clip.")));
     }
-    const after = t.states_after || {};
-    const before = t.states_before || {};
-    const names = Object.fromEntries(t.characters.map((c) => [c.id, c.name]));
-    const order = t.characters.map((c) => c.id).filter((cid) => cid in after); // as named in the instruction
+    const after = turn.states_after || {};
+    const before = turn.states_before || {};
+    const names = Object.fromEntries(turn.characters.map((c) => [c.id, c.name]));
+    const order = turn.characters.map((c) => c.id).filter((cid) => cid in after); // as named in the instruction
     parts.push(el("div", { class: "turn-bars" }, order.map((cid) =>
       el("div", { class: "char", dataset: { character: cid } },
         el("div", { class: "char-name" }, names[cid] || cid),
         (page.state ? page.state.state_names : ["stamina", "social", "entertainment"]).map((k) =>
           bar(cid, k, after[cid][k], before[cid] ? before[cid][k] : null))))));
-    if (t.prediction) {
-      parts.push(el("div", { class: "meta muted" },
-        `motion level ${t.prediction.motion_level}`, t.motion_scope !== null ? ` · motion scope ${t.motion_scope}` : "",
-        t.backend ? ` · ${t.backend}` : ""));
+    if (turn.prediction) {
+      const level = t("motion level %(level)s", { level: number(turn.prediction.motion_level) });
+      const scope = turn.motion_scope !== null ? t("motion scope %(scope)s", { scope: number(turn.motion_scope) }) : null;
+      parts.push(el("div", { class: "meta muted" }, [level, scope, turn.backend].filter(Boolean).join(" · ")));
     }
   }
-  if (t.status === "done" || t.status === "failed") { // shown on the latest turn only (style.css)
-    parts.push(el("button", { type: "button", class: "quiet small regenerate", title: "Generate this turn again with a new seed",
-      onclick: () => attempt(() => api("/api/regenerate", {})) }, "Regenerate"));
+  if (turn.status === "done" || turn.status === "failed") { // shown on the latest turn only (style.css)
+    parts.push(el("button", { type: "button", class: "quiet small regenerate", title: t("Generate this turn again with a new seed"),
+      onclick: () => attempt(() => api("/api/regenerate", {})) }, t("Regenerate")));
   }
   return parts;
 }
 
-function renderTurn(t) {
-  page.turns.set(t.id, t);
-  const existing = document.querySelector(`article.turn[data-turn-id="${t.id}"]`);
-  const node = el("article", { class: `turn ${t.status}`, dataset: { turnId: String(t.id), seq: String(t.seq), status: t.status } },
-    el("div", { class: "avatar" }, (t.author_name || "?").slice(0, 1).toUpperCase()),
+function renderTurn(turn) {
+  page.turns.set(turn.id, turn);
+  const existing = document.querySelector(`article.turn[data-turn-id="${turn.id}"]`);
+  const node = el("article", { class: `turn ${turn.status}`, dataset: { turnId: String(turn.id), seq: String(turn.seq), status: turn.status } },
+    el("div", { class: "avatar" }, (turn.author_name || "?").slice(0, 1).toUpperCase()),
     el("div", { class: "turn-main" },
       el("div", { class: "turn-head" },
-        el("span", { class: "author" }, t.author_name),
-        t.author_id === ME ? el("span", { class: "muted" }, " (you)") : null,
-        el("span", { class: "muted" }, ` · turn ${t.seq} · ${timeOf(t.created_at)}`)),
-      el("div", { class: "instruction" }, t.instruction),
-      turnBody(t)));
+        el("span", { class: "author" }, turn.author_name),
+        turn.author_id === ME ? el("span", { class: "muted you" }, t("(you)")) : null,
+        // TRANSLATORS: after the author's name: the turn's number and the time it was sent.
+        el("span", { class: "muted" }, " · ", t("turn %(number)s · %(time)s", { number: turn.seq, time: timeOf(turn.created_at) }))),
+      el("div", { class: "instruction" }, turn.instruction),
+      turnBody(turn)));
   if (existing) {
     // Keep a playing video element when only the surrounding text changed.
     const oldVideo = existing.querySelector("video");
@@ -270,22 +330,22 @@ function renderTurn(t) {
   }
   // Insert in sequence order (older pages arrive later than newer turns).
   const stick = nearBottom();
-  const later = [...document.querySelectorAll("article.turn")].find((a) => Number(a.dataset.seq) > t.seq);
+  const later = [...document.querySelectorAll("article.turn")].find((a) => Number(a.dataset.seq) > turn.seq);
   if (later) later.before(node);
   else $("messages").append(node);
   if (stick && !later) scrollToBottom();
 }
 
 function updateProgress(ev) {
-  const t = page.turns.get(ev.turn_id);
-  if (!t) return loadTurn(ev.turn_id);
-  if (t.status === "done" || t.status === "failed") return;
-  renderTurn({ ...t, status: "running", progress: ev.progress, stage: ev.stage });
+  const turn = page.turns.get(ev.turn_id);
+  if (!turn) return loadTurn(ev.turn_id);
+  if (turn.status === "done" || turn.status === "failed") return;
+  renderTurn({ ...turn, status: "running", progress: ev.progress, stage: ev.stage });
 }
 
 async function loadTurn(id) {
-  const t = await attempt(() => api(`/api/turns/${id}`));
-  if (t && t.session_id === page.sessionId) renderTurn(t);
+  const turn = await attempt(() => api(`/api/turns/${id}`));
+  if (turn && turn.session_id === page.sessionId) renderTurn(turn);
 }
 
 async function refreshPending() {
@@ -340,8 +400,8 @@ async function refreshState() {
 
 function connect() {
   const es = new EventSource("/api/events");
-  es.onopen = () => { $("conn").className = "conn on"; $("conn").title = "live"; };
-  es.onerror = () => { $("conn").className = "conn off"; $("conn").title = "reconnecting…"; };
+  es.onopen = () => { page.conn = "on"; renderConn(); };
+  es.onerror = () => { page.conn = "off"; renderConn(); };
   es.onmessage = (m) => {
     let ev;
     try { ev = JSON.parse(m.data); } catch { return; }
@@ -370,11 +430,12 @@ async function handle(ev) {
       const before = page.sessionId;
       await refreshState();
       await page.loading;
-      if (ev.event === "paused") systemLine("The game was paused.");
-      else if (ev.event === "active") systemLine("The game was resumed.");
-      else if (ev.event === "reset" && before !== null) systemLine("The game was reset: every character starts again from 50.");
-      else if (ev.event === "started") systemLine("A new game started.");
-      else if (ev.event === "removed") { await loadLog(); systemLine("A shot was removed; the characters keep their states."); }
+      if (ev.event === "paused") systemLine(t("The game was paused."));
+      else if (ev.event === "active") systemLine(t("The game was resumed."));
+      else if (ev.event === "reset" && before !== null) {
+        systemLine(t("The game was reset: every character starts again from %(start)s.", { start: number(50) }));
+      } else if (ev.event === "started") systemLine(t("A new game started."));
+      else if (ev.event === "removed") { await loadLog(); systemLine(t("A shot was removed; the characters keep their states.")); }
       break;
     }
   }
@@ -426,7 +487,7 @@ function wire() {
     };
     attempt(async () => {
       const r = await api("/api/act", body);
-      if (r.notes && r.notes.length) toast(`Sent, with changes: ${r.notes.join("; ")}`, "info");
+      if (r.notes && r.notes.length) toast(t("Sent, with changes: %(changes)s", { changes: r.notes.join("; ") }), "info");
       $("act-motion").value = "";
       await loadTurn(r.turn_id);
       scrollToBottom();
@@ -438,13 +499,13 @@ function wire() {
     await refreshState();
   }));
   $("reset-button").addEventListener("click", () => {
-    if (!confirm("Reset the game? Queued turns are cancelled and every character starts again from 50.")) return;
+    if (!confirm(t("Reset the game? Queued turns are cancelled and every character starts again from %(start)s.", { start: number(50) }))) return;
     attempt(async () => { await api("/api/reset", {}); await refreshState(); });
   });
   $("film-select").addEventListener("change", (e) => {
     const live = page.state && page.state.session;
     if (live && live.film !== e.target.value &&
-        !confirm("Changing the film resets the game in progress; players join again with the new cast.")) {
+        !confirm(t("Changing the film resets the game in progress; players join again with the new cast."))) {
       e.target.value = page.state.config.film;
       return;
     }
@@ -457,8 +518,17 @@ function wire() {
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
+  await i18nReady; // the first render is in the page's language
+  renderConn();
   wire();
   await refreshState();
   connect();
   window.animegamerReady = true; // for tests: the first render is done
+});
+
+// Another language chosen: everything the page wrote is written again (the server's texts too).
+document.addEventListener("animegamer:language", async () => {
+  renderConn();
+  await refreshState();
+  await loadLog();
 });

@@ -1,6 +1,7 @@
 // Vote mode on the play page (the same rounds as Discord's /vote): every tab may propose the
 // composer's action and vote for one option per round; the round's deadline and tally come from
-// the server. Uses app.js's helpers ($, el, api, attempt, toast, ME); user text goes in as text.
+// the server. Uses app.js's helpers ($, el, api, attempt, toast, ME) and i18n.js's (t, tn); user
+// text goes in as text.
 "use strict";
 
 const voting = { data: null };
@@ -28,15 +29,23 @@ function renderVote() {
   const open = !!r && r.status === "open";
   $("vote").dataset.round = r ? r.status : "none";
   $("vote-status").textContent = open
-    ? `open · closes in ${secondsLeft(r)} s, or when all ${r.players} players have voted (${r.players_voted} so far) · a tie goes to the earliest proposal`
-    : r ? r.outcome || "" : "No round yet: propose the action above.";
+    ? [
+      t("open"),
+      // TRANSLATORS: an open vote round; %(n)s is the number of players, "s" stands for seconds.
+      tn("closes in %(seconds)s s, or when %(n)s player has voted (%(voted)s so far)",
+        "closes in %(seconds)s s, or when all %(n)s players have voted (%(voted)s so far)",
+        r.players, { seconds: number(secondsLeft(r)), voted: number(r.players_voted) }),
+      t("a tie goes to the earliest proposal"),
+    ].join(" · ")
+    : r ? r.outcome || "" : t("No round yet: propose the action above.");
   $("vote-options").replaceChildren(...(r ? r.options : []).map((o) =>
     el("li", { class: `vote-option${o.winner ? " winner" : ""}${r.my_vote === o.number ? " mine" : ""}`,
                dataset: { number: String(o.number), votes: String(o.votes) } },
       el("span", { class: "who" }, o.author_name), ": ", el("span", { class: "instruction" }, o.instruction),
-      el("span", { class: "muted" }, ` · ${o.votes} vote(s)${o.winner ? " · winner" : ""}`),
+      el("span", { class: "muted" }, " · ", tn("%(n)s vote", "%(n)s votes", o.votes), o.winner ? [" · ", t("winner")] : null),
       open ? el("button", { type: "button", class: r.my_vote === o.number ? "chosen" : "quiet",
-                            onclick: () => castVote(o.number) }, r.my_vote === o.number ? "Your vote" : `Vote ${o.number}`) : null)));
+                            onclick: () => castVote(o.number) },
+      r.my_vote === o.number ? t("Your vote") : t("Vote %(number)s", { number: o.number })) : null)));
 }
 
 async function castVote(number) {
@@ -58,7 +67,9 @@ function wireVote() {
       characters: [...$("act-others").querySelectorAll("input:checked")].map((i) => i.value),
     };
     const r = await api("/api/vote/propose", body);
-    toast(`Your proposal is option ${r.option}.` + (r.notes.length ? ` Changed: ${r.notes.join("; ")}` : ""), "info");
+    toast(r.notes.length
+      ? t("Your proposal is option %(number)s. Changed: %(changes)s", { number: r.option, changes: r.notes.join("; ") })
+      : t("Your proposal is option %(number)s.", { number: r.option }), "info");
     $("act-motion").value = "";
     await refreshVote();
   }));
@@ -84,7 +95,10 @@ function wireVote() {
   setInterval(() => { if (voting.data && voting.data.round && voting.data.round.status === "open") renderVote(); }, 1000);
 }
 
+document.addEventListener("animegamer:language", () => refreshVote());
+
 document.addEventListener("DOMContentLoaded", async () => {
+  await i18nReady;
   wireVote();
   await refreshVote();
   window.animegamerVoteReady = true; // for tests
