@@ -69,7 +69,7 @@ async def test_language_menu_and_pseudo_locale(settings, engine, database_url, s
             await page.select_option("#language", "en")
             await page.wait_for_function("document.getElementById('join-button').textContent === 'Join the game'")
             assert await page.evaluate("document.documentElement.lang") == "en"
-            assert {c["name"]: c["value"] for c in await ctx.cookies()}["lang"] == "en"
+            assert {c.get("name"): c.get("value") for c in await ctx.cookies()}["lang"] == "en"
             await page.reload()
             await page.wait_for_function("window.animegamerReady === true")
             assert await page.text_content("#join-button") == "Join the game" and await page.input_value("#language") == "en"
