@@ -37,7 +37,7 @@ class Later:
         return str(self.fn(*self.args))
 
     def __repr__(self) -> str:
-        return f"Later({self.fn.__name__}, {self.args!r})"
+        return f"Later({getattr(self.fn, '__name__', self.fn)!r}, {self.args!r})"
 
 
 def catalog_text(text: str | Lazy) -> Lazy:
@@ -58,9 +58,14 @@ def wait_text(seconds: float) -> str:
     return duration(secs, threshold=math.inf)  # under two minutes: the exact seconds
 
 
-def _choices(values: Sequence[str]) -> Later:
-    """Alternatives as a sentence in the shown locale: "ponyo or qiqi"."""
-    return Later(items, [str(v) for v in values], "or")
+def listed(values: Sequence[object], style: str = "standard") -> Later:
+    """Values as a list in the locale shown ("a, b, and c"; style "or": "ponyo or qiqi"), each
+    value rendered then too (a name may itself be a catalog message)."""
+    return Later(lambda: items([str(v) for v in values], style))
+
+
+def _choices(values: Sequence[object]) -> Later:
+    return listed(values, "or")
 
 
 # The statuses of a turn (db.models.TURN_STATUSES) as refusals and posts name them.
@@ -75,7 +80,8 @@ TURN_STATUS = {
 
 def turn_status(status: str) -> Lazy:
     """A turn's status (as stored) for display, translated where it is shown."""
-    return TURN_STATUS.get(status) or catalog_text(status)
+    shown = TURN_STATUS.get(status)
+    return shown if shown is not None else catalog_text(status)
 
 
 class GameError(Exception):

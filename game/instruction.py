@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from game.catalogue import Film
-from game.errors import Later
+from game.errors import Later, listed
 from game.sanitize import InputRefused, field_label, sanitize_field, too_long
 from i18n import L_, _
-from i18n.formatting import items
 
 # Per-field caps; the whole instruction is capped by the `max_instruction_len` setting.
 FIELD_MAX = {"motion": 80, "adverb": 30, "background": 80, "time_of_day": 30}
@@ -74,11 +73,13 @@ def build_instruction(
         c = film.character(key)
         if c is None:
             # TRANSLATORS: %(name)s is the name as typed, quoted; %(film)s the film's title; %(known)s its characters.
+            # (Names and title in the reader's language where the film has them.)
             raise InputRefused("characters", L_("%(name)s is not a character of %(film)s (known: %(known)s)",
-                                                name=repr(key), film=film.title,
-                                                known=Later(items, [ch.name for ch in film.characters])))
+                                                name=repr(key), film=Later(film.title_in),
+                                                known=listed([Later(film.character_name_in, ch.id) for ch in film.characters])))
         if playable is not None and c.id not in playable:
-            raise InputRefused("characters", L_("%(name)s is not playable in this channel", name=c.name))
+            raise InputRefused("characters", L_("%(name)s is not playable in this channel",
+                                                name=Later(film.character_name_in, c.id)))
         if c.id not in ids:
             ids.append(c.id)
             names.append(c.name)

@@ -4,9 +4,8 @@ them as written; each says what to do next. Lazy catalog messages, like game.err
 
 from __future__ import annotations
 
-from game.errors import GameError, Later, catalog_text, turn_status, wait_text
+from game.errors import GameError, Later, catalog_text, listed, turn_status, wait_text
 from i18n import L_, Lazy
-from i18n.formatting import items
 from i18n.translate import Ln_
 
 
@@ -55,7 +54,7 @@ class LogChannelUnusable(GameError):
 
     def __init__(self, channel: str, missing: list[str] | list[str | Lazy]) -> None:
         # Permission names as Discord shows them; translated where shown when the catalogs have them.
-        permissions = Later(lambda: items([str(catalog_text(m)) for m in missing]))
+        permissions = listed([catalog_text(m) for m in missing])
         # TRANSLATORS: %(channel)s is a channel mention; %(permissions)s lists Discord permissions
         # ("Send Messages and Embed Links").
         super().__init__(Ln_(
