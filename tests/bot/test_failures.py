@@ -37,7 +37,7 @@ async def test_failed_turn_is_announced_with_its_reason(world, start_bot, start_
     failed = await result(w, 1)
     embed = failed.embeds[0]
     assert embed["title"] == "Turn #1 failed" and failed.attachments == []
-    assert field(embed, "Reason") == "The generator ran out of GPU memory; try again in a moment."
+    assert field(embed, "Reason") == "The generator reported: The generator ran out of GPU memory; try again in a moment."
     assert "characters are unchanged" in embed["footer"]["text"]
     # one message for the turn: its status message became the failure's post
     assert turn_messages(w, 1) == [failed]
@@ -81,7 +81,7 @@ async def test_clips_over_the_upload_limit(world, start_bot, start_worker, sessi
     w.guild.upload_limit = 10 * 1024 * 1024
     h = await server.slash(w.guild, w.games, w.alice, "export")
     m = await h.wait_followup(timeout=30)
-    assert "2 shot(s), turns #1 to #2" in m.content and m.attachments[0].size <= 10 * 1024 * 1024
+    assert "2 shots, turns #1 to #2" in m.content and m.attachments[0].size <= 10 * 1024 * 1024
 
 
 async def test_database_down_gives_a_clear_message(world, start_bot, qsettings):
