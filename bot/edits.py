@@ -10,6 +10,10 @@ edit touches it again, so a late progress bar can never overwrite a posted turn.
 The budget is a sliding window measured from each edit's completion: the edit that follows the
 `limit`-th previous one starts at least `per` seconds after that one ended, so even requests that
 Discord receives late never put more than `limit` edits in any `per`-second window.
+
+An edit's texts are rendered by its caller, in the language of the message (the server's for a
+public one: bot.locale.public around the build); an edit runs later, in a task of its channel, so
+a lazy `content` is rendered when the edit is scheduled, never in that task.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import discord
+
+from i18n import Lazy
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -43,6 +49,13 @@ def post_channel(bot: discord.Client, channel_id: int, guild_id: int | None = No
     if isinstance(found, _POST_CHANNELS):
         return found
     return bot.get_partial_messageable(channel_id, guild_id=guild_id)
+
+
+def _rendered(fields: dict) -> dict:
+    """The edit's fields with a lazy content rendered now, in the caller's locale."""
+    if isinstance(fields.get("content"), Lazy):
+        return {**fields, "content": str(fields["content"])}
+    return fields
 
 
 @dataclass
@@ -79,6 +92,7 @@ class EditScheduler:
         waits; never after the message's final edit."""
         if message_id in self._final:
             return
+        fields = _rendered(fields)
         ch = self._channel(channel_id)
         current = ch.pending.get(message_id)
         if current is not None and current.final:
@@ -93,6 +107,7 @@ class EditScheduler:
         """Edit within the budget, ahead of routine edits; returns the edited message or raises
         what Discord answered. Routine edits of this message are dropped from now on."""
         self._mark_final(message_id)
+        fields = _rendered(fields)
         ch = self._channel(channel_id)
         waiter = asyncio.get_running_loop().create_future()
         current = ch.pending.pop(message_id, None)

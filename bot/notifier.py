@@ -18,6 +18,9 @@ Failures: a try that fails (any HTTP error but 403/404, a timeout, a dropped con
 retried after `retry_delays` (a few tries over minutes); after the last one the turn is marked as
 not posted (`post_error`) with a short notice in the channel, and the later turns of its channel,
 held back meanwhile, are posted in order after it.
+
+Posts are public: each is built in its server's language (bot.locale.public) — the embed, the
+clip's note, the Regenerate button's label and the failure notice.
 """
 
 from __future__ import annotations
@@ -35,15 +38,17 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from bot import locale
 from bot import removal as shot_removal
-from bot.embeds import failed_embed, status_embed, turn_embed
+from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
 from bot.views import RegenerateButton, view_of
 from db import notify
 from db import sessions as game_sessions
 from db import turns as turn_service
 from db.models import GameSession, Turn
 from game.catalogue import display_film
-from game.errors import size_text
+from i18n import L_, _
+from i18n.formatting import size
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -231,7 +236,8 @@ class Notifier:
         try:
             if channel is None:
                 channel = await self.bot.fetch_channel(gs.channel_id)
-            message_id = await self._deliver(turn, gs, channel)
+            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+                message_id = await self._deliver(turn, gs, channel)
         except (discord.NotFound, discord.Forbidden) as e:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)
             await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
@@ -242,11 +248,13 @@ class Notifier:
         await self._mark_posted(turn.id, message_id)
         self.bot.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
-            await shot_removal.reshow_if_removed(self.bot, turn.id, gs.channel_id, message_id)
+            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+                await shot_removal.reshow_if_removed(self.bot, turn.id, gs.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
     def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
+        """The post's message fields, rendered in the current locale (the server's: see _post)."""
         if turn.removed_at is not None:  # taken down before its post: the notice instead
             return shot_removal.removed_fields(turn)
         view = view_of(RegenerateButton(turn.id))
@@ -255,10 +263,13 @@ class Notifier:
         limit = self.upload_limit(getattr(channel, "guild", None))
         note = None
         if turn.mp4 is None:
-            note = "The clip is no longer stored." if turn.blobs_pruned_at else "This turn has no clip."
+            note = _("The clip is no longer stored.") if turn.blobs_pruned_at else _("This turn has no clip.")
+        elif clip_too_big and len(turn.mp4) <= limit:  # the server's real limit is lower than we knew
+            note = _("The clip (%(size)s) is larger than this server's upload limit, so it is not attached.",
+                     size=size(len(turn.mp4)))
         elif clip_too_big or len(turn.mp4) > limit:
-            shown = "" if clip_too_big and len(turn.mp4) <= limit else f" ({size_text(limit)})"
-            note = f"The clip ({size_text(len(turn.mp4))}) is larger than this server's upload limit{shown}, so it is not attached."
+            note = _("The clip (%(size)s) is larger than this server's upload limit (%(limit)s), so it is not attached.",
+                     size=size(len(turn.mp4)), limit=size(limit))
         files = [] if note or turn.mp4 is None else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
         return {"embed": turn_embed(turn, film, clip_note=note), "attachments": files, "view": view}
 
@@ -336,13 +347,15 @@ class Notifier:
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
         await self._mark_posted(turn.id, None, why)
         self.bot.board.posted(turn.id)
-        notice = f"Turn #{turn.seq} could not be posted: Discord kept failing. It is kept in /history."
-        if turn.status_message_id and channel is not None:
+        notice = L_("Turn #%(seq)s could not be posted: Discord kept failing. It is kept in /history.", seq=turn.seq)
+        async with locale.public(self.bot, gs.guild_id, gs.channel_id):
             embed = status_embed(turn, state="not posted", note=notice)
+            content = fit(notice, CONTENT_MAX)
+        if turn.status_message_id and channel is not None:
             with contextlib.suppress(TimeoutError, discord.HTTPException, OSError):
                 await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None)
         try:
-            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice)
+            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(content)
         except (TimeoutError, discord.HTTPException, OSError) as e:
             log.info("turn %s: the notice could not be posted either: %s", turn.id, e)
         self.wake()  # the later turns of this channel may go now

@@ -2,6 +2,9 @@
 Cancel button), edited with a progress bar while it runs, and at the end edited into the turn's
 post by the notifier (bot.notifier), or closed here when the turn is cancelled.
 
+A status message is public: it is built in the server's language (bot.locale.public), which a
+card keeps for the progress edits of its turn.
+
 Every edit goes through the channel's edit scheduler (bot.edits), which keeps each channel within
 Discord's edit budget and coalesces progress and positions. Queue positions are refreshed only
 when the queue changes (a turn queued, started, finished or cancelled), never on a mere progress
@@ -19,12 +22,15 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from bot import locale
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
 from bot.views import CancelButton, view_of
 from db import sessions as game_sessions
 from db import turns as turn_service
 from db.models import Turn
+from i18n import L_, Lazy, pgettext, use_locale
+from i18n.formatting import number
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -33,11 +39,14 @@ log = logging.getLogger(__name__)
 
 
 def position_text(position: int | None) -> str:
+    """A turn's place in the queue, in the current language."""
     if position is None:
-        return "waiting"
+        return pgettext("queue position", "waiting")
     if position == 0:
-        return "generating now"
-    return "next in the queue" if position == 1 else f"position {position} in the queue"
+        return pgettext("queue position", "generating now")
+    if position == 1:
+        return pgettext("queue position", "next in the queue")
+    return pgettext("queue position", "position %(position)s in the queue", position=number(position))
 
 
 def status_nonce(turn: Turn) -> str:
@@ -55,6 +64,11 @@ class Card:
     author_name: str
     channel_id: int
     message_id: int
+    guild_id: int | None = None
+    language: str = "en"  # the server's language when the message was sent (its progress edits keep it)
+
+
+REGENERATED = L_("Generating this turn again with a new seed.")
 
 
 class StatusBoard:
@@ -106,12 +120,11 @@ class StatusBoard:
         try:
             async with self.bot.db.sessions() as s:
                 gs = await game_sessions.session_by_id(s, turn.session_id)
-            note = "Generating this turn again with a new seed." if regenerated else None
-            embed = status_embed(turn, state="queued", position=position, note=note)
+            async with locale.public(self.bot, gs.guild_id, gs.channel_id) as language:
+                embed = status_embed(turn, state="queued", position=position, note=REGENERATED if regenerated else None)
+                view = view_of(CancelButton(turn.id))
             try:
-                msg = await self.channel(gs.channel_id, gs.guild_id).send(
-                    embed=embed, view=view_of(CancelButton(turn.id)), nonce=status_nonce(turn)
-                )
+                msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view, nonce=status_nonce(turn))
             except (TimeoutError, discord.HTTPException, OSError) as e:  # queued all the same; posted as a new message
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
@@ -119,7 +132,8 @@ class StatusBoard:
                 await turn_service.set_status_message(s, turn.id, msg.id)
                 fresh = await turn_service.get_turn(s, turn.id)
             self._shown_position[turn.id] = position
-            self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id)
+            self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id,
+                                        gs.guild_id, language)
         finally:
             self._announcing.discard(turn.id)
             self.bot.notifier.wake()  # it may have waited for this message
@@ -154,10 +168,29 @@ class StatusBoard:
                 if not position or self._shown_position.get(turn.id) == position or turn.id in self._closed:
                     continue  # started meanwhile (0), no job (None), unchanged, or closed
                 self._shown_position[turn.id] = position
-                embed = status_embed(turn, state="queued", position=position)
-                self.edits.routine(channel_id, message_id, embed=embed, view=view_of(CancelButton(turn.id)))
+                try:
+                    language = await self._language(turn.id, channel_id)
+                except Exception as e:  # the database is down: the next change refreshes again
+                    log.warning("cannot refresh queue positions: %s", e)
+                    return
+                with use_locale(language):
+                    embed = status_embed(turn, state="queued", position=position)
+                    view = view_of(CancelButton(turn.id))
+                self.edits.routine(channel_id, message_id, embed=embed, view=view)
             if not self._refresh_again:
                 return
+
+    def _guild_of(self, channel_id: int) -> int | None:
+        channel = self.bot.get_channel(channel_id)
+        guild = getattr(channel, "guild", None)
+        return getattr(guild, "id", None)
+
+    async def _language(self, turn_id: int, channel_id: int, guild_id: int | None = None) -> str:
+        """The server's language for a turn's status message: its card's, else the server's now."""
+        card = self._cards.get(turn_id)
+        if card is not None:
+            return card.language
+        return await locale.server_language(self.bot, guild_id or self._guild_of(channel_id), channel_id)
 
     # --- running
 
@@ -178,7 +211,8 @@ class StatusBoard:
             self.spawn(self._load_card(turn_id), f"status-card-{turn_id}")
 
     def _show_progress(self, card: Card, fraction: float, stage: str) -> None:
-        embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
+        with use_locale(card.language):
+            embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
         self.edits.routine(card.channel_id, card.message_id, embed=embed, view=None)
 
     async def _load_card(self, turn_id: int) -> None:
@@ -190,10 +224,20 @@ class StatusBoard:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
             return
-        latest = self._loading.pop(turn_id, None)
-        if turn is None or gs is None or turn.status != "running" or not turn.status_message_id or latest is None or turn_id in self._closed:
+        if turn is None or gs is None:
+            self._loading.pop(turn_id, None)
             return
-        card = self._cards[turn_id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, turn.status_message_id)
+        try:
+            language = await locale.server_language(self.bot, gs.guild_id, gs.channel_id)
+        except Exception as e:
+            log.info("turn %s: progress not shown: %s", turn_id, e)
+            self._loading.pop(turn_id, None)
+            return
+        latest = self._loading.pop(turn_id, None)
+        if turn.status != "running" or not turn.status_message_id or latest is None or turn_id in self._closed:
+            return
+        card = self._cards[turn_id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id,
+                                           turn.status_message_id, gs.guild_id, language)
         self._show_progress(card, latest[1], latest[2])
 
     # --- closed
@@ -202,16 +246,20 @@ class StatusBoard:
         """The notifier edited the status message into the post: nothing more to show here."""
         self._close_card(turn_id)
 
-    async def finish(self, turn: Turn, state: str, *, note: str | None = None, channel_id: int | None = None) -> None:
+    async def finish(self, turn: Turn, state: str, *, note: str | Lazy | None = None, channel_id: int | None = None) -> None:
         """Close a turn's status message without a post (cancelled, or not posted): no buttons,
-        and no progress edit after this one."""
-        self._close_card(turn.id)
+        and no progress edit after this one. The message is public: it is rendered in the server's
+        language, so a `note` written where the member's language is current must be lazy (L_)."""
+        card = self._close_card(turn.id)
         if not turn.status_message_id:
             return
-        if channel_id is None:
+        guild_id = card.guild_id if card is not None else None if channel_id is None else self._guild_of(channel_id)
+        if channel_id is None or guild_id is None:
             async with self.bot.db.sessions() as s:
-                channel_id = (await game_sessions.session_by_id(s, turn.session_id)).channel_id
-        embed = status_embed(turn, state=state, note=note)
+                gs = await game_sessions.session_by_id(s, turn.session_id)
+            channel_id, guild_id = gs.channel_id, gs.guild_id
+        async with locale.public(self.bot, guild_id, channel_id):
+            embed = status_embed(turn, state=state, note=note)
         try:
             await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None)
         except discord.HTTPException as e:  # deleted or hidden: nothing left to close

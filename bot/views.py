@@ -1,5 +1,9 @@
 """Buttons that keep working after a restart: DynamicItems whose custom_id carries the turn id
-(`ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in setup_hook."""
+(`ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in setup_hook.
+
+A button's label is rendered when the button is made: in the server's language where it goes on a
+public message (bot.status, bot.notifier build them inside bot.locale.public). A click answers in
+the clicker's language (LocalizedItem adopts it before the callback)."""
 
 from __future__ import annotations
 
@@ -11,9 +15,13 @@ import discord
 
 from bot import audit as bot_audit
 from bot import checks, context, replies
+from bot.embeds import esc, fit_label
+from bot.locale import LocalizedItem
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
+from i18n import L_, Lazy, _
+from i18n.translate import Lp_
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -44,17 +52,17 @@ async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action:
         await bot_audit.record(s, interaction, action, f"turn #{turn.seq}", turn_id=turn.id, via="button")
 
 
-class _TurnButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:(?:cancel|regen):(?P<turn>\d+)"):
+class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:(?:cancel|regen):(?P<turn>\d+)"):
     """What both buttons share: the turn id in the custom_id, rebuilt from it after a restart, and
     a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal. Only the
     subclasses, each with its own template, are registered."""
 
-    label: str
+    label: Lazy  # rendered in the locale current when the button is made
     style: discord.ButtonStyle
     prefix: str  # custom_id = f"{prefix}:{turn id}"
 
     def __init__(self, turn_id: int) -> None:
-        button = discord.ui.Button(label=self.label, style=self.style, custom_id=f"{self.prefix}:{turn_id}")
+        button = discord.ui.Button(label=fit_label(self.label), style=self.style, custom_id=f"{self.prefix}:{turn_id}")
         super().__init__(button)
         self.turn_id = turn_id
 
@@ -77,23 +85,24 @@ class _TurnButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:(?:ca
 class CancelButton(_TurnButton, template=r"ag:cancel:(?P<turn>\d+)"):
     """On a turn's status message while it is queued: its author or a moderator cancels it."""
 
-    label, style, prefix = "Cancel", discord.ButtonStyle.secondary, "ag:cancel"
+    label, style, prefix = Lp_("button", "Cancel"), discord.ButtonStyle.secondary, "ag:cancel"
 
     async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
             await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
             await _audit_if_moderator(s, interaction, turn, "cancel_turn")
-        note = f"Cancelled by {discord.utils.escape_markdown(interaction.user.display_name)}."
+        # Shown on the public status message: rendered there, in the server's language.
+        note = L_("Cancelled by %(name)s.", name=esc(interaction.user.display_name))
         bot.board.spawn(bot.board.finish(turn, "cancelled", note=note), f"close-turn-{turn.id}")
-        return f"Turn #{turn.seq} is cancelled."
+        return _("Turn #%(seq)s is cancelled.", seq=turn.seq)
 
 
 class RegenerateButton(_TurnButton, template=r"ag:regen:(?P<turn>\d+)"):
     """On a posted turn: its author or a moderator generates the session's latest turn (cancelled
     ones do not count) again with a new seed (its effect on the characters is undone first)."""
 
-    label, style, prefix = "Regenerate", discord.ButtonStyle.primary, "ag:regen"
+    label, style, prefix = Lp_("button", "Regenerate"), discord.ButtonStyle.primary, "ag:regen"
 
     async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:
@@ -118,4 +127,4 @@ class RegenerateButton(_TurnButton, template=r"ag:regen:(?P<turn>\d+)"):
         await bot.board.announce_queued(turn, position, regenerated=True)
         if old_message:
             bot.board.spawn(bot.board.strip_buttons(gs.channel_id, old_message), f"strip-{old_message}")
-        return f"Turn #{turn.seq} is being generated again with a new seed."
+        return _("Turn #%(seq)s is being generated again with a new seed.", seq=turn.seq)
