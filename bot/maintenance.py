@@ -1,6 +1,6 @@
 """The bot's scheduled jobs (APScheduler): the notifier's sweep for turns whose NOTIFY was missed,
 pausing idle sessions and sessions whose film was withdrawn from the catalogue, and pruning old
-clips and representations."""
+clips and representations. The pause notices are public: each is written in its server's language."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from bot import locale
 from bot import privacy as privacy_jobs
+from bot.embeds import CONTENT_MAX, fit
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.catalogue import FILMS
-from game.errors import FilmWithdrawn, SessionPaused
+from game.errors import FilmWithdrawn
+from i18n import ngettext
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -67,10 +70,15 @@ class Maintenance:
 
     async def pause_idle(self) -> list[int]:
         minutes = round(self.bot.settings.idle_pause_minutes)
-        text = f"No turn for {minutes} minutes. {SessionPaused(game_sessions.IDLE_REASON).message}"
+
+        def text(gs) -> str:
+            return ngettext("No turn for %(n)s minute. This game is paused (idle). A moderator can resume it with /mod resume.",
+                            "No turn for %(n)s minutes. This game is paused (idle). A moderator can resume it with /mod resume.",
+                            minutes)
+
         idle = timedelta(minutes=self.bot.settings.idle_pause_minutes)
         return await self._pause_with_notice(
-            "idle", lambda s: game_sessions.idle_sessions(s, idle), game_sessions.IDLE_REASON, lambda gs: text,
+            "idle", lambda s: game_sessions.idle_sessions(s, idle), game_sessions.IDLE_REASON, text,
         )
 
     async def pause_withdrawn(self) -> list[int]:
@@ -84,7 +92,8 @@ class Maintenance:
         crash before the commit pauses none, and the next check tells them again (at least once,
         never silently). A notice Discord fails to take for now (5xx, timeout) leaves its session
         active until the next check; one it refuses for good (no access, channel gone) does not
-        hold the pause back, since the refusal will not change."""
+        hold the pause back, since the refusal will not change. `notice(gs)` is called in the
+        server's language."""
         paused: list[int] = []
         mine = {g.id for g in self.bot.guilds}
         try:
@@ -92,7 +101,9 @@ class Maintenance:
                 for gs in await candidates(s):
                     if gs.guild_id in mine:  # a guild the bot has left has no channel to tell
                         try:
-                            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(notice(gs))
+                            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+                                text = fit(notice(gs), CONTENT_MAX)
+                            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
                         except (TimeoutError, discord.DiscordServerError, OSError) as e:
                             log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
                             continue

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from bot import locale
 from bot.removal import removed_embed
 from db import departures
 from db import privacy as member_data
@@ -22,13 +23,15 @@ log = logging.getLogger(__name__)
 
 def removed_post(seq: int) -> dict:
     """The edit that replaces a deleted member's shot in the channel: the notice of a shot taken
-    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button."""
+    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button; in
+    the locale current (the server's: see clear_posts)."""
     return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 
 
 async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
     """Edit the request's shots in Discord (in the bot's servers) into a notice; how many were
-    edited. Repeated after a restart, the same edits are made again (harmless)."""
+    edited. Repeated after a restart, the same edits are made again (harmless). Each notice is in
+    its server's language."""
     async with bot.db.sessions() as s:
         posts = await member_data.posts_to_clear(s, request_id)
     mine = {g.id for g in bot.guilds}
@@ -37,7 +40,9 @@ async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
         if post.guild_id not in mine:
             continue
         try:
-            await bot.edits.final(post.channel_id, post.message_id, **removed_post(post.seq))
+            async with locale.public(bot, post.guild_id, post.channel_id):
+                fields = removed_post(post.seq)
+            await bot.edits.final(post.channel_id, post.message_id, **fields)
             edited += 1
         except discord.HTTPException as e:  # the message or channel is gone: nothing left to show
             log.info("could not clear the message %s of a deleted member's turn: %s", post.message_id, e)

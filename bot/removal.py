@@ -6,6 +6,8 @@ content goes through db.removal.take_down_turns and the action is audited in the
 transaction (so it reaches the moderation log, bot.modlog). Then the post is edited in place:
 the video, the embed and the button are replaced by a short notice (the message stays, so the
 channel's order is kept), through the channel's edit scheduler like every edit of a post.
+The notice is public: it is rendered in the server's language (bot.locale.public); the answer to
+the member who removed the shot, in theirs.
 """
 
 from __future__ import annotations
@@ -17,31 +19,36 @@ from typing import TYPE_CHECKING, Literal
 import discord
 
 from bot import audit as bot_audit
-from bot import checks
-from bot.embeds import WAITING, esc
+from bot import checks, locale
+from bot.embeds import WAITING, esc, fit_embed, person
 from db import removal, turn_reads
 from db import sessions as game_sessions
 from db.models import Turn
 from game.shot_errors import NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
+from i18n import L_, _
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
-NOT_REWOUND = "The characters keep the states this shot gave them; later turns go on from there."
+NOT_REWOUND = L_("The characters keep the states this shot gave them; later turns go on from there.")
+_SAID = {
+    "author": L_("This shot was removed by its author."),
+    "moderator": L_("This shot was removed by a moderator."),
+    "system": L_("This shot was removed."),
+}
 
 
 def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | None = None) -> discord.Embed:
     """What a removed shot's post shows instead of its clip and embed ("system": a member's data
-    deleted at their request, db.privacy; no reason shown)."""
-    said = {"author": "This shot was removed by its author.", "moderator": "This shot was removed by a moderator.",
-            "system": "This shot was removed."}[by]
-    e = discord.Embed(title=f"Turn #{seq} · removed", description=said, colour=WAITING)
+    deleted at their request, db.privacy; no reason shown), in the current locale (the server's:
+    build it inside bot.locale.public)."""
+    e = discord.Embed(title=_("Turn #%(seq)s · removed", seq=seq), description=str(_SAID[by]), colour=WAITING)
     if reason and by == "moderator":
-        e.add_field(name="Reason", value=esc(reason)[:1000], inline=False)
-    e.set_footer(text=NOT_REWOUND)
-    return e
+        e.add_field(name=_("Reason"), value=esc(reason), inline=False)
+    e.set_footer(text=str(NOT_REWOUND))
+    return fit_embed(e)
 
 
 def removed_fields(turn: Turn) -> dict:
@@ -70,7 +77,7 @@ async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: 
         if turn is None:
             raise NotAShot()
         if not moderator and turn.author_id != user.id:
-            raise NotShotAuthor(esc(turn.author_name))
+            raise NotShotAuthor(person(turn.author_name))
         if turn.removed_at is not None:
             raise ShotAlreadyRemoved(turn.seq)
         if turn.status not in ("done", "failed"):
@@ -86,8 +93,9 @@ async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: 
             game_channel_id=str(gs.channel_id), message_id=None if message_id is None else str(message_id),
         )
         await s.refresh(turn)
-        fields = removed_fields(turn)
     if message_id is not None:
+        async with locale.public(bot, gs.guild_id, gs.channel_id):  # the post is public
+            fields = removed_fields(turn)
         bot.board.spawn(_show(bot, gs.channel_id, message_id, fields), f"remove-shot-{turn_id}")
     return Removed(turn.seq, gs.channel_id, message_id, by_author)
 
@@ -100,7 +108,8 @@ async def _show(bot: AnimeGamerBot, channel_id: int, message_id: int, fields: di
 
 
 async def reshow_if_removed(bot: AnimeGamerBot, turn_id: int, channel_id: int, message_id: int) -> None:
-    """After a post: if the turn was taken down while the post was being made, show the notice."""
+    """After a post: if the turn was taken down while the post was being made, show the notice
+    (in the locale current: the caller's bot.locale.public)."""
     async with bot.db.sessions() as s:
         turn = await turn_reads.get_turn(s, turn_id)
     if turn is not None and turn.removed_at is not None:
@@ -108,4 +117,6 @@ async def reshow_if_removed(bot: AnimeGamerBot, turn_id: int, channel_id: int, m
 
 
 def answer(done: Removed) -> str:
-    return f"Turn #{done.seq} is removed: its clip and text are gone from the channel, /history, /export and the next turns. " + NOT_REWOUND
+    """The member's answer, in their language."""
+    return _("Turn #%(seq)s is removed: its clip and text are gone from the channel, /history, /export and the next "
+             "turns. The characters keep the states this shot gave them; later turns go on from there.", seq=done.seq)
