@@ -1,14 +1,22 @@
-"""Audit-log entries for actions taken through Discord: the actor and place come from the interaction."""
+"""Audit-log entries for actions taken through Discord: the actor and place come from the interaction.
+
+What is stored stays as it was recorded (codes, English names the bot chose, what people typed);
+`describe` renders an entry in the current language: the member's in /admin show, the server's in
+the moderation log channel (bot.modlog)."""
 
 from __future__ import annotations
 
 import logging
+import re
 
 import discord
 
 from bot import context
 from db import audit
+from game.content_rules import OPERATOR, SERVER_FILTER
 from game.errors import ContentRefused
+from i18n import _, locales, ngettext, pgettext, use_locale
+from i18n.formatting import number
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +42,15 @@ async def record_refusal(interaction: discord.Interaction, refused: ContentRefus
     try:
         async with context.bot_of(interaction).db.sessions.begin() as s:
             await record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
-                         rule_set=refused.rule_set, term=refused.term, text=refused.text)
+                         rule_set=_source(refused.rule_set), term=refused.term, text=refused.text)
     except Exception as e:
         log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
+
+
+def _source(text) -> str:
+    """Text as stored: in the source language (a lazy rule-set name is rendered in English)."""
+    with use_locale(locales.SOURCE):
+        return str(text)
 
 
 def _name(text) -> str:
@@ -53,46 +67,146 @@ def _role(role_id, name) -> str:
     return f"<@&{int(role_id)}> ({_name(name)})" if str(role_id or "").isdigit() else _name(name)
 
 
-def describe(entry) -> str:
-    """One audit-log entry as /admin show lists it: when, who (a mention, which never pings in an
-    embed, and the name stored at the time), what, where; ids only inside mentions."""
+_TURN = re.compile(r"turn #(?P<seq>\d+)")
+_AUTOMOD = re.compile(r"this server's AutoMod rule (?P<name>.+)", re.S)
+
+
+def target_text(target) -> str:
+    """An entry's stored target for display: a turn (stored as `turn #N`) in the current language,
+    anything else as typed."""
+    m = _TURN.fullmatch(str(target or ""))
+    if m is not None:
+        return _("turn #%(seq)s", seq=int(m["seq"]))
+    return _name(target)
+
+
+def rule_set_text(stored) -> str:
+    """A rule set's stored name (game.content_rules names them in English) in the current language."""
+    text = str(stored or "")
+    if text == _source(OPERATOR):
+        return _("the operator's rules")
+    if text == _source(SERVER_FILTER):
+        return _("this server's filter")
+    m = _AUTOMOD.fullmatch(text)
+    if m is not None:
+        if m["name"] == "without a name":
+            return _("this server's AutoMod rule without a name")
+        return _("this server's AutoMod rule %(name)s", name=_name(m["name"]))
+    return _name(text)
+
+
+def _limits(d: dict) -> str:
+    """The limits an admin set (`/admin limits`), as a list in the current language."""
+    parts = []
+    if isinstance(d.get("cooldown"), (int, float)):
+        parts.append(_("cooldown %(seconds)s s", seconds=number(d["cooldown"])))
+    if isinstance(d.get("backlog"), (int, float)):
+        parts.append(_("backlog %(count)s", count=number(d["backlog"])))
+    if isinstance(d.get("max_length"), (int, float)):
+        parts.append(ngettext("length %(n)s character", "length %(n)s characters", int(d["max_length"])))
+    # TRANSLATORS: what separates the items of a short list ("cooldown 30 s, backlog 2")
+    return pgettext("list separator", ", ").join(parts)
+
+
+def _what(entry, who: str) -> str:
+    """The entry as a sentence about its actor `who`, in the current language."""
     from game.catalogue import FILMS
 
     d = entry.details or {}
-    target = entry.target
-    film = FILMS.get(target) if target else None
-    character = next((c.name for f in FILMS.values() for c in f.characters if c.id == target), target)
-    limits = ", ".join(
-        f"{label} {d[key]:g}{unit}" for key, label, unit in (("cooldown", "cooldown", " s"), ("backlog", "backlog", ""),
-                                                             ("max_length", "length", " characters"))
-        if isinstance(d.get(key), (int, float))
-    )
-    kind = "admin" if "admin" in entry.action else "moderator"
-    what = {
-        "set_film": lambda: f"set the film to {film.title if film else _name(target)}" + (" in this channel" if d.get("scope") == "channel" else ""),
-        "enable_character": lambda: f"made {_name(character)} playable",
-        "disable_character": lambda: f"made {_name(character)} unplayable",
-        "set_limits": lambda: f"set the limits ({limits or 'unchanged'})",
-        "add_admin_role": lambda: f"gave the bot's {kind} rights to {_role(target, d.get('role'))}",
-        "add_moderator_role": lambda: f"gave the bot's {kind} rights to {_role(target, d.get('role'))}",
-        "remove_admin_role": lambda: f"took the bot's {kind} rights from {_role(target, d.get('role'))}",
-        "remove_moderator_role": lambda: f"took the bot's {kind} rights from {_role(target, d.get('role'))}",
-        "pause": lambda: "paused the game" + (f" ({_name(d['reason'])})" if d.get("reason") else ""),
-        "resume": lambda: "resumed the game",
-        "reset": lambda: f"reset the game ({d.get('cancelled', 0)} waiting turn(s) cancelled)",
-        "cancel_turn": lambda: f"cancelled {_name(target)}" + (f" ({_name(d['reason'])})" if d.get("reason") else ""),
-        "regenerate_turn": lambda: f"regenerated {_name(target)}",
-        "kick": lambda: f"removed {_user(target, d.get('player'))} from the game",
-        "instruction_refused": lambda: f"had an instruction refused by {_name(d.get('rule_set'))} in {_name(target)}",
-        "reason_refused": lambda: f"had a reason refused by {_name(d.get('rule_set'))} in {_name(target)}",
-        "filter_add": lambda: f"added {_name(target)} to this server's filter",
-        "filter_remove": lambda: f"removed {_name(target)} from this server's filter",
-        "remove_shot": lambda: f"removed {_name(target)}" + (" (their own)" if d.get("by") == "author" else "")
-        + (f" ({_name(d['reason'])})" if d.get("reason") and d.get("by") != "author" else ""),
-        "report_shot": lambda: f"reported {_name(target)} by {_user(d.get('author_id'), d.get('author'))}",
-        "log_channel": lambda: f"set the moderation log to <#{int(target)}>" if str(target or "").isdigit() else "turned the moderation log off",
-        "vote_mode": lambda: f"turned vote mode {_name(target)}" + (f" ({d['round_seconds']} s rounds)" if target == "on" else ""),
-    }.get(entry.action, lambda: _name(entry.action.replace("_", " ")) + (f" {_name(target)}" if target else ""))()
-    where = f" in <#{entry.channel_id}>" if entry.channel_id else ""
+    action, target = entry.action, entry.target
+    reason = _name(d["reason"]) if d.get("reason") else None
+    if action == "set_film":
+        film = FILMS.get(target) if target else None
+        title = film.title if film else _name(target)
+        if d.get("scope") == "channel":
+            return _("%(who)s set the film to %(film)s in this channel", who=who, film=title)
+        return _("%(who)s set the film to %(film)s", who=who, film=title)
+    if action in ("enable_character", "disable_character"):
+        character = _name(next((c.name for f in FILMS.values() for c in f.characters if c.id == target), target))
+        if action == "enable_character":
+            return _("%(who)s made %(character)s playable", who=who, character=character)
+        return _("%(who)s made %(character)s unplayable", who=who, character=character)
+    if action == "set_limits":
+        limits = _limits(d)
+        if not limits:
+            return _("%(who)s set the limits (unchanged)", who=who)
+        return _("%(who)s set the limits (%(limits)s)", who=who, limits=limits)
+    if action in ("add_admin_role", "add_moderator_role", "remove_admin_role", "remove_moderator_role"):
+        role = _role(target, d.get("role"))
+        return {
+            "add_admin_role": lambda: _("%(who)s gave the bot's admin rights to %(role)s", who=who, role=role),
+            "add_moderator_role": lambda: _("%(who)s gave the bot's moderator rights to %(role)s", who=who, role=role),
+            "remove_admin_role": lambda: _("%(who)s took the bot's admin rights from %(role)s", who=who, role=role),
+            "remove_moderator_role": lambda: _("%(who)s took the bot's moderator rights from %(role)s", who=who, role=role),
+        }[action]()
+    if action == "pause":
+        if reason:
+            return _("%(who)s paused the game (%(reason)s)", who=who, reason=reason)
+        return _("%(who)s paused the game", who=who)
+    if action == "resume":
+        return _("%(who)s resumed the game", who=who)
+    if action == "reset":
+        cancelled = d.get("cancelled", 0)
+        cancelled = cancelled if isinstance(cancelled, int) else 0
+        return ngettext("%(who)s reset the game (%(n)s waiting turn cancelled)",
+                        "%(who)s reset the game (%(n)s waiting turns cancelled)", cancelled, who=who)
+    if action == "cancel_turn":
+        if reason:
+            return _("%(who)s cancelled %(turn)s (%(reason)s)", who=who, turn=target_text(target), reason=reason)
+        return _("%(who)s cancelled %(turn)s", who=who, turn=target_text(target))
+    if action == "regenerate_turn":
+        return _("%(who)s regenerated %(turn)s", who=who, turn=target_text(target))
+    if action == "kick":
+        return _("%(who)s removed %(player)s from the game", who=who, player=_user(target, d.get("player")))
+    if action == "instruction_refused":
+        return _("%(who)s had an instruction refused by %(rules)s in %(command)s", who=who,
+                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
+    if action == "reason_refused":
+        return _("%(who)s had a reason refused by %(rules)s in %(command)s", who=who,
+                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
+    if action.endswith("_refused"):
+        return _("%(who)s had a text refused by %(rules)s in %(command)s", who=who,
+                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
+    if action == "filter_add":
+        return _("%(who)s added %(term)s to this server's filter", who=who, term=_name(target))
+    if action == "filter_remove":
+        return _("%(who)s removed %(term)s from this server's filter", who=who, term=_name(target))
+    if action == "remove_shot":
+        if d.get("by") == "author":
+            return _("%(who)s removed %(turn)s (their own)", who=who, turn=target_text(target))
+        if reason:
+            return _("%(who)s removed %(turn)s (%(reason)s)", who=who, turn=target_text(target), reason=reason)
+        return _("%(who)s removed %(turn)s", who=who, turn=target_text(target))
+    if action == "report_shot":
+        return _("%(who)s reported %(turn)s by %(author)s", who=who, turn=target_text(target),
+                 author=_user(d.get("author_id"), d.get("author")))
+    if action == "log_channel":
+        if str(target or "").isdigit():
+            channel = f"<#{int(target)}>"
+            return _("%(who)s set the moderation log to %(channel)s", who=who, channel=channel)
+        return _("%(who)s turned the moderation log off", who=who)
+    if action == "vote_mode":
+        if target == "on":
+            seconds = d.get("round_seconds")
+            if isinstance(seconds, (int, float)):
+                return _("%(who)s turned vote mode on (%(seconds)s s rounds)", who=who, seconds=number(seconds))
+            return _("%(who)s turned vote mode on", who=who)
+        if target == "off":
+            return _("%(who)s turned vote mode off", who=who)
+    if target:
+        # TRANSLATORS: an audit entry the bot has no sentence for: its actor, its action's code and target
+        return _("%(who)s: %(action)s (%(target)s)", who=who, action=_name(action.replace("_", " ")), target=_name(target))
+    return _("%(who)s: %(action)s", who=who, action=_name(action.replace("_", " ")))
+
+
+def describe(entry) -> str:
+    """One audit-log entry as /admin show lists it, in the current language: when, who (a mention,
+    which never pings in an embed, and the name stored at the time), what, where; ids only inside
+    mentions."""
+    what = _what(entry, _user(entry.actor_id, entry.actor_name))
+    if entry.channel_id:
+        channel = f"<#{entry.channel_id}>"
+        # TRANSLATORS: an audit entry (a sentence) and the channel where it happened
+        what = _("%(entry)s in %(channel)s", entry=what, channel=channel)
     when = f"<t:{int(entry.created_at.timestamp())}:R>" if entry.created_at else ""
-    return f"{when} {_user(entry.actor_id, entry.actor_name)} {what}{where}".strip()
+    return f"{when} {what}".strip()

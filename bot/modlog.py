@@ -8,6 +8,7 @@ posts in the background: a player's turn never waits for the log. Sends go throu
 budget (one at a time, at most `limit` in any `per` seconds, at most `backlog` waiting: older
 entries beyond that are dropped with a warning); a failure is logged, never raised. An entry
 recorded while the LISTEN connection is down is not posted (it stays in /admin show).
+The log channel is public: an entry is written in its server's language (bot.locale.public).
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import audit as bot_audit
+from bot import locale
 from bot.audit import _user as user_text  # a mention (never pings in an embed) and the name at the time
+from bot.audit import rule_set_text, target_text
 from bot.edits import post_channel
-from bot.embeds import FAILED, INFO, PREVIEW, esc
+from bot.embeds import FAILED, INFO, PREVIEW, esc, fit, fit_embed
 from db import audit, modlog, notify
 from db.models import AuditLog
 from game.shot_errors import LogChannelUnusable
+from i18n import Lazy, _
+from i18n.translate import Lp_
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -34,11 +39,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REFUSED = "instruction_refused"  # recorded by the content rules (db.content_filters, game.instruction)
-TITLES = {
-    "remove_shot": ("Shot removed", FAILED),
-    "report_shot": ("Shot reported", PREVIEW),
-    REFUSED: ("Instruction refused", PREVIEW),
+TITLES: dict[str, tuple[Lazy, int]] = {
+    "remove_shot": (Lp_("moderation log", "Shot removed"), FAILED),
+    "report_shot": (Lp_("moderation log", "Shot reported"), PREVIEW),
+    REFUSED: (Lp_("moderation log", "Instruction refused"), PREVIEW),
+    "reason_refused": (Lp_("moderation log", "Reason refused"), PREVIEW),
+    "set_film": (Lp_("moderation log", "Set film"), INFO),
+    "enable_character": (Lp_("moderation log", "Enable character"), INFO),
+    "disable_character": (Lp_("moderation log", "Disable character"), INFO),
+    "set_limits": (Lp_("moderation log", "Set limits"), INFO),
+    "add_admin_role": (Lp_("moderation log", "Add admin role"), INFO),
+    "add_moderator_role": (Lp_("moderation log", "Add moderator role"), INFO),
+    "remove_admin_role": (Lp_("moderation log", "Remove admin role"), INFO),
+    "remove_moderator_role": (Lp_("moderation log", "Remove moderator role"), INFO),
+    "pause": (Lp_("moderation log", "Pause"), INFO),
+    "resume": (Lp_("moderation log", "Resume"), INFO),
+    "reset": (Lp_("moderation log", "Reset"), INFO),
+    "cancel_turn": (Lp_("moderation log", "Cancel turn"), INFO),
+    "regenerate_turn": (Lp_("moderation log", "Regenerate turn"), INFO),
+    "kick": (Lp_("moderation log", "Kick"), INFO),
+    "filter_add": (Lp_("moderation log", "Filter add"), INFO),
+    "filter_remove": (Lp_("moderation log", "Filter remove"), INFO),
+    "log_channel": (Lp_("moderation log", "Log channel"), INFO),
+    "vote_mode": (Lp_("moderation log", "Vote mode"), INFO),
 }
+
+
+def title_of(action: str) -> tuple[str, int]:
+    """An audit action's title in the log channel (in the current language) and its colour."""
+    known = TITLES.get(action)
+    if known is not None:
+        return str(known[0]), known[1]
+    # TRANSLATORS: the title of a moderation log entry the bot has no title for; %(action)s is its code
+    return _("Action: %(action)s", action=esc(action.replace("_", " "))), INFO
 
 
 def jump_url(guild_id: int, channel_id: object, message_id: object) -> str | None:
@@ -56,35 +89,38 @@ def _first(details: dict, *keys: str) -> str | None:
 
 
 def log_embed(entry: AuditLog) -> discord.Embed:
-    """One audit entry as the log channel shows it, within Discord's embed limits (6,000 characters in
-    all: a 2,500-character description, fields of at most 1,000)."""
+    """One audit entry as the log channel shows it, in the current language (the server's: see
+    ModLog._read), within Discord's embed limits (6,000 characters in all: a 2,500-character
+    description, fields of at most 1,000)."""
     d = entry.details if isinstance(entry.details, dict) else {}
-    title, colour = TITLES.get(entry.action, (entry.action.replace("_", " ").capitalize()[:200], INFO))
-    e = discord.Embed(title=title, description=bot_audit.describe(entry)[:2500], colour=colour)
+    title, colour = title_of(entry.action)
+    e = discord.Embed(title=title, description=fit(bot_audit.describe(entry), 2500), colour=colour)
     if entry.action in ("remove_shot", "report_shot"):
         url = jump_url(entry.guild_id, d.get("game_channel_id"), d.get("message_id"))
-        shot = esc(entry.target or "the shot")
-        e.add_field(name="Shot", value=f"[{shot}]({url})" if url else shot, inline=True)
+        shot = target_text(entry.target) if entry.target else _("the shot")
+        e.add_field(name=_("Shot"), value=f"[{shot}]({url})" if url else shot, inline=True)
         if d.get("author") is not None:
-            e.add_field(name="Its author", value=user_text(d.get("author_id"), d.get("author")), inline=True)
+            e.add_field(name=_("Its author"), value=user_text(d.get("author_id"), d.get("author")), inline=True)
         if d.get("reason"):
-            e.add_field(name="Reason", value=esc(str(d["reason"]))[:1000], inline=False)
+            e.add_field(name=_("Reason"), value=fit(esc(str(d["reason"])), 1000), inline=False)
     elif entry.action == REFUSED:
-        e.add_field(name="Member", value=user_text(entry.actor_id, entry.actor_name), inline=True)
+        e.add_field(name=_("Member"), value=user_text(entry.actor_id, entry.actor_name), inline=True)
         rules = _first(d, "rule_set", "rules", "rule", "ruleset")
-        e.add_field(name="Rule set", value=esc(rules or "unknown")[:1000], inline=True)
+        e.add_field(name=_("Rule set"), value=fit(rule_set_text(rules) if rules else _("unknown"), 1000), inline=True)
         if d.get("term"):
-            e.add_field(name="Matched", value=f"||{esc(str(d['term'])[:300])}||", inline=True)
+            e.add_field(name=_("Matched"), value=f"||{esc(str(d['term'])[:300])}||", inline=True)
         text = _first(d, "text", "instruction", "input")
         if text:
-            e.add_field(name="Text", value=f"||{esc(text[:450])}||", inline=False)
-    e.set_footer(text=f"audit #{entry.id}")
+            e.add_field(name=_("Text"), value=f"||{esc(text[:450])}||", inline=False)
+    e.set_footer(text=_("audit #%(id)s", id=entry.id))
     if entry.created_at is not None:
         e.timestamp = entry.created_at
-    return e
+    return fit_embed(e)
 
 
-LOG_NEEDS = (("view_channel", "View Channel"), ("send_messages", "Send Messages"), ("embed_links", "Embed Links"))
+# The permissions a log channel needs, named as Discord's client names them.
+LOG_NEEDS = (("view_channel", Lp_("permission", "View Channel")), ("send_messages", Lp_("permission", "Send Messages")),
+             ("embed_links", Lp_("permission", "Embed Links")))
 
 
 def require_postable(interaction: discord.Interaction, channel: discord.TextChannel) -> None:
@@ -93,7 +129,7 @@ def require_postable(interaction: discord.Interaction, channel: discord.TextChan
     if me is None:  # not in the cache: Discord's answer to the first post will tell
         return
     perms = channel.permissions_for(me)
-    missing = [label for flag, label in LOG_NEEDS if not getattr(perms, flag)]
+    missing = [str(label) for flag, label in LOG_NEEDS if not getattr(perms, flag)]
     if missing:
         raise LogChannelUnusable(f"<#{channel.id}>", missing)
 
@@ -160,7 +196,9 @@ class ModLog:
                     entry = await audit.entry(s, audit_id)
                     channel_id = None if entry is None else await modlog.log_channel(s, entry.guild_id)
                 if entry is not None and channel_id is not None:
-                    self.send(channel_id, entry.guild_id, log_embed(entry))
+                    async with locale.public(self.bot, entry.guild_id, channel_id):
+                        embed = log_embed(entry)
+                    self.send(channel_id, entry.guild_id, embed)
             except asyncio.CancelledError:
                 raise
             except Exception as e:

@@ -1,7 +1,9 @@
 """Turning exceptions into the ephemeral reply a member sees.
 
 Every refusal's wording lives in game/errors.py; this module only decides which refusal an
-exception is and delivers it (as the first response, or as a follow-up once deferred).
+exception is and delivers it (as the first response, or as a follow-up once deferred). A refusal
+is rendered here, in the member's language (the interaction check adopted it), and fitted to
+Discord's 2,000 characters.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import discord
 from discord import app_commands
 
 from bot.audit import record_refusal
+from bot.embeds import CONTENT_MAX, fit
 from db.transient import is_transient
 from game.errors import ContentRefused, GameError, InternalError, ServiceDown, TextRefused, new_reference
 from game.sanitize import InputRefused
@@ -49,6 +52,7 @@ def as_game_error(exc: BaseException) -> GameError | None:
 
 
 async def send_ephemeral(interaction: discord.Interaction, text: str) -> None:
+    text = fit(text, CONTENT_MAX)
     try:
         if interaction.response.is_done():
             await interaction.followup.send(text, ephemeral=True)
