@@ -35,13 +35,13 @@ METHODS = [("**/static/**.js", "javascript"), ("**.py", "python")]
 POT = locales.LOCALES_DIR / "messages.pot"
 
 
-def code_messages() -> Iterable[tuple[str, int, str | tuple[str, str], str | None]]:
-    """(file, line, message, context) of every marked string in the code."""
+def code_messages() -> Iterable[tuple[str, int, str | tuple[str, ...], str | None, list[str]]]:
+    """(file, line, message, context, translator comments) of every marked string in the code."""
     for d in SOURCE_DIRS:
-        for filename, lineno, message, _comments, context in extract_from_dir(
+        for filename, lineno, message, comments, context in extract_from_dir(
                 ROOT / d, METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True):
             if message:
-                yield f"{d}/{filename}", lineno, message, context
+                yield f"{d}/{filename}", lineno, message, context, comments
 
 
 async def _command_strings() -> list[tuple[str, str]]:
@@ -65,16 +65,22 @@ async def _command_strings() -> list[tuple[str, str]]:
     recorder = Recorder()
     for cmd in bot.tree.get_commands():  # asks for every string once, for whichever locale
         await cmd.get_translated_payload(bot.tree, recorder)
-    await bot.close()
+    # Not closed: it never connected (an unstarted AutoShardedBot's close() trips on its queue).
     seen: dict[tuple[str, str], None] = dict.fromkeys(asked)
     return list(seen)
 
 
 def template() -> Catalog:
     pot = Catalog(project="animegamer-discord", domain=locales.DOMAIN, fuzzy=False)
-    for filename, lineno, message, context in code_messages():
-        pot.add(message, None, [(filename, lineno)], context=context,
-                flags=("python-format",) if "%(" in (message if isinstance(message, str) else message[0]) else ())
+    for filename, lineno, message, context, comments in code_messages():
+        first = message if isinstance(message, str) else message[0]
+        known = pot.get(message, context=context)
+        if known is not None:  # the same message in several places: one entry, every location
+            known.locations.append((filename, lineno))
+            known.auto_comments.extend(c for c in comments if c not in known.auto_comments)
+            continue
+        pot.add(message, None, [(filename, lineno)], context=context, auto_comments=comments,
+                flags=("python-format",) if "%(" in first else ())
     for context, text in asyncio.run(_command_strings()):
         pot.add(text, None, [("bot/cogs", 0)], context=context)
     from game import vocabulary

@@ -22,7 +22,7 @@ def _term(raw: str) -> str:
     try:
         return parse_term(raw)
     except TermRefused as e:
-        raise FilterTermRefused(e.term, e.reason) from None
+        raise FilterTermRefused(e.term, e.lazy_reason) from None
 
 
 async def terms(s: AsyncSession, guild_id: int) -> list[str]:

@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import content_filters, notify
 from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
-from game.catalogue import FILMS, Film
+from game import vocabulary
+from game.catalogue import FILMS, Film, find_film
 from game.content_rules import NEUTRAL_NAME, RuleSet, check_all
 from game.errors import ContentRefused, GameError, NoFilm, UnknownCharacter, UnknownFilm
 from game.instruction import Instruction, build_instruction
@@ -83,6 +84,8 @@ class ChannelConfig:
         """A turn's instruction under this channel's rules (its length limit, its playable cast,
         its content rules); the one assembly for /act, /vote propose and the page's act and
         propose. ContentRefused names the rule set that refused it."""
+        # A suggestion typed by hand in the member's language reaches the model as its English term.
+        motion, background, adverb, time_of_day = vocabulary.fields_to_model(film, motion, background, adverb, time_of_day)
         ins = build_instruction(
             film, characters, motion, background, adverb, time_of_day,
             max_len=self.limits.max_instruction_len, playable={c.id for c in self.cast_for(film)},
@@ -104,9 +107,11 @@ class ChannelConfig:
 
 
 def film_or_error(film_id: str) -> Film:
-    if film_id not in FILMS:
+    """A film by id or by any of its titles (a player may type it in their language)."""
+    film = find_film(film_id)
+    if film is None:
         raise UnknownFilm(film_id, sorted(FILMS))
-    return FILMS[film_id]
+    return film
 
 
 async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, channel_id: int) -> ChannelConfig:
@@ -242,7 +247,7 @@ async def set_limits(
             continue
         lo, hi = LIMIT_RANGES[name]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-            raise GameError(f"{name} must be between {lo} and {hi}.")
+            raise GameError(L_("%(name)s must be between %(low)s and %(high)s.", name=name, low=lo, high=hi))
         values[name] = v
     if values:
         await _upsert(s, GuildSettings, {"guild_id": guild_id}, values)

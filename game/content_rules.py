@@ -57,28 +57,52 @@ from functools import cached_property, lru_cache
 from confusable_homoglyphs import categories, confusables
 
 from game.sanitize import clean_text
+from i18n import L_, N_, Lazy
 
 MAX_TERMS = 1000  # AutoMod: keyword_filter holds at most 1,000 keywords
 MAX_ALLOW = 100  # AutoMod: allow_list of a keyword rule holds at most 100 entries
 TERM_MAX = 60  # AutoMod: each keyword at most 60 characters
 
-NEUTRAL_NAME = "a player"  # shown instead of a display name a rule set refuses
-OPERATOR = "the operator's rules"
-SERVER_FILTER = "this server's filter"
+# Rule sets are named in English (they are compared and stored); `rule_set_label` shows them.
+NEUTRAL_NAME = N_("a player")  # shown instead of a display name a rule set refuses
+OPERATOR = N_("the operator's rules")
+SERVER_FILTER = N_("this server's filter")
+_AUTOMOD = "this server's AutoMod rule "
 
 
 def automod_rule_name(name: str) -> str:
-    """How a server's AutoMod rule is named in a refusal."""
-    return f"this server's AutoMod rule {clean_text(name, 100) or 'without a name'}"
+    """How a server's AutoMod rule is named (in English; `rule_set_label` translates it)."""
+    return _AUTOMOD + (clean_text(name, 100) or "without a name")
+
+
+def rule_set_label(name: str | Lazy) -> Lazy:
+    """A rule set's name as the reader sees it, in the locale current where it is shown."""
+    if isinstance(name, Lazy):
+        return name
+    if name.startswith(_AUTOMOD):
+        rule = name.removeprefix(_AUTOMOD)
+        if rule == "without a name":
+            return L_("this server's AutoMod rule without a name")
+        # TRANSLATORS: %(rule)s is the name a server's admins gave their AutoMod rule.
+        return L_("this server's AutoMod rule %(rule)s", rule=rule)
+    return Lazy(name, {})  # OPERATOR and SERVER_FILTER are in the catalogs (N_ above)
 
 
 class TermRefused(ValueError):
-    """A term that cannot be used; `reason` says why, worded for the person who typed it."""
+    """A term that cannot be used; `reason` says why, worded for the person who typed it (in the
+    locale current where it is read; `lazy_reason` keeps it for rendering later)."""
 
-    def __init__(self, term: str, reason: str):
-        super().__init__(f"{term!r}: {reason}")
+    def __init__(self, term: str, reason: str | Lazy):
+        super().__init__(term, reason)
         self.term = term
-        self.reason = reason
+        self.lazy_reason = reason
+
+    @property
+    def reason(self) -> str:
+        return str(self.lazy_reason)
+
+    def __str__(self) -> str:
+        return f"{self.term!r}: {self.reason}"
 
 
 def normalise(text: str | None) -> str:
@@ -126,19 +150,20 @@ def fold_look_alikes(normalised: str) -> str:
 def parse_term(raw: object) -> str:
     """One term, normalised, in AutoMod's wildcard syntax; TermRefused says what is wrong."""
     if not isinstance(raw, str):
-        raise TermRefused(str(raw), "must be text")
+        raise TermRefused(str(raw), L_("must be text"))
     term = normalise(raw)
     if len(raw) > TERM_MAX or len(term) > TERM_MAX:
-        raise TermRefused(raw, f"is too long ({max(len(raw), len(term))} characters; at most {TERM_MAX})")
+        raise TermRefused(raw, L_("is too long (%(length)s characters; at most %(limit)s)",
+                                   length=max(len(raw), len(term)), limit=TERM_MAX))
     core = term.strip("*")
     if not core.strip():
-        raise TermRefused(raw, "is empty; give a word or phrase (wildcards: *term*, term*, *term)")
+        raise TermRefused(raw, L_("is empty; give a word or phrase (wildcards: *term*, term*, *term)"))
     if "*" in core:
-        raise TermRefused(raw, "may hold a * only at its start or end (*term*, term*, *term)")
+        raise TermRefused(raw, L_("may hold a * only at its start or end (*term*, term*, *term)"))
     if term.startswith("**") or term.endswith("**"):
-        raise TermRefused(raw, "takes one * at each end at most")
+        raise TermRefused(raw, L_("takes one * at each end at most"))
     if core != core.strip():
-        raise TermRefused(raw, "may not have spaces next to its *")
+        raise TermRefused(raw, L_("may not have spaces next to its *"))
     return term
 
 

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from game.content_rules import rule_set_label
 from game.sanitize import field_label
 from i18n import L_, Lazy
 from i18n.formatting import duration, items, size
@@ -512,7 +513,7 @@ class ContentRefused(GameError):
         # TRANSLATORS: %(what)s names what the player typed ("instruction", "reason"); %(rules)s names the
         # rule set that refused it ("the operator's rules", "this server's filter").
         super().__init__(L_("Your %(what)s was refused by %(rules)s. Please rephrase it and try again.",
-                            what=Later(field_label, what), rules=catalog_text(rule_set)))
+                            what=Later(field_label, what), rules=rule_set_label(rule_set)))
 
 
 class FilterTermRefused(GameError):
