@@ -1,5 +1,6 @@
-"""The JSON the page reads: turns, films, the whole state. Pure functions of rows; the texts in
-it (state labels, suggestions) are in the request's locale."""
+"""The JSON the page reads: turns, films, the whole state. Pure functions of rows; what it names
+(films' titles, characters, state labels, suggestions) is in the request's locale, the names a
+player of that language knows (game.catalogue's local names); ids and instructions stay as stored."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from game.states import STATE_NAMES, CharacterState, state_label
 
 
 def names_of(film_id: str | None) -> dict[str, str]:
+    """Character id -> name in the current locale, for a film of the catalogue."""
     film = FILMS.get(film_id) if film_id else None
-    return {c.id: c.name for c in film.characters} if film else {}
+    return {c.id: film.character_name_in(c.id) for c in film.characters} if film else {}
 
 
 def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> dict:
@@ -52,8 +54,8 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
 def film_json(film: Film) -> dict:
     return {
         "id": film.id,
-        "title": film.title,
-        "characters": [{"id": c.id, "name": c.name} for c in film.characters],
+        "title": film.title_in(),
+        "characters": [{"id": c.id, "name": film.character_name_in(c.id)} for c in film.characters],
     }
 
 

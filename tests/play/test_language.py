@@ -19,7 +19,8 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import write_po
 
-from game import errors
+from game import errors, vocabulary
+from game.catalogue import FILMS
 from i18n import catalogs, locales, use_locale
 from i18n.pseudo import pseudo
 from play import language
@@ -37,14 +38,17 @@ VOTES = ("%(n)s vote", "%(n)s votes")
 
 @cache
 def template_po() -> bytes:
-    """The template's strings from the code, as `animegamer i18n extract` collects them (without
-    the slash commands' own strings, which need the bot's command tree: not the page's)."""
+    """The template's strings from the code and the films' vocabulary, as `animegamer i18n
+    extract` collects them (without the slash commands' own strings, which need the bot's command
+    tree: not the page's)."""
     from animegamer.i18n_cli import code_messages
 
     pot = Catalog(project="animegamer-discord", domain=locales.DOMAIN, fuzzy=False)
-    for filename, lineno, message, context in code_messages():
+    for filename, lineno, message, context, *_comments in code_messages():
         text = message if isinstance(message, str) else message[0]
         pot.add(message, None, [(filename, lineno)], context=context, flags=("python-format",) if "%(" in text else ())
+    for context, term in vocabulary.messages():
+        pot.add(term, None, context=context)
     buf = io.BytesIO()
     write_po(buf, pot, width=100, omit_header=False)
     return buf.getvalue()
@@ -191,3 +195,46 @@ def test_the_route_sends_what_extraction_collects():
     assert extracted == set(singulars) | {(None, p) for p in plurals}
     assert ("progress stage", "imagining the scene") in singulars and ("%(n)s vote", "%(n)s votes") in plurals
     assert len(singulars) > 60
+
+
+async def test_films_and_suggestions_in_the_players_language(app, http):
+    """Titles and characters by the names the player's language knows (game.catalogue's local
+    names), the suggestions as the catalogs show them; what is stored and sent to the model stays
+    English."""
+    base, _ = app
+    ja = {"Accept-Language": "ja"}
+    film = FILMS["qiqi"]
+    assert (await post(http, f"{base}/api/start"))[0] == 200
+    status, r = await post(http, f"{base}/api/join", {"player_id": 7, "name": "Ann", "character": "qiqi"}, **ja)
+    assert status == 200 and r["character"] == "qiqi"
+    status, r = await post(http, f"{base}/api/act", {"player_id": 7, "motion": "walk", "background": "town"}, **ja)
+    assert status == 200 and r["instruction"] == "Character: Qiqi; Motion: walk; Background: town."
+
+    status, st = await get(http, f"{base}/api/state?player=7", **ja)
+    assert st["film"]["title"] == film.title_in("ja") == "魔女の宅急便"
+    assert [c["name"] for c in st["film"]["characters"]] == [film.character_name_in(c.id, "ja") for c in film.characters]
+    assert st["players"][0]["character_name"] == st["states"]["qiqi"]["name"] == "キキ"
+    assert st["state_labels"] == {n: n.capitalize() for n in ("stamina", "social", "entertainment")}  # no catalog for them here
+    status, listing = await get(http, f"{base}/api/turns", **ja)
+    assert listing["turns"][0]["characters"] == [{"id": "qiqi", "name": "キキ"}]
+    assert listing["turns"][0]["instruction"] == r["instruction"]
+
+    # English for an English browser.
+    status, st = await get(http, f"{base}/api/state")
+    assert st["film"]["title"] == film.title and st["players"][0]["character_name"] == "Qiqi"
+    assert st["options"]["motions"] == list(film.motions)
+
+    # The suggestions through the catalogs (the pseudo-locale's), matched as shown; one chosen
+    # as shown reaches the model as the English term.
+    qps = {"Accept-Language": "qps"}
+    status, items = await get(http, f"{base}/api/suggest?field=motion&q=", **qps)
+    assert items == [pseudo(m) for m in film.motions]
+    status, st = await get(http, f"{base}/api/state", **qps)
+    assert st["options"]["times"] == [pseudo(m) for m in film.times]
+    status, items = await get(http, f"{base}/api/suggest?field=background&q={pseudo('town')[1:4]}", **qps)
+    assert items[0] == pseudo("town")
+    status, r = await post(http, f"{base}/api/act", {
+        "player_id": 7, "motion": pseudo("fly on broomstick"), "background": pseudo("sky"), "time_of_day": pseudo("night"),
+    }, **qps)
+    assert status == 200, r
+    assert r["instruction"] == "Character: Qiqi; Motion: fly on broomstick; Background: night sky."
