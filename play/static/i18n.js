@@ -83,11 +83,11 @@ function fixedTexts() {
       "vote-title": t("Vote"),
       "vote-propose": t("Propose the action below"),
       "vote-open": t("Open a round"),
-      // TRANSLATORS: the names of /act's fields on the play page.
-      "act-motion-label": t("motion"),
-      "act-adverb-label": t("adverb"),
-      "act-background-label": t("background"),
-      "act-time-label": t("time of day"),
+      // /act's fields, named as the refusals name them (game/sanitize.py's field labels).
+      "act-motion-label": pgettext("field", "motion"),
+      "act-adverb-label": pgettext("field", "adverb"),
+      "act-background-label": pgettext("field", "background"),
+      "act-time-label": pgettext("field", "time of day"),
       "act-button": t("Send"),
       "act-others-label": t("also in the shot:"),
       // TRANSLATORS: the badge on a page whose clips come from the preview backend (not the model).
