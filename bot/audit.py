@@ -117,12 +117,13 @@ def _what(entry, who: str) -> str:
     reason = _name(d["reason"]) if d.get("reason") else None
     if action == "set_film":
         film = FILMS.get(target) if target else None
-        title = film.title if film else _name(target)
+        title = film.title_in() if film else _name(target)
         if d.get("scope") == "channel":
             return _("%(who)s set the film to %(film)s in this channel", who=who, film=title)
         return _("%(who)s set the film to %(film)s", who=who, film=title)
     if action in ("enable_character", "disable_character"):
-        character = _name(next((c.name for f in FILMS.values() for c in f.characters if c.id == target), target))
+        character = _name(next((f.character_name_in(c.id) for f in FILMS.values() for c in f.characters if c.id == target),
+                               target))
         if action == "enable_character":
             return _("%(who)s made %(character)s playable", who=who, character=character)
         return _("%(who)s made %(character)s unplayable", who=who, character=character)
