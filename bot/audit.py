@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import re
 
+import babel
 import discord
 
 from bot import context
 from db import audit
 from game.content_rules import OPERATOR, SERVER_FILTER
 from game.errors import ContentRefused
-from i18n import _, locales, ngettext, pgettext, use_locale
+from i18n import _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,15 @@ def rule_set_text(stored) -> str:
             return _("this server's AutoMod rule without a name")
         return _("this server's AutoMod rule %(name)s", name=_name(m["name"]))
     return _name(text)
+
+
+def language_name(code) -> str:
+    """A catalog's language named in the current language ("Japanese", "japonais")."""
+    try:
+        shown = babel.Locale.parse(locales.babel_locale(str(code)))
+        return shown.get_display_name(locales.babel_locale(current_locale())) or _name(code)
+    except (ValueError, TypeError, babel.UnknownLocaleError):
+        return _name(code)
 
 
 def _limits(d: dict) -> str:
@@ -186,6 +196,16 @@ def _what(entry, who: str) -> str:
             channel = f"<#{int(target)}>"
             return _("%(who)s set the moderation log to %(channel)s", who=who, channel=channel)
         return _("%(who)s turned the moderation log off", who=who)
+    if action == "set_language":  # /admin language: a catalog's name, or "auto" (Discord's server language)
+        channel = f"<#{int(d['channel'])}>" if str(d.get("channel") or "").isdigit() else None
+        if target == "auto":
+            if channel:
+                return _("%(who)s made the public posts in %(channel)s follow the server's language", who=who, channel=channel)
+            return _("%(who)s made the public posts follow Discord's server language", who=who)
+        if channel:
+            return _("%(who)s set the language of the public posts in %(channel)s to %(language)s", who=who,
+                     channel=channel, language=language_name(target))
+        return _("%(who)s set the language of the public posts to %(language)s", who=who, language=language_name(target))
     if action == "vote_mode":
         if target == "on":
             seconds = d.get("round_seconds")

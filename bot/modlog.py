@@ -62,6 +62,7 @@ TITLES: dict[str, tuple[Lazy, int]] = {
     "filter_remove": (Lp_("moderation log", "Filter remove"), INFO),
     "log_channel": (Lp_("moderation log", "Log channel"), INFO),
     "vote_mode": (Lp_("moderation log", "Vote mode"), INFO),
+    "set_language": (Lp_("moderation log", "Language"), INFO),
 }
 
 
