@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import audit as bot_audit
-from bot import checks, context, replies
+from bot import checks, context, locale, replies
 from bot.embeds import esc, fit_label
 from bot.locale import LocalizedItem
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
-from i18n import L_, Lazy, _
+from i18n import L_, Lazy, _, use_locale
 from i18n.translate import Lp_
 
 if TYPE_CHECKING:
@@ -88,9 +88,12 @@ class CancelButton(_TurnButton, template=r"ag:cancel:(?P<turn>\d+)"):
     label, style, prefix = Lp_("button", "Cancel"), discord.ButtonStyle.secondary, "ag:cancel"
 
     async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
+        with use_locale(await locale.public_for(interaction)):  # stored on the turn, shown to the channel's players
+            # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is the member who cancelled it
+            stored = _("cancelled by %(name)s", name=interaction.user.display_name)
         async with bot.db.sessions.begin() as s:
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "cancel")
-            await bot.queue.cancel_queued_turn(s, turn, f"cancelled by {interaction.user.display_name}")
+            await bot.queue.cancel_queued_turn(s, turn, stored)
             await _audit_if_moderator(s, interaction, turn, "cancel_turn")
         # Shown on the public status message: rendered there, in the server's language.
         note = L_("Cancelled by %(name)s.", name=esc(interaction.user.display_name))
