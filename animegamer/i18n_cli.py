@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -130,6 +131,20 @@ def new_locale(locale: str) -> Path:
     return path
 
 
+_PLACEHOLDER = re.compile(r"%\(([a-z_]+)\)[sd]")
+
+
+def _dropped_placeholders(msgid, msgstr) -> set[str]:
+    """Placeholders of the source missing from a translation (Babel's checker only catches
+    unknown ones). A plural form may leave out the count (`n`): "one turn", "一つ"."""
+    source = {p for text in ([msgid] if isinstance(msgid, str) else msgid) for p in _PLACEHOLDER.findall(text)}
+    forms = [msgstr] if isinstance(msgstr, str) else list(msgstr)
+    missing: set[str] = set()
+    for form in forms:
+        missing |= source - set(_PLACEHOLDER.findall(form)) - ({"n"} if len(forms) > 1 or not isinstance(msgid, str) else set())
+    return {f"%({p})s" for p in missing}
+
+
 def problems(locale: str) -> list[str]:
     """Every reason the locale's catalog is not complete and correct (empty when it is)."""
     from bot.translator import problem
@@ -151,6 +166,8 @@ def problems(locale: str) -> list[str]:
             out.append(f"{label} is fuzzy (changed since it was translated)")
         for err in t.check(po):
             out.append(f"{label}: {err}")
+        if missing := _dropped_placeholders(m.id, t.string):
+            out.append(f"{label}: the translation drops {', '.join(sorted(missing))}")
         if m.context and isinstance(t.string, str) and (why := problem(t.string, m.context)):
             out.append(f"{label}: {t.string!r} {why}")
     return out

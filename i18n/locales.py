@@ -74,6 +74,8 @@ def from_accept_language(header: str | None) -> str:
             ranked.append((-q, i, tag))
     for _q, _i, tag in sorted(ranked):
         found = resolve(tag)
+        if found == PSEUDO:  # never from a browser; testers choose it with ?lang=qps
+            continue
         if found != SOURCE or tag.lower().startswith("en"):
             return found
     return SOURCE
