@@ -23,10 +23,11 @@ from animegamer import i18n_cli
 from bot import embeds
 from bot.audit import describe
 from bot.modlog import log_embed
-from db.models import AuditLog
+from db.models import AuditLog, Turn
 from i18n import catalogs, locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 from tests.bot.helpers import answer, command, say, setup_game, turns_of
+from tests.fake_discord.interactions import MESSAGE_COMPONENT
 
 ACT = {"motion": "walk", "background": "town"}
 # English labels of the status message and the post, none of which may show in the server's language
@@ -220,3 +221,30 @@ def test_rendered_texts_are_fitted_to_discords_limits():
     assert all(len(f.name or "") <= 256 and len(f.value or "") <= 1024 for f in e.fields)
     assert len(e) <= 6000
     assert embeds.fit_label(long).endswith("…") and len(embeds.fit_label(long)) == 80
+
+
+async def test_a_button_answers_in_the_clickers_language_and_closes_the_message_in_the_servers(world, start_bot, sessions,
+                                                                                                pseudo_catalog):
+    """The reverse: an English server, a member whose client is in the pseudo-locale clicks Cancel.
+    The answer follows the member (the button adopts the interaction's locale); the status message
+    it closes, rendered in a task the click started, follows the server."""
+    w, server = world, world.server
+    await start_bot()
+    await setup_game(w, (w.alice, "qiqi"))  # no worker: the turn stays queued
+    await say(w, w.alice, "act", ACT)
+    (t1,) = await turns_of(sessions)
+    status = server.messages[t1.status_message_id]
+    assert [c["label"] for row in status.components for c in row["components"]] == ["Cancel"]
+    data = {"custom_id": f"ag:cancel:{t1.id}", "component_type": 2}
+    h = await server._push_interaction(MESSAGE_COMPONENT, w.guild, w.games, w.alice, data, message=status, locale="qps")
+    said = (await h.wait_followup(timeout=15)).content
+    assert pseudo(said) and "#1" in said
+
+    def closed():
+        m = server.messages[t1.status_message_id]
+        return m if m.components == [] and m.embeds and len(m.embeds[0]["fields"]) == 2 else None
+
+    m = await server.wait_until(closed, 10, "turn #1's status message closed")
+    assert m.embeds[0]["title"] == "Turn #1 · cancelled" and m.embeds[0]["fields"][1]["value"] == "Cancelled by alice."
+    async with sessions() as s:
+        assert (await s.get(Turn, t1.id)).error == "cancelled by alice"  # stored in the server's language
