@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.bounds import require_id
+from db.claims import GuildClaim, claimed
 from db.dml import rowcount
 from db.models import Base, GameSession, GuildDeparture
 
@@ -42,11 +43,13 @@ async def cancel_departures(s: AsyncSession, guild_ids: Collection[int]) -> list
     return list((await s.scalars(q)).all())
 
 
-async def due(s: AsyncSession, *, now: datetime | None = None) -> list[int]:
-    """Servers whose data is due for deletion, locked (SKIP LOCKED: one deleter per server)."""
+async def due(s: AsyncSession, *, now: datetime | None = None, claim: GuildClaim | None = None) -> list[int]:
+    """Servers whose data is due for deletion, locked (SKIP LOCKED: one deleter per server); only
+    `claim`'s servers when given (a bot process deletes only its shards' servers: the process of
+    a server's shard cancels the deletion first if the bot was added back while it was away)."""
     q = (
         select(GuildDeparture.guild_id)
-        .where(GuildDeparture.delete_after <= (now or func.now()))
+        .where(GuildDeparture.delete_after <= (now or func.now()), claimed(GuildDeparture.guild_id, claim))
         .order_by(GuildDeparture.delete_after)
         .with_for_update(skip_locked=True)
     )
@@ -73,14 +76,19 @@ async def delete_guild_data(s: AsyncSession, guild_id: int) -> dict[str, int]:
 MIN_DISCORD_ID = 1 << 22
 
 
-async def unknown_guilds(s: AsyncSession, present: Collection[int]) -> list[int]:
+async def unknown_guilds(s: AsyncSession, present: Collection[int], claim: GuildClaim | None = None) -> list[int]:
     """Discord servers with data that the bot is not in and that have no departure yet: it was
-    removed while it was offline (no GUILD_DELETE reached it). Only meaningful with the bot's
-    complete list of servers (after READY, one process per token)."""
+    removed while it was offline (no GUILD_DELETE reached it). Only meaningful with the complete
+    list of the servers of `claim` (after READY): a bot process running some of the shards
+    knows only their servers, and must pass its claim (bot.shards.ShardClaim) so that the
+    other shards' servers are not taken for servers that removed the bot. None: every server
+    (one process runs every shard)."""
     known = select(GuildDeparture.guild_id)
     ids: set[int] = set()
     for table in _guild_tables()[:-1]:
-        q = select(table.c.guild_id).distinct().where(table.c.guild_id >= MIN_DISCORD_ID, table.c.guild_id.not_in(known))
+        q = select(table.c.guild_id).distinct().where(
+            table.c.guild_id >= MIN_DISCORD_ID, table.c.guild_id.not_in(known), claimed(table.c.guild_id, claim)
+        )
         ids.update((await s.scalars(q)).all())
     return sorted(ids - set(present))
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
+from db.claims import GuildClaim, claimed
 from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
 from game.catalogue import Film, session_film
@@ -185,13 +186,19 @@ async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession
 IDLE_REASON = N_("idle")
 
 
-async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
+async def idle_sessions(s: AsyncSession, idle: timedelta, claim: GuildClaim | None = None) -> list[GameSession]:
     """Active sessions with no activity for `idle` and no pending turns, locked until the
-    transaction ends (another bot's check skips them)."""
+    transaction ends (another bot's check skips them); only those of `claim`'s servers (a bot
+    process's shards: bot.shards.ShardClaim), every server's when None."""
     pending = select(Turn.id).where(Turn.session_id == GameSession.id, Turn.status.in_(PENDING_TURN_STATUSES))
     q = (
         select(GameSession)
-        .where(GameSession.status == "active", GameSession.last_activity_at < func.now() - idle, ~pending.exists())
+        .where(
+            GameSession.status == "active",
+            GameSession.last_activity_at < func.now() - idle,
+            ~pending.exists(),
+            claimed(GameSession.guild_id, claim),
+        )
         .order_by(GameSession.id)
         .with_for_update(skip_locked=True)
     )
@@ -202,11 +209,18 @@ async def idle_sessions(s: AsyncSession, idle: timedelta) -> list[GameSession]:
 WITHDRAWN_REASON = N_("film withdrawn")
 
 
-async def withdrawn_sessions(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:
-    """Active sessions whose film is no longer in the catalogue, locked like idle_sessions."""
+async def withdrawn_sessions(
+    s: AsyncSession, known_films: Collection[str], claim: GuildClaim | None = None
+) -> list[GameSession]:
+    """Active sessions whose film is no longer in the catalogue, locked like idle_sessions; only
+    those of `claim`'s servers when given."""
     q = (
         select(GameSession)
-        .where(GameSession.status == "active", GameSession.film_id.not_in(list(known_films)))
+        .where(
+            GameSession.status == "active",
+            GameSession.film_id.not_in(list(known_films)),
+            claimed(GameSession.guild_id, claim),
+        )
         .order_by(GameSession.id)
         .with_for_update(skip_locked=True)
     )

@@ -10,6 +10,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from db.claims import GuildClaim, claimed_sessions, narrows
 from db.dml import rowcount
 from db.models import GameSession, Turn
 
@@ -126,24 +127,30 @@ async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> 
     await s.execute(update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id))
 
 
-async def prune_blobs(s: AsyncSession, older_than: timedelta, unposted_guild_ids: Collection[int] = ()) -> int:
+async def prune_blobs(
+    s: AsyncSession, older_than: timedelta, unposted_guild_ids: Collection[int] = (), claim: GuildClaim | None = None
+) -> int:
     """Drop MP4s and representations of posted turns older than `older_than` (the latest turns
     of each session keep their representation: they are the next turn's context). Turns of
     `unposted_guild_ids` count as posted once finished: nobody posts them (the play page shows
-    its clips from the database)."""
+    its clips from the database). `claim`: only the turns of those servers (a bot process's
+    shards: bot.shards.ShardClaim); None: every server's."""
     cutoff = datetime.now(UTC) - older_than
     newer = aliased(Turn)
     keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()
     never_posted = select(GameSession.id).where(GameSession.guild_id.in_(list(unposted_guild_ids))).scalar_subquery()
+    conditions = [
+        Turn.finished_at < cutoff,
+        Turn.blobs_pruned_at.is_(None),
+        Turn.status.in_(("done", "failed", "cancelled")),
+        or_(Turn.posted_at.is_not(None), Turn.status == "cancelled", Turn.session_id.in_(never_posted)),
+        Turn.seq < keep_from,
+    ]
+    if claim is not None and narrows(claim):
+        conditions.append(Turn.session_id.in_(claimed_sessions(claim).scalar_subquery()))
     return await rowcount(
         s,
         update(Turn)
-        .where(
-            Turn.finished_at < cutoff,
-            Turn.blobs_pruned_at.is_(None),
-            Turn.status.in_(("done", "failed", "cancelled")),
-            or_(Turn.posted_at.is_not(None), Turn.status == "cancelled", Turn.session_id.in_(never_posted)),
-            Turn.seq < keep_from,
-        )
+        .where(*conditions)
         .values(mp4=None, representation=None, blobs_pruned_at=func.now()),
     )
