@@ -1,6 +1,10 @@
 """The bot's scheduled jobs (APScheduler): the notifier's sweep for turns whose NOTIFY was missed,
 pausing idle sessions and sessions whose film was withdrawn from the catalogue, and pruning old
-clips and representations. The pause notices are public: each is written in its server's language."""
+clips and representations. The pause notices are public: each is written in its server's language.
+
+A process running some of the bot's shards (bot.shards) pauses and prunes only its shards'
+servers' sessions (bot.shards_claim): each server's are left to the process that has its shard,
+which alone can tell its channel, and waits for it while it is down."""
 
 from __future__ import annotations
 
@@ -78,12 +82,13 @@ class Maintenance:
 
         idle = timedelta(minutes=self.bot.settings.idle_pause_minutes)
         return await self._pause_with_notice(
-            "idle", lambda s: game_sessions.idle_sessions(s, idle), game_sessions.IDLE_REASON, text,
+            "idle", lambda s: game_sessions.idle_sessions(s, idle, self.bot.shards_claim), game_sessions.IDLE_REASON, text,
         )
 
     async def pause_withdrawn(self) -> list[int]:
         return await self._pause_with_notice(
-            "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS)), game_sessions.WITHDRAWN_REASON,
+            "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS), self.bot.shards_claim),
+            game_sessions.WITHDRAWN_REASON,
             lambda gs: FilmWithdrawn(gs.film_id).message,
         )
 
@@ -120,7 +125,8 @@ class Maintenance:
     async def prune(self) -> int:
         try:
             async with self.bot.db.sessions.begin() as s:
-                n = await turn_service.prune_blobs(s, timedelta(days=self.bot.settings.blob_retention_days))
+                n = await turn_service.prune_blobs(s, timedelta(days=self.bot.settings.blob_retention_days),
+                                                   claim=self.bot.shards_claim)
         except Exception as e:
             log.warning("pruning old clips failed: %s", e)
             return 0

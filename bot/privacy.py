@@ -1,6 +1,12 @@
 """The bot's scheduled jobs for members' data and servers it left (run by bot.maintenance):
 carrying out /privacy delete requests (db.privacy), and deleting the data of servers that
-removed the bot once ANIMEGAMER_GUILD_DATA_DAYS have passed (db.departures)."""
+removed the bot once ANIMEGAMER_GUILD_DATA_DAYS have passed (db.departures).
+
+With the bot's shards spread over processes (bot.shards), a member's deletion request is carried
+out by whichever process takes it, in every server: its posts are edited through Discord's REST
+API, which serves any of the bot's servers whatever shard this process runs. Servers that removed
+the bot are found and deleted only by the process of their shard (bot.shards_claim): only it
+knows whether the bot is still in them."""
 
 from __future__ import annotations
 
@@ -29,22 +35,21 @@ def removed_post(seq: int) -> dict:
 
 
 async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
-    """Edit the request's shots in Discord (in the bot's servers) into a notice; how many were
-    edited. Repeated after a restart, the same edits are made again (harmless). Each notice is in
-    its server's language."""
+    """Edit the request's shots in Discord into a notice; how many were edited. Every server's,
+    not only those of this process's shards (the request is done once, by one process): an edit
+    goes through REST, which needs no gateway session of the server's shard, and a server the
+    bot has left answers 403/404 (nothing left to show there). Repeated after a restart, the same
+    edits are made again (harmless). Each notice is in its server's language."""
     async with bot.db.sessions() as s:
         posts = await member_data.posts_to_clear(s, request_id)
-    mine = {g.id for g in bot.guilds}
     edited = 0
     for post in posts:
-        if post.guild_id not in mine:
-            continue
         try:
             async with locale.public(bot, post.guild_id, post.channel_id):
                 fields = removed_post(post.seq)
             await bot.edits.final(post.channel_id, post.message_id, **fields)
             edited += 1
-        except discord.HTTPException as e:  # the message or channel is gone: nothing left to show
+        except discord.HTTPException as e:  # the message, the channel or the bot's access is gone: nothing to show
             log.info("could not clear the message %s of a deleted member's turn: %s", post.message_id, e)
     return edited
 
@@ -86,15 +91,18 @@ async def process_requests(bot: AnimeGamerBot) -> list[int]:
 async def delete_departed(bot: AnimeGamerBot, *, now: datetime | None = None) -> list[int]:
     """Delete the data of servers that removed the bot more than the retention ago; the servers
     deleted. A server the bot is in again (added back while it was offline) is kept; one with
-    data that the bot is no longer in (removed while it was offline) starts its retention now."""
+    data that the bot is no longer in (removed while it was offline) starts its retention now.
+    Only the servers of this process's shards (bot.shards_claim): the others' are not in
+    bot.guilds here, and whether the bot is still in them is for their shard's process to say;
+    while that process is down, they wait for it."""
     deleted: list[int] = []
     try:
         present = [g.id for g in bot.guilds]
         async with bot.db.sessions.begin() as s:
             kept = await departures.cancel_departures(s, present)
             # Removed while the bot was offline: no GUILD_DELETE came. bot.guilds is complete only
-            # after READY (unavailable servers are in it too).
-            gone = await departures.unknown_guilds(s, present) if bot.is_ready() else []
+            # after READY (unavailable servers are in it too), and only for this process's shards.
+            gone = await departures.unknown_guilds(s, present, bot.shards_claim) if bot.is_ready() else []
             for guild_id in gone:
                 await departures.record_departure(s, guild_id, bot.settings.guild_data_days)
         for guild_id in kept:
@@ -103,7 +111,7 @@ async def delete_departed(bot: AnimeGamerBot, *, now: datetime | None = None) ->
             log.info("server %s removed the bot while it was offline: its data is deleted in %s days", guild_id,
                      bot.settings.guild_data_days)
         async with bot.db.sessions.begin() as s:
-            for guild_id in await departures.due(s, now=now):
+            for guild_id in await departures.due(s, now=now, claim=bot.shards_claim):
                 sessions = await departures.session_ids(s, guild_id)
                 counts = await departures.delete_guild_data(s, guild_id)
                 for session_id in sessions:  # their waiting jobs would only find nothing to do

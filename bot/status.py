@@ -227,6 +227,12 @@ class StatusBoard:
         if turn is None or gs is None:
             self._loading.pop(turn_id, None)
             return
+        if not self.bot.shards_claim.owns(gs.guild_id):
+            # Another process's shard (every process hears every NOTIFY): its status message is
+            # that process's to edit; an edit from here could even land after its post. Closed
+            # here, so that the turn's next progress costs nothing.
+            self._close_card(turn_id)
+            return
         try:
             language = await locale.server_language(self.bot, gs.guild_id, gs.channel_id)
         except Exception as e:
