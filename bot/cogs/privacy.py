@@ -17,46 +17,53 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context, replies
-from bot.embeds import FAILED, INFO
+from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
+from bot.locale import LocalizedItem
 from db import departures
 from db import privacy as member_data
+from i18n import L_, _, ngettext, pgettext
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
-POLICY_NOTE = "Details: the operator's privacy policy (docs/privacy.md)."
+POLICY_NOTE = L_("Details: the operator's privacy policy (docs/privacy.md).")
 
 
 def _counts_line(c: member_data.Counts) -> str:
     if c.empty:
-        return "nothing"
-    return (
-        f"{c.games} game(s) joined, {c.turns} turn(s) ({c.clips} clip(s) still stored), "
-        f"{c.votes} vote(s) and proposal(s), {c.audit} audit entr{'y' if c.audit == 1 else 'ies'}"
-    )
+        return _("nothing")
+    # TRANSLATORS: what the bot stores about a member, e.g. "2 games joined, 5 turns (3 clips still
+    # stored), 1 vote and proposal, 0 audit entries"; each placeholder is one of the counts below
+    return _("%(games)s, %(turns)s (%(clips)s), %(votes)s, %(audit)s",
+             games=ngettext("%(n)s game joined", "%(n)s games joined", c.games),
+             turns=ngettext("%(n)s turn", "%(n)s turns", c.turns),
+             clips=ngettext("%(n)s clip still stored", "%(n)s clips still stored", c.clips),
+             votes=ngettext("%(n)s vote and proposal", "%(n)s votes and proposals", c.votes),
+             audit=ngettext("%(n)s audit entry", "%(n)s audit entries", c.audit))
 
 
 def stored_embed(found: member_data.Stored) -> discord.Embed:
-    e = discord.Embed(title="What this bot stores about you", colour=INFO)
-    e.add_field(name="In this server", value=_counts_line(found.here), inline=False)
-    e.add_field(name=f"In all servers ({found.servers})", value=_counts_line(found.everywhere), inline=False)
+    e = discord.Embed(title=_("What this bot stores about you"), colour=INFO)
+    e.add_field(name=_("In this server"), value=fit(_counts_line(found.here), FIELD_VALUE_MAX), inline=False)
+    e.add_field(name=_("In all servers (%(servers)s)", servers=found.servers),
+                value=fit(_counts_line(found.everywhere), FIELD_VALUE_MAX), inline=False)
     e.add_field(
-        name="What that is",
-        value=(
+        name=_("What that is"),
+        value=fit(_(
             "With each of these: your user id and the display name you had. Your turns keep their "
             "instruction text and, until they are pruned, their clip. Audit entries record admin and "
             "moderator actions you took or that were taken on you."
-        ),
+        ), FIELD_VALUE_MAX),
         inline=False,
     )
-    footer = "A deletion you asked for is under way." if found.pending else "Delete it everywhere with /privacy delete."
+    footer = _("A deletion you asked for is under way.") if found.pending else _("Delete it everywhere with /privacy delete.")
     e.set_footer(text=f"{footer} {POLICY_NOTE}")
     return e
 
 
-CONFIRM_TEXT = (
+CONFIRM_TEXT = L_(
     "This deletes what the bot stores about you **in every server**: you leave every game you play, "
     "your turns lose their clips and instruction texts, your votes and proposals and the audit log "
     "keep no id or name of yours (each server sees a \"deleted member\" instead). The turns' rows "
@@ -65,13 +72,15 @@ CONFIRM_TEXT = (
 )
 
 
-class ConfirmDelete(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:privacy:delete:(?P<user>\d+)"):
+class ConfirmDelete(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:privacy:delete:(?P<user>\d+)"):
     """The confirm button of /privacy delete. Its custom_id carries the member it was shown to, so
-    it keeps working after a restart and nobody else can press it for them."""
+    it keeps working after a restart and nobody else can press it for them. It answers in the
+    language of the member who presses it."""
 
     def __init__(self, user_id: int) -> None:
         super().__init__(
-            discord.ui.Button(label="Delete my data", style=discord.ButtonStyle.danger, custom_id=f"ag:privacy:delete:{user_id}")
+            discord.ui.Button(label=fit_label(pgettext("button", "Delete my data")), style=discord.ButtonStyle.danger,
+                              custom_id=f"ag:privacy:delete:{user_id}")
         )
         self.user_id = user_id
 
@@ -82,13 +91,13 @@ class ConfirmDelete(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:pri
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
             if interaction.user.id != self.user_id:
-                await interaction.response.send_message("This button is for the member who asked.", ephemeral=True)
+                await interaction.response.send_message(_("This button is for the member who asked."), ephemeral=True)
                 return
             bot = context.bot_of(interaction)
             async with bot.db.sessions.begin() as s:
-                _, new = await member_data.request_deletion(s, self.user_id)
+                _request, new = await member_data.request_deletion(s, self.user_id)
             bot.maintenance.wake_privacy()
-            text = "Your data is being deleted. `/privacy show` tells you when nothing is left." if new else (
+            text = _("Your data is being deleted. `/privacy show` tells you when nothing is left.") if new else _(
                 "Your deletion is already under way. `/privacy show` tells you when nothing is left."
             )
             await interaction.response.edit_message(content=text, embed=None, view=None)
@@ -112,8 +121,8 @@ class Privacy(commands.Cog):
     @privacy.command(name="delete", description="Delete what this bot stores about you, in every server")
     async def delete(self, interaction: discord.Interaction) -> None:
         context.guild_id(interaction)
-        e = discord.Embed(title="Delete your data?", colour=FAILED, description=CONFIRM_TEXT)
-        e.set_footer(text=POLICY_NOTE)
+        e = discord.Embed(title=_("Delete your data?"), colour=FAILED, description=str(CONFIRM_TEXT))
+        e.set_footer(text=str(POLICY_NOTE))
         view = discord.ui.View(timeout=None)
         view.add_item(ConfirmDelete(interaction.user.id))
         await interaction.response.send_message(embed=e, view=view, ephemeral=True)

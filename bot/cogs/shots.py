@@ -18,19 +18,21 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import context
+from bot import context, locale
 from bot import removal as shot_removal
-from bot.embeds import esc
+from bot.embeds import person
 from db import modlog as modlog_db
 from db import turn_reads
 from db.models import Turn
 from game.shot_errors import NoLogChannel, NotAShot, ReportCooldown, ShotAlreadyRemoved
+from i18n import L_, _, use_locale
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
 REPORT_COOLDOWN = 60.0  # seconds between two reports of one member
-MENU_REASON = "removed with the Remove shot menu"
+# Stored on the turn and shown on its post (the server's language); "Remove shot" is the menu's name
+MENU_REASON = L_("removed with the Remove shot menu")
 
 
 class ReportLimiter:
@@ -81,7 +83,9 @@ class Shots(commands.Cog):
     async def remove_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         turn = await self._shot(interaction, message)
-        done = await shot_removal.remove(self.bot, interaction, turn.id, MENU_REASON, via="Remove shot")
+        with use_locale(await locale.public_for(interaction)):
+            reason = str(MENU_REASON)
+        done = await shot_removal.remove(self.bot, interaction, turn.id, reason, via="Remove shot")
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
     async def report_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
@@ -103,7 +107,8 @@ class Shots(commands.Cog):
             )
         self.reports.sent(guild_id, interaction.user.id)
         await interaction.followup.send(
-            f"Thank you: turn #{turn.seq} by {esc(turn.author_name)} was sent to the moderators.", ephemeral=True
+            _("Thank you: turn #%(seq)s by %(author)s was sent to the moderators.", seq=turn.seq, author=person(turn.author_name)),
+            ephemeral=True,
         )
 
 

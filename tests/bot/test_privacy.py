@@ -56,8 +56,8 @@ async def test_show_then_delete_everywhere(world, start_bot, start_worker, sessi
     await posted_turns(sessions, 2)
 
     shown = await _show(w, w.alice)
-    assert field(shown, "In this server") == "1 game(s) joined, 1 turn(s) (1 clip(s) still stored), 0 vote(s) and proposal(s), 0 audit entries"
-    assert field(shown, "In all servers (1)").startswith("1 game(s) joined")
+    assert field(shown, "In this server") == "1 game joined, 1 turn (1 clip still stored), 0 votes and proposals, 0 audit entries"
+    assert field(shown, "In all servers (1)").startswith("1 game joined")
     assert field(await _show(w, w.carol), "In this server") == "nothing"
 
     ask = await _confirm_delete(w, w.alice)
