@@ -3,6 +3,7 @@ moderator role (checked by the bot); every action is audited in its transaction 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import discord
@@ -10,14 +11,15 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks, context
+from bot import checks, context, locale
 from bot import removal as shot_removal
-from bot.embeds import esc
+from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, esc, fit
 from db import guilds
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.catalogue import display_film
 from game.errors import PlayerNotInGame
+from i18n import _, ngettext, use_locale
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -38,9 +40,12 @@ class Moderation(commands.Cog):
         """Every /mod command: Manage Messages, a configured moderator role, or an admin."""
         return await checks.require(interaction, "moderator")
 
-    async def _announce(self, interaction: discord.Interaction, public: str, private: str) -> None:
-        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(public)
-        await interaction.followup.send(private, ephemeral=True)
+    async def _announce(self, interaction: discord.Interaction, public: Callable[[], str], private: str) -> None:
+        """`public()` to the channel, rendered in the server's language; `private` to the moderator."""
+        with use_locale(await locale.public_for(interaction)):
+            text = fit(public(), CONTENT_MAX)
+        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(text)
+        await interaction.followup.send(fit(private, CONTENT_MAX), ephemeral=True)
 
     def _by(self, interaction: discord.Interaction) -> str:
         return esc(interaction.user.display_name)
@@ -63,8 +68,13 @@ class Moderation(commands.Cog):
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, True, reason)
             await bot_audit.record(s, interaction, "pause", f"session {gs.id}", reason=reason)
-        why = f" ({esc(gs.paused_reason)})" if gs.paused_reason else ""  # the reason as stored (cleaned)
-        await self._announce(interaction, f"{self._by(interaction)} paused the game{why}.", "The game is paused.")
+        by, reason_shown = self._by(interaction), esc(gs.paused_reason)  # the reason as stored (cleaned)
+        await self._announce(
+            interaction,
+            lambda: _("%(name)s paused the game (%(reason)s).", name=by, reason=reason_shown) if reason_shown
+            else _("%(name)s paused the game.", name=by),
+            _("The game is paused."),
+        )
 
     @mod.command(name="resume", description="Resume a paused game")
     async def resume(self, interaction: discord.Interaction) -> None:
@@ -73,7 +83,8 @@ class Moderation(commands.Cog):
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, False)
             await bot_audit.record(s, interaction, "resume", f"session {gs.id}")
-        await self._announce(interaction, f"{self._by(interaction)} resumed the game. Play on with /act.", "The game is resumed.")
+        by = self._by(interaction)
+        await self._announce(interaction, lambda: _("%(name)s resumed the game. Play on with /act.", name=by), _("The game is resumed."))
 
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
     async def reset(self, interaction: discord.Interaction) -> None:
@@ -84,13 +95,17 @@ class Moderation(commands.Cog):
             fresh = await game_sessions.reset(s, gs, interaction.user.id)
             await self.bot.queue.cancel_stale_jobs(s, gs.id)
             await bot_audit.record(s, interaction, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(waiting))
+        with use_locale(await locale.public_for(interaction)):  # on the turns' public status messages
+            note = _("The game was reset.")
         for t in waiting:
-            self.bot.board.spawn(self.bot.board.finish(t, "cancelled", note="The game was reset.", channel_id=gs.channel_id),
+            self.bot.board.spawn(self.bot.board.finish(t, "cancelled", note=note, channel_id=gs.channel_id),
                                  f"close-turn-{t.id}")
+        by = self._by(interaction)
         await self._announce(
             interaction,
-            f"{self._by(interaction)} reset the game: every character is back to the start, and the same players play on.",
-            f"The game is reset ({len(waiting)} waiting turn(s) cancelled).",
+            lambda: _("%(name)s reset the game: every character is back to the start, and the same players play on.", name=by),
+            ngettext("The game is reset (%(n)s waiting turn cancelled).", "The game is reset (%(n)s waiting turns cancelled).",
+                     len(waiting)),
         )
 
     @mod.command(name="cancel", description="Cancel a queued turn")
@@ -100,15 +115,22 @@ class Moderation(commands.Cog):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         await self._reason_allowed(interaction, reason)
+        by = interaction.user.display_name
+        with use_locale(await locale.public_for(interaction)):  # stored on the turn and shown on its status message
+            # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is a moderator's name
+            stored = _("cancelled by %(name)s: %(reason)s", name=by, reason=reason) if reason else _("cancelled by %(name)s", name=by)
+            note = _("Cancelled by %(name)s: %(reason)s.", name=esc(by), reason=esc(reason)) if reason else \
+                _("Cancelled by %(name)s.", name=esc(by))
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             row = await turn_service.turn_by_seq(s, gs.id, turn)
-            text = f"cancelled by {interaction.user.display_name}" + (f": {reason}" if reason else "")
-            await self.bot.queue.cancel_queued_turn(s, row, text)
+            await self.bot.queue.cancel_queued_turn(s, row, stored)
             await bot_audit.record(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
-        note = esc(row.error).capitalize() + "."
-        self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=note, channel_id=gs.channel_id), f"close-turn-{row.id}")
-        await self._announce(interaction, f"{self._by(interaction)} cancelled turn #{row.seq}.", f"Turn #{row.seq} is cancelled.")
+        self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=fit(note, FIELD_VALUE_MAX), channel_id=gs.channel_id),
+                             f"close-turn-{row.id}")
+        by_shown, seq = self._by(interaction), row.seq
+        await self._announce(interaction, lambda: _("%(name)s cancelled turn #%(seq)s.", name=by_shown, seq=seq),
+                             _("Turn #%(seq)s is cancelled.", seq=seq))
 
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")
     @app_commands.describe(player="The player")
@@ -120,12 +142,13 @@ class Moderation(commands.Cog):
                 raise PlayerNotInGame(esc(player.display_name))
             p = await game_sessions.leave(s, gs, player.id)
             await bot_audit.record(s, interaction, "kick", str(player.id), player=player.display_name, character=p.character_id)
-        ch = display_film(gs.film_id).character(p.character_id)
-        name = ch.name if ch else p.character_id
+        film, character_id = display_film(gs.film_id), p.character_id
+        by, kicked = self._by(interaction), esc(player.display_name)
         await self._announce(
             interaction,
-            f"{self._by(interaction)} removed {esc(player.display_name)} from the game; {name} is free to join.",
-            f"{esc(player.display_name)} no longer plays {name}.",
+            lambda: _("%(name)s removed %(player)s from the game; %(character)s is free to join.",
+                      name=by, player=kicked, character=film.character_name_in(character_id)),
+            _("%(player)s no longer plays %(character)s.", player=kicked, character=film.character_name_in(character_id)),
         )
 
     @mod.command(name="remove", description="Take a shot down: its clip and text go; the characters keep their states")
