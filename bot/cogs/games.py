@@ -10,23 +10,45 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context
-from bot.embeds import INFO
+from bot.embeds import DESCRIPTION_MAX, INFO, fit
 from db import games as past_games
 from game.catalogue import FILMS
+from i18n import _, ngettext
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
-SHOWN = 20  # the latest games listed (an embed's description holds 4096 characters)
+SHOWN = 20  # the latest games listed (fewer when their lines overflow the embed's description)
 
 
 def _line(g: past_games.GameSummary) -> str:
     gs = g.session
     film = FILMS.get(gs.film_id)
-    title = film.title if film else gs.film_id
-    state = {"active": "current", "paused": "current, paused"}.get(gs.status, "archived")
-    when = f"<t:{int(gs.created_at.timestamp())}:d>"
-    return f"**Game {g.number}** · {title} · {g.turns} turn(s), {g.done} shot(s) · started {when} · {state}"
+    title = film.title_in() if film else gs.film_id
+    state = {"active": _("current"), "paused": _("current, paused")}.get(gs.status) or _("archived")
+    # TRANSLATORS: one line of /games. %(turns)s and %(shots)s are "2 turns", "1 shot";
+    # %(when)s is a date Discord shows in the reader's language; %(state)s: current / archived.
+    return _("**Game %(number)s** · %(title)s · %(turns)s, %(shots)s · started %(when)s · %(state)s",
+             number=g.number, title=title,
+             turns=ngettext("%(n)s turn", "%(n)s turns", g.turns),
+             shots=ngettext("%(n)s shot", "%(n)s shots", g.done),
+             when=f"<t:{int(gs.created_at.timestamp())}:d>", state=state)
+
+
+def _description(found: list[past_games.GameSummary]) -> str:
+    """The latest games, newest last, as many of the latest SHOWN as the description holds."""
+    lines: list[str] = []
+    size = 0
+    budget = DESCRIPTION_MAX - 100  # room for the "older games" line
+    for g in reversed(found[-SHOWN:]):
+        line = fit(_line(g), 1000)
+        if lines and size + len(line) + 1 > budget:
+            break
+        lines.insert(0, line)
+        size += len(line) + 1
+    if len(found) > len(lines):
+        lines.insert(0, ngettext("… %(n)s older game not shown", "… %(n)s older games not shown", len(found) - len(lines)))
+    return fit("\n".join(lines), DESCRIPTION_MAX)
 
 
 class Games(commands.Cog):
@@ -39,15 +61,12 @@ class Games(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         async with self.bot.db.sessions() as s:
             found = await past_games.channel_games(s, context.channel_id(interaction))
-        e = discord.Embed(title="Games in this channel", colour=INFO)
+        e = discord.Embed(title=_("Games in this channel"), colour=INFO)
         if not found:
-            e.description = "No game has been played here yet. Start one with /game start."
+            e.description = _("No game has been played here yet. Start one with /game start.")
         else:
-            lines = [_line(g) for g in found[-SHOWN:]]
-            if len(found) > SHOWN:
-                lines.insert(0, f"… {len(found) - SHOWN} older game(s) not shown")
-            e.description = "\n".join(lines)
-            e.set_footer(text="See a past game with /history game:N, or stitch its shots with /export game:N.")
+            e.description = _description(found)
+            e.set_footer(text=_("See a past game with /history game:N, or stitch its shots with /export game:N."))
         await interaction.followup.send(embed=e, ephemeral=True)
 
 

@@ -14,22 +14,30 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks, context
-from bot.embeds import INFO, esc
+from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
 from db import guilds, votes
 from db import sessions as game_sessions
 from game.catalogue import FILMS, Film
+from i18n import L_, N_, _, pgettext
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
-SECTIONS = {  # a root command's section, in display order
-    "game": "Playing", "act": "Playing",
-    "vote": "Voting",
-    "status": "Looking around", "history": "Looking around", "queue": "Looking around", "export": "Looking around",
-    "games": "Looking around", "help": "Looking around",
-    "mod": "Moderators", "admin": "Admins",
+# The sections' headings (shown translated, with _(); marked here for extraction)
+PLAYING, VOTING, LOOKING = N_("Playing"), N_("Voting"), N_("Looking around")
+MODERATORS, ADMINS, OTHER = N_("Moderators"), N_("Admins"), N_("Other")
+SECTIONS = {  # a root command's section
+    "game": PLAYING, "act": PLAYING,
+    "vote": VOTING,
+    "status": LOOKING, "history": LOOKING, "queue": LOOKING, "export": LOOKING, "games": LOOKING, "help": LOOKING,
+    "mod": MODERATORS, "admin": ADMINS,
 }
-ORDER = ("Playing", "Voting", "Looking around", "Moderators", "Admins", "Other")
+ORDER = (PLAYING, VOTING, LOOKING, MODERATORS, ADMINS, OTHER)  # display order
+MENU_ABOUT = {  # what a message command does, by its (English) name
+    "Report shot": L_("send it to the moderators"),
+    "Remove shot": L_("take your own shot down (a moderator: any shot)"),
+}
+EMBED_FIELDS_MAX = 25  # Discord: fields per embed
 DIRECT_ONLY = {"act"}  # refused in vote mode
 VOTE_ONLY = {"vote propose", "vote open"}  # refused outside vote mode
 
@@ -47,8 +55,9 @@ def rights_of(cmd: app_commands.Command) -> str | None:
 
 
 def examples(film: Film, cast: list) -> dict[str, str]:
-    """One example per command, in the film's own words."""
-    names = [c.name for c in cast] or [c.name for c in film.characters]
+    """One example per command, in the film's own words (in the current locale where words of
+    ours appear in them)."""
+    names = [film.character_name_in(c.id) for c in cast or film.characters]  # as this member knows them
     first, other = names[0], names[-1]
 
     def pick(options: tuple[str, ...], i: int, fallback: str) -> str:
@@ -63,9 +72,11 @@ def examples(film: Film, cast: list) -> dict[str, str]:
         "act": f"/act motion:{motion} background:{place} adverb:{how} time:{when}"
         + (f" with:{other}" if other != first else ""),
         "vote propose": f"/vote propose motion:{motion2} background:{place2}" + (f" with:{other}" if other != first else ""),
-        "history": "/history count:5 (a past game: /history game:1)",
-        "export": "/export (a past game: /export game:1)",
-        "mod pause": "/mod pause reason:lunch break",
+        # TRANSLATORS: an example of a command; %(command)s and %(past)s are commands as typed.
+        "history": _("%(command)s (a past game: %(past)s)", command="/history count:5", past="/history game:1"),
+        "export": _("%(command)s (a past game: %(past)s)", command="/export", past="/export game:1"),
+        # TRANSLATORS: an example of a moderator's reason for pausing a game
+        "mod pause": "/mod pause reason:" + _("lunch break"),
         "mod cancel": "/mod cancel turn:3",
         "admin film": f"/admin film film:{film.id}",
         "admin character": f"/admin character character:{other} enabled:False",
@@ -84,7 +95,7 @@ def leaves(cmds) -> list[app_commands.Command]:
     return out
 
 
-def chunks(lines: list[str], size: int = 1024) -> list[str]:
+def chunks(lines: list[str], size: int = FIELD_VALUE_MAX) -> list[str]:
     """Field values (at most 1024 characters each), whole lines only."""
     out, cur = [], ""
     for line in lines:
@@ -94,6 +105,22 @@ def chunks(lines: list[str], size: int = 1024) -> list[str]:
         cur = f"{cur}\n{line}" if cur else line[:size]
     if cur:
         out.append(cur)
+    return out
+
+
+def pages(title: str, description: str, fields: list[tuple[str, str]]) -> list[discord.Embed]:
+    """The help as embeds within Discord's limits (25 fields, 6000 characters each), the first
+    with the title and description: a long translation takes a second message, never a refusal."""
+    first = discord.Embed(title=fit(title, TITLE_MAX), description=fit(description, DESCRIPTION_MAX), colour=INFO)
+    out = [first]
+    size = len(first.title or "") + len(first.description or "")
+    for name, value in fields:
+        name = fit(name, FIELD_NAME_MAX)
+        if len(out[-1].fields) >= EMBED_FIELDS_MAX or size + len(name) + len(value) > EMBED_MAX:
+            out.append(discord.Embed(colour=INFO))
+            size = 0
+        out[-1].add_field(name=name, value=value, inline=False)
+        size += len(name) + len(value)
     return out
 
 
@@ -110,10 +137,10 @@ class Help(commands.Cog):
             gs = await game_sessions.live_session(s, context.channel_id(interaction))
             voting = await votes.vote_config(s, context.channel_id(interaction))
         film = FILMS.get(gs.film_id) if gs is not None else cfg.film
-        note = ""
+        notes = []
         if film is None:
             film = FILMS[self.bot.settings.default_film]
-            note = f" No film is chosen here yet, so the examples use {film.title}."
+            notes.append(_("No film is chosen here yet, so the examples use %(film)s.", film=film.title_in()))
         is_admin = await checks.is_admin(interaction)
         is_mod = is_admin or await checks.is_moderator(interaction)
         allowed = {None: True, "moderator": is_mod, "admin": is_admin}
@@ -127,27 +154,39 @@ class Help(commands.Cog):
                 continue
             if (voting.enabled and name in DIRECT_ONLY) or (not voting.enabled and name in VOTE_ONLY):
                 continue
-            line = f"`/{name}` — {esc(cmd.description)}"
+            # The description as Discord shows it to this member (the translator's catalog entry)
+            line = f"`/{name}` — {esc(pgettext('command description', cmd.description))}"
             if name in ex:
-                line += f"\n  e.g. `{ex[name]}`"
-            sections.setdefault(SECTIONS.get(name.split()[0], "Other"), []).append(line)
+                example = f"`{ex[name]}`"
+                line += "\n  " + _("e.g. %(example)s", example=example)
+            sections.setdefault(SECTIONS.get(name.split()[0], OTHER), []).append(line)
 
         menus = {m.name for m in self.bot.tree.get_commands(type=discord.AppCommandType.message)}
-        about = {"Report shot": "send it to the moderators", "Remove shot": "take your own shot down (a moderator: any shot)"}
         for name in sorted(menus):  # right-click (or long-press) a turn's post, then Apps
-            sections.setdefault("Playing", []).append(f"Apps › `{name}` on a turn's post — {about.get(name, 'see its description')}")
+            about = MENU_ABOUT.get(name)
+            menu = "`" + pgettext("context menu", name) + "`"  # its name as this member's Discord shows it
+            # TRANSLATORS: "Apps" is Discord's menu of a message (right-click or long-press a message)
+            sections.setdefault(PLAYING, []).append(_(
+                "Apps › %(menu)s on a turn's post — %(about)s",
+                menu=menu, about=about if about is not None else _("see its description"),
+            ))
 
-        who = "an admin" if is_admin else "a moderator" if is_mod else "a player"
-        mode = " This channel plays by vote: propose with /vote propose and vote on the round's message." if voting.enabled else ""
-        e = discord.Embed(
-            title=f"AnimeGamer · {film.title}",
-            description=f"The commands you can use here, as {who}.{mode}{note}",
-            colour=INFO,
-        )
+        if is_admin:
+            who = _("The commands you can use here, as an admin.")
+        elif is_mod:
+            who = _("The commands you can use here, as a moderator.")
+        else:
+            who = _("The commands you can use here, as a player.")
+        if voting.enabled:
+            notes.insert(0, _("This channel plays by vote: propose with /vote propose and vote on the round's message."))
+        fields = []
         for section in ORDER:
             for i, value in enumerate(chunks(sections.get(section, []))):
-                e.add_field(name=section if i == 0 else f"{section} (more)", value=value, inline=False)
-        await interaction.followup.send(embed=e, ephemeral=True)
+                # TRANSLATORS: the heading of a section of /help continued in a second field
+                fields.append((_(section) if i == 0 else _("%(section)s (more)", section=_(section)), value))
+        embeds = pages(_("AnimeGamer · %(film)s", film=film.title_in()), " ".join([who, *notes]), fields)
+        for e in embeds:
+            await interaction.followup.send(embed=e, ephemeral=True)
 
 
 async def setup(bot: AnimeGamerBot) -> None:

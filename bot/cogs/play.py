@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import checks, context
+from bot import checks, context, locale
 from bot.choices import catalogue_choices, film_choices, join_choices, others_choices, split_names
-from bot.embeds import esc, history_embed, states_embed
+from bot.embeds import CONTENT_MAX, fit, history_embed, person, states_embed
 from bot.export import ExportLimiter, export_session
+from bot.notices import english_note
 from bot.status import position_text
 from db import games as past_games
 from db import guilds
@@ -27,6 +29,7 @@ from db import turns as turn_service
 from db.guilds import ChannelConfig
 from game.catalogue import display_film, session_film
 from game.errors import FilmFixed, NoFilm, NothingToExport, NotJoined, UnknownCharacter
+from i18n import _, ngettext, use_locale
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -38,7 +41,33 @@ EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video; read one clip
 
 def with_cleaning_notes(text: str, ins) -> str:
     """An answer to /act or /vote propose, plus what sanitising changed in the player's text."""
-    return text + ("\nYour text was cleaned: " + "; ".join(ins.notes) + "." if ins.notes else "")
+    if not ins.notes:
+        return text
+    # TRANSLATORS: %(notes)s lists what was changed in a player's text, separated by semicolons
+    return text + "\n" + _("Your text was cleaned: %(notes)s.", notes="; ".join(str(n) for n in ins.notes))
+
+
+def with_note(text: str, note: str | None) -> str:
+    """An answer with a one-time notice (bot.notices) after it, the notice kept whole when the
+    answer must be cut to fit a message."""
+    if not note:
+        return fit(text, CONTENT_MAX)
+    note = fit(note, CONTENT_MAX // 2)
+    return fit(text, CONTENT_MAX - len(note) - 2) + "\n\n" + note
+
+
+def lines_within(lines: list[str], limit: int = CONTENT_MAX) -> str:
+    """Whole lines, as many as a message holds; the rest said as a count."""
+    out: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        more = ngettext("… and %(n)s more", "… and %(n)s more", len(lines) - i)
+        if size + len(line) + 1 + len(more) > limit:
+            out.append(more)
+            break
+        out.append(line)
+        size += len(line) + 1
+    return fit("\n".join(out), limit)
 
 
 def act_fields(others: str):
@@ -78,8 +107,11 @@ class Play(commands.Cog):
         return await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
 
 
-    async def _say(self, interaction: discord.Interaction, text: str) -> None:
-        """A line for the whole channel (mentions are off client-wide)."""
+    async def _say(self, interaction: discord.Interaction, render: Callable[[], str]) -> None:
+        """A line for the whole channel, rendered in the server's language (mentions are off
+        client-wide)."""
+        with use_locale(await locale.public_for(interaction)):
+            text = fit(render(), CONTENT_MAX)
         await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(text)
 
     # --- /game
@@ -96,11 +128,12 @@ class Play(commands.Cog):
             if chosen is None:
                 raise NoFilm()
             if (cfg.film is None or chosen.id != cfg.film.id) and not await checks.is_admin(interaction):
-                raise FilmFixed(cfg.film.title) if cfg.film else NoFilm()
+                raise FilmFixed(cfg.film.title_in()) if cfg.film else NoFilm()
             await game_sessions.start_session(s, context.guild_id(interaction), context.channel_id(interaction), chosen, interaction.user.id)
-        name = cfg.shown_name(interaction.user.display_name, automod)
-        await self._say(interaction, f"{esc(name)} started a game of {chosen.title}. Pick a character with /game join.")
-        await interaction.followup.send(f"The game of {chosen.title} has started.", ephemeral=True)
+        name, started = cfg.shown_name(interaction.user.display_name, automod), chosen
+        await self._say(interaction, lambda: _("%(name)s started a game of %(film)s. Pick a character with /game join.",
+                                               name=person(name), film=started.title_in()))
+        await interaction.followup.send(_("The game of %(film)s has started.", film=started.title_in()), ephemeral=True)
 
     @game.command(name="join", description="Play a character in this channel's game")
     @app_commands.describe(character="A free character of this channel's cast")
@@ -115,11 +148,14 @@ class Play(commands.Cog):
             cast = cfg.cast_for(film)
             ch = film.character(character)
             if ch is None or ch not in cast:
-                raise UnknownCharacter(character, [c.name for c in cast])
+                raise UnknownCharacter(character, [film.character_name_in(c.id) for c in cast])
             name = cfg.shown_name(interaction.user.display_name, automod)  # stored: /status and posts show it
             await game_sessions.join(s, gs, film, interaction.user.id, name, ch.id)
-        await self._say(interaction, f"{esc(name)} plays {ch.name}.")
-        await interaction.followup.send(f"You play {ch.name}. Make a move with /act.", ephemeral=True)
+        character_id = ch.id
+        await self._say(interaction, lambda: _("%(name)s plays %(character)s.", name=person(name),
+                                               character=film.character_name_in(character_id)))
+        await interaction.followup.send(_("You play %(character)s. Make a move with /act.",
+                                          character=film.character_name_in(character_id)), ephemeral=True)
 
     @game.command(name="leave", description="Stop playing your character")
     async def leave(self, interaction: discord.Interaction) -> None:
@@ -127,9 +163,10 @@ class Play(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             p = await game_sessions.leave(s, gs, interaction.user.id)
-        name = display_film(gs.film_id).character(p.character_id)
-        await self._say(interaction, f"{esc(p.user_name)} no longer plays {name.name if name else p.character_id}.")
-        await interaction.followup.send("You left the game.", ephemeral=True)
+        film, character_id = display_film(gs.film_id), p.character_id
+        await self._say(interaction, lambda: _("%(name)s no longer plays %(character)s.", name=person(p.user_name),
+                                               character=film.character_name_in(character_id)))
+        await interaction.followup.send(_("You left the game."), ephemeral=True)
 
     # --- /act
 
@@ -175,8 +212,9 @@ class Play(commands.Cog):
             )
             position = await self.bot.queue.position(s, turn)
         await self.bot.board.announce_queued(turn, position)
-        text = with_cleaning_notes(f"Turn #{turn.seq} is queued ({position_text(position)}).", ins)
-        await interaction.followup.send(text, ephemeral=True)
+        text = with_cleaning_notes(_("Turn #%(seq)s is queued (%(position)s).", seq=turn.seq, position=position_text(position)), ins)
+        note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=film)
+        await interaction.followup.send(with_note(text, note), ephemeral=True)
 
     # --- information
 
@@ -206,7 +244,8 @@ class Play(commands.Cog):
         async with self.bot.db.sessions() as s:
             gs = await self._game(s, interaction, game)
             turns = await turn_service.history(s, gs.id, count)
-            label = f"game {game}" if game is not None else None
+            # TRANSLATORS: a past game in /history's title ("History · Kiki's Delivery Service · game 2")
+            label = _("game %(number)s", number=game) if game is not None else None
         await interaction.followup.send(embed=history_embed(turns, display_film(gs.film_id), label=label), ephemeral=True)
 
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
@@ -216,10 +255,13 @@ class Play(commands.Cog):
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             pending = await turn_service.pending_turns(s, gs.id)
+            # TRANSLATORS: a waiting turn in /queue: "#3 by alice: position 2 in the queue"
             lines = [
-                f"#{t.seq} by {esc(t.author_name)}: {position_text(await self.bot.queue.position(s, t))}" for t in pending
+                _("#%(seq)s by %(author)s: %(position)s", seq=t.seq, author=person(t.author_name),
+                  position=position_text(await self.bot.queue.position(s, t)))
+                for t in pending
             ]
-        await interaction.followup.send("\n".join(lines) or "No turns are waiting in this channel.", ephemeral=True)
+        await interaction.followup.send(lines_within(lines) or _("No turns are waiting in this channel."), ephemeral=True)
 
     @app_commands.command(name="export", description="This game's shots (or a past game's) stitched into one video")
     @app_commands.guild_only()
@@ -237,7 +279,9 @@ class Play(commands.Cog):
                 done = await export_session(self.bot.db.sessions, gs.id, count=EXPORT_MAX,
                                             limit=interaction.filesize_limit, out_dir=Path(tmp))
                 await interaction.followup.send(
-                    f"{film.title}: {done.shots} shot(s), turns #{done.first_seq} to #{done.last_seq}.",
+                    ngettext("%(film)s: %(n)s shot, turns #%(first)s to #%(last)s.",
+                             "%(film)s: %(n)s shots, turns #%(first)s to #%(last)s.", done.shots,
+                             film=film.title_in(), first=done.first_seq, last=done.last_seq),
                     file=discord.File(done.path, filename=f"{film.id}-game-{gs.id}.mp4"),
                     ephemeral=True,
                 )

@@ -114,8 +114,8 @@ async def test_games_and_a_past_games_history_and_export(world, start_bot, start
     e = await embed_of(w, w.carol, "games")
     lines = e["description"].splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("**Game 1** · Kiki's Delivery Service (Qiqi's Delivery Service) · 2 turn(s), 2 shot(s)") and lines[0].endswith("archived")
-    assert lines[1].startswith("**Game 2** · Kiki's Delivery Service (Qiqi's Delivery Service) · 1 turn(s), 1 shot(s)") and lines[1].endswith("current")
+    assert lines[0].startswith("**Game 1** · Kiki's Delivery Service (Qiqi's Delivery Service) · 2 turns, 2 shots") and lines[0].endswith("archived")
+    assert lines[1].startswith("**Game 2** · Kiki's Delivery Service (Qiqi's Delivery Service) · 1 turn, 1 shot") and lines[1].endswith("current")
     assert "/history game:N" in e["footer"]["text"]
 
     # The current game by default, the archived one by its number.
@@ -130,6 +130,6 @@ async def test_games_and_a_past_games_history_and_export(world, start_bot, start
 
     h, _ = await command(w, w.carol, "export", {"game": 1})
     m = await h.wait_followup(timeout=60)
-    assert m.ephemeral and "2 shot(s), turns #1 to #2" in m.content
+    assert m.ephemeral and "2 shots, turns #1 to #2" in m.content
     assert ffprobe_frames(m.attachments[0].data) == 2 * ffprobe_frames(first.attachments[0].data)  # both shots of the archived game, stitched
     assert w.server.unhandled == []

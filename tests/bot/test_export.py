@@ -52,13 +52,13 @@ async def test_export_without_system_ffmpeg_and_rate_limited(world, start_bot, s
 
         h, _ = await command(w, w.alice, "export")
         m = await h.wait_followup(timeout=60)
-        assert m.ephemeral and "2 shot(s), turns #1 to #2" in m.content
+        assert m.ephemeral and "2 shots, turns #1 to #2" in m.content
         assert decodes(m.attachments[0].data, binary, tmp_path) == 2 * 17
 
         # the same member again at once: refused with the time left; another member is not held up
         assert "you can export again in 60 s" in await say(w, w.alice, "export")
         h, _ = await command(w, w.bob, "export")
-        assert "2 shot(s)" in (await h.wait_followup(timeout=60)).content
+        assert "2 shots" in (await h.wait_followup(timeout=60)).content
     finally:
         mp4.ffmpeg_binary.cache_clear()
 
@@ -91,7 +91,7 @@ async def test_a_request_that_cannot_be_served_says_why_before_the_rate_limit(wo
     await play_two_turns(w, start_bot, start_worker)
     await posted_turns(sessions, 2)
     h, _ = await command(w, w.alice, "export")
-    assert "2 shot(s)" in (await h.wait_followup(timeout=60)).content
+    assert "2 shots" in (await h.wait_followup(timeout=60)).content
 
     assert "No game is running in this channel" in await say(w, w.alice, "export", channel=w.games2)
     assert "This channel has no game 3 (games 1 to 1)" in await say(w, w.alice, "export", {"game": 3})

@@ -120,7 +120,7 @@ async def test_full_game_two_players(world, start_bot, start_worker, sessions):
 
     h, _ = await command(w, w.alice, "export")
     m = await h.wait_followup(timeout=30)
-    assert m.ephemeral and "3 shot(s)" in m.content
+    assert m.ephemeral and "3 shots" in m.content
     assert ffprobe_frames(m.attachments[0].data) == 3 * 17
 
     assert "You left" in await say(w, w.bob, "game leave")

@@ -73,7 +73,7 @@ async def test_mod_remove_takes_the_shot_down_everywhere(world, start_bot, start
     _, embeds, _ = await answer(h)
     assert "**#2**" in embeds[0]["description"] and "#1" not in embeds[0]["description"]
     h, _ = await command(w, w.alice, "export")
-    assert "1 shot(s), turns #2 to #2" in (await h.wait_followup(timeout=60)).content
+    assert "1 shot, turns #2 to #2" in (await h.wait_followup(timeout=60)).content
 
     await say(w, w.alice, "act", {"motion": "wave", "background": "town"})
     await result(w, 3)
