@@ -20,14 +20,33 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks, context, replies
-from bot.cogs.play import act_fields, split_names, with_cleaning_notes
-from bot.embeds import DONE, INFO, WAITING, esc
+from bot import checks, context, locale, replies
+from bot.cogs.play import act_fields, split_names, with_cleaning_notes, with_note
+from bot.embeds import (
+    DESCRIPTION_MAX,
+    DONE,
+    EMBED_MAX,
+    FIELD_NAME_MAX,
+    FOOTER_MAX,
+    INFO,
+    TITLE_MAX,
+    WAITING,
+    esc,
+    fit,
+    fit_embed,
+    fit_label,
+    person,
+)
+from bot.locale import LocalizedItem
+from bot.notices import english_note
 from bot.views import view_of
 from db import guilds, votes
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.catalogue import display_film, session_film
+from i18n import _, ngettext, pgettext, use_locale
+from i18n.formatting import number
+from i18n.translate import Lp_
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -35,42 +54,72 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 2.0  # how often due rounds are looked for (at most; the sweep interval if shorter)
+ROUND_STATES = {  # a round's status as its title shows it
+    "open": Lp_("vote round", "open"),
+    "closed": Lp_("vote round", "closed"),
+    "void": Lp_("vote round", "void"),
+}
+PROPOSAL_MAX = 1000  # the most of a proposal's text shown (less when many would overflow the embed)
 
 
 def round_embed(v: votes.RoundView, film_title: str) -> discord.Embed:
+    """A round's public message, in the current locale (the caller's: the server's language)."""
     rnd = v.round
     if rnd.status == "open":
         until = f"<t:{int(rnd.deadline.timestamp())}:R>"
-        everyone = f", or as soon as all {v.players} players have voted" if v.players else ""
-        desc = (
-            "Propose an action with /vote propose. Everyone votes with the buttons: one vote each, "
-            f"vote again to change it. The round closes {until}{everyone}. "
-            "A tie goes to the earliest proposal."
-        )
+        if v.players:
+            # TRANSLATORS: %(until)s is a relative time Discord shows in the reader's language ("in 2 minutes")
+            desc = ngettext(
+                "Propose an action with /vote propose. Everyone votes with the buttons: one vote each, vote again "
+                "to change it. The round closes %(until)s, or as soon as its %(n)s player has voted. "
+                "A tie goes to the earliest proposal.",
+                "Propose an action with /vote propose. Everyone votes with the buttons: one vote each, vote again "
+                "to change it. The round closes %(until)s, or as soon as all %(n)s players have voted. "
+                "A tie goes to the earliest proposal.",
+                v.players, until=until)
+        else:
+            desc = _("Propose an action with /vote propose. Everyone votes with the buttons: one vote each, vote again "
+                     "to change it. The round closes %(until)s. A tie goes to the earliest proposal.", until=until)
         colour = WAITING
     else:
-        desc = esc(rnd.outcome or "")
+        desc = esc(v.outcome_text())  # in the current locale (stored in English)
         colour = DONE if rnd.turn_id else INFO
-    e = discord.Embed(title=f"Vote · {rnd.status}", description=desc, colour=colour)
+    state = ROUND_STATES.get(rnd.status)
+    # TRANSLATORS: a vote round's title; %(state)s is open, closed or void
+    title = fit(_("Vote · %(state)s", state=state if state is not None else rnd.status), TITLE_MAX)
+    e = discord.Embed(title=title, description=fit(desc, DESCRIPTION_MAX), colour=colour)
+    footer = fit(_("%(film)s · %(votes)s · %(voted)s", film=film_title,
+                   votes=ngettext("%(n)s vote", "%(n)s votes", v.voters),
+                   voted=ngettext("%(voted)s of %(n)s player voted", "%(voted)s of %(n)s players voted", v.players,
+                                  voted=number(v.players_voted))), FOOTER_MAX)
+    names = []
     for o in v.options:
-        won = " · winner" if v.winner is not None and v.winner.number == o.number else ""
-        e.add_field(
-            name=f"{o.number}. {esc(o.proposal.author_name)[:150]} · {o.votes} vote(s){won}",
-            value=esc(o.proposal.instruction)[:1000] or "(removed)",  # a shot taken down (db.removal)
-            inline=False,
-        )
+        author, votes_of = person(o.proposal.author_name)[:150], ngettext("%(n)s vote", "%(n)s votes", o.votes)
+        if v.winner is not None and v.winner.number == o.number:
+            name = _("%(number)s. %(author)s · %(votes)s · winner", number=o.number, author=author, votes=votes_of)
+        else:
+            name = _("%(number)s. %(author)s · %(votes)s", number=o.number, author=author, votes=votes_of)
+        names.append(fit(name, FIELD_NAME_MAX))
+    # Discord refuses an embed over 6000 characters: the proposals share what is left
+    left = EMBED_MAX - len(title) - len(e.description or "") - len(footer) - sum(map(len, names)) - 50
+    each = max(20, min(PROPOSAL_MAX, left // max(1, len(names))))
+    for o, name in zip(v.options, names, strict=True):
+        # an empty text: a shot taken down (db.removal)
+        e.add_field(name=name, value=fit(esc(o.proposal.instruction), each) or _("(removed)"), inline=False)
     if not v.options:
-        e.add_field(name="Proposals", value="none yet", inline=False)
-    e.set_footer(text=f"{film_title} · {v.voters} vote(s) · {v.players_voted} of {v.players} players voted")
-    return e
+        e.add_field(name=_("Proposals"), value=_("none yet"), inline=False)
+    e.set_footer(text=footer)
+    return fit_embed(e)
 
 
-class VoteButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:vote:(?P<proposal>\d+)"):
-    """One per proposal on a round's message: a member's vote (clicking another moves it)."""
+class VoteButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:vote:(?P<proposal>\d+)"):
+    """One per proposal on a round's message: a member's vote (clicking another moves it). Its
+    label is in the round message's language; its answers in the voter's."""
 
     def __init__(self, proposal_id: int, number: int = 0) -> None:
+        label = pgettext("button", "Vote %(number)s", number=number) if number else pgettext("button", "Vote")
         super().__init__(
-            discord.ui.Button(label=f"Vote {number}" if number else "Vote", style=discord.ButtonStyle.primary,
+            discord.ui.Button(label=fit_label(label), style=discord.ButtonStyle.primary,
                               custom_id=f"ag:vote:{proposal_id}")
         )
         self.proposal_id = proposal_id
@@ -87,10 +136,11 @@ class VoteButton(discord.ui.DynamicItem[discord.ui.Button], template=r"ag:vote:(
             if not isinstance(cog, Vote):  # the button is registered by the cog, removed with it
                 raise RuntimeError("a vote button was clicked while the Vote cog is not loaded")
             async with bot.db.sessions.begin() as s:
-                rnd, number = await votes.vote(s, self.proposal_id, interaction.user.id)
+                rnd, option = await votes.vote(s, self.proposal_id, interaction.user.id)
             await cog.refresh(rnd.id)
             await interaction.followup.send(
-                f"You voted for option {number}. You can change your vote until the round closes.", ephemeral=True
+                _("You voted for option %(number)s. You can change your vote until the round closes.", number=option),
+                ephemeral=True,
             )
             await cog.tick()  # the last joined player's vote closes the round at once
         except Exception as e:
@@ -127,8 +177,9 @@ class Vote(commands.Cog):
                 v = await votes.view(s, round_id)
                 gs = await game_sessions.session_by_id(s, v.round.session_id)
             rnd = v.round
-            embed = round_embed(v, display_film(gs.film_id).title)
-            view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
+            async with locale.public(self.bot, rnd.guild_id, rnd.channel_id):  # the message and its buttons' labels
+                embed = round_embed(v, display_film(gs.film_id).title_in())
+                view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
             channel = self.bot.board.channel(rnd.channel_id, rnd.guild_id)
             try:
                 if rnd.message_id is None:
@@ -205,13 +256,14 @@ class Vote(commands.Cog):
             me = await game_sessions.player_of(s, gs.id, interaction.user.id)
             names = votes.shot_characters(me.character_id if me else None, split_names(others))
             ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "", extra_rules=automod)
-            rnd, number, _ = await votes.propose(
+            rnd, option, _created = await votes.propose(
                 s, gs, author_id=interaction.user.id, author_name=cfg.shown_name(interaction.user.display_name, automod),
                 instruction=ins,
             )
         await self.refresh(rnd.id)
-        text = with_cleaning_notes(f"Your proposal is option {number}: {esc(ins.text)}", ins)
-        await interaction.followup.send(text, ephemeral=True)
+        text = with_cleaning_notes(_("Your proposal is option %(number)s: %(text)s", number=option, text=esc(ins.text)), ins)
+        note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=film)
+        await interaction.followup.send(with_note(text, note), ephemeral=True)
 
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")
     async def open_now(self, interaction: discord.Interaction) -> None:
@@ -220,7 +272,7 @@ class Vote(commands.Cog):
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             rnd, created = await votes.open_round(s, gs, by=interaction.user.id)
         await self.refresh(rnd.id)
-        text = "A vote round is open: propose with /vote propose." if created else "A round is already open: vote on its message."
+        text = _("A vote round is open: propose with /vote propose.") if created else _("A round is already open: vote on its message.")
         await interaction.followup.send(text, ephemeral=True)
 
     @vote.command(name="mode", description="Admins: play this channel by vote, or back to /act", extras={"rights": "admin"})
@@ -236,13 +288,18 @@ class Vote(commands.Cog):
             await bot_audit.record(s, interaction, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
         for rnd in voided:
             await self.refresh(rnd.id)
+        name = esc(interaction.user.display_name)
+        with use_locale(await locale.public_for(interaction)):  # to the channel, in the server's language
+            if enabled:
+                public = _("%(name)s turned on vote mode: propose actions with /vote propose, vote on the round's "
+                           "message; each round lasts %(seconds)s s.", name=name, seconds=number(cfg.round_seconds))
+            else:
+                public = _("%(name)s turned off vote mode: players act with /act again.", name=name)
         if enabled:
-            public = (f"{esc(interaction.user.display_name)} turned on vote mode: propose actions with /vote propose, "
-                      f"vote on the round's message; each round lasts {cfg.round_seconds} s.")
-            private = f"Vote mode is on ({cfg.round_seconds} s rounds)."
+            # TRANSLATORS: %(seconds)s s is a number of seconds ("90 s")
+            private = _("Vote mode is on (%(seconds)s s rounds).", seconds=number(cfg.round_seconds))
         else:
-            public = f"{esc(interaction.user.display_name)} turned off vote mode: players act with /act again."
-            private = "Vote mode is off."
+            private = _("Vote mode is off.")
         await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(public)
         await interaction.followup.send(private, ephemeral=True)
 

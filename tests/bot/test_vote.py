@@ -76,23 +76,23 @@ async def test_a_round_from_proposals_to_the_winning_turn(world, start_bot, sess
     assert "not a character of" in await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "with": "Totoro"})
     m = await wait_round(w, "Vote · open", 2)
     assert len(round_messages(w)) == 1 and m.custom_ids[0].startswith("ag:vote:")
-    assert [f["name"] for f in m.embeds[0]["fields"]] == ["1. carol · 0 vote(s)", "2. bob · 0 vote(s)"]
+    assert [f["name"] for f in m.embeds[0]["fields"]] == ["1. carol · 0 votes", "2. bob · 0 votes"]
 
     # One vote per member, and voting again moves it.
     assert (await click(w, w.carol, 2)).startswith("You voted for option 2.")
     assert (await click(w, w.carol, 1)).startswith("You voted for option 1.")
-    await w.server.wait_until(lambda: round_message(w).embeds[0]["fields"][0]["name"] == "1. carol · 1 vote(s)")
-    assert round_message(w).embeds[0]["fields"][1]["name"] == "2. bob · 0 vote(s)"
+    await w.server.wait_until(lambda: round_message(w).embeds[0]["fields"][0]["name"] == "1. carol · 1 vote")
+    assert round_message(w).embeds[0]["fields"][1]["name"] == "2. bob · 0 votes"
     await click(w, w.alice, 2)
     m = await wait_round(w, "Vote · open")
-    assert m.embeds[0]["footer"]["text"].endswith("2 vote(s) · 1 of 2 players voted")
+    assert m.embeds[0]["footer"]["text"].endswith("2 votes · 1 of 2 players voted")
 
     # bob is the last joined player to vote: the round closes at once, 2 votes to 1.
     old_buttons = round_message(w).components
     await click(w, w.bob, 1)
     m = await wait_round(w, "Vote · closed", 0)
-    assert m.embeds[0]["description"] == "Option 1 won with 2 vote(s): it is turn #1."
-    assert m.embeds[0]["fields"][0]["name"] == "1. carol · 2 vote(s) · winner"
+    assert m.embeds[0]["description"] == "Option 1 won with 2 votes: it is turn #1."
+    assert m.embeds[0]["fields"][0]["name"] == "1. carol · 2 votes · winner"
     (turn,) = await turns_of(sessions)
     assert (turn.author_id, turn.author_name, turn.characters) == (w.carol.id, "carol", ["qiqi", "jiji"])
     assert turn.instruction == "Character: Qiqi, Jiji; Motion: quickly fly on broomstick; Background: sky."
@@ -118,7 +118,7 @@ async def test_deadline_tie_empty_round_pause_reset_and_mode_off(world, start_bo
     await click(w, w.erin, 2)
     await click(w, w.owner, 1)
     m = await wait_round(w, "Vote · closed", 0, timeout=20)
-    assert m.embeds[0]["description"] == "Option 1 won with 1 vote(s), the earliest of 2 tied options: it is turn #1."
+    assert m.embeds[0]["description"] == "Option 1 won with 1 vote, the earliest of 2 tied options: it is turn #1."
     (turn,) = await turns_of(sessions)
     assert turn.author_name == "carol" and turn.motion == "sit on railing"
 
@@ -176,7 +176,7 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
     bot = await start_bot()
     assert (await click(w, w.carol, 2)).startswith("You voted for option 2.")
     assert (await click(w, w.carol, 1)).startswith("You voted for option 1.")
-    await w.server.wait_until(lambda: round_message(w).embeds[0]["fields"][1]["name"] == "2. dave · 1 vote(s)")
+    await w.server.wait_until(lambda: round_message(w).embeds[0]["fields"][1]["name"] == "2. dave · 1 vote")
 
     # The deadline passes while the bot is down: the restarted bot closes the round from Postgres,
     # edits the same message and queues the winner (a 1-1 tie: option 1).
@@ -188,7 +188,7 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
     await start_bot()
     m = await wait_round(w, "Vote · closed", 0)
     assert m.id == message.id and len(round_messages(w)) == 1
-    assert m.embeds[0]["description"] == "Option 1 won with 1 vote(s), the earliest of 2 tied options: it is turn #1."
+    assert m.embeds[0]["description"] == "Option 1 won with 1 vote, the earliest of 2 tied options: it is turn #1."
     await w.server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · queued")
     (turn,) = await turns_of(sessions)
     assert turn.author_id == w.carol.id
