@@ -1,5 +1,6 @@
-"""/admin: the film, the playable cast, the limits and the bot's roles. Manage Server or a configured
-admin role (checked by the bot); every change is written to the audit log in its transaction."""
+"""/admin: the film, the playable cast, the limits, the bot's roles and the language of public
+posts. Manage Server or a configured admin role (checked by the bot); every change is written to
+the audit log in its transaction."""
 
 from __future__ import annotations
 
@@ -7,22 +8,47 @@ import contextlib
 import io
 from typing import TYPE_CHECKING, Literal
 
+import babel
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import checks, context
+from bot import checks, context, locale
 from bot import modlog as modlog_setup
 from bot.choices import character_choices, film_choices
-from bot.embeds import INFO, esc
+from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from db import audit, content_filters, guilds
 from db import modlog as modlog_db
+from db.models import ChannelSettings, GuildSettings
 from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
+from i18n import _, locales, ngettext
+from i18n.formatting import items, number
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
+
+AUTOMATIC = "auto"  # /admin language's choice for "follow Discord's server language"
+
+
+def autonym(code: str) -> str:
+    """A shipped locale's name in its own language (日本語, Français): how a member finds theirs."""
+    try:
+        name = babel.Locale.parse(locales.babel_locale(code)).get_display_name(locales.babel_locale(code)) or code
+    except (ValueError, babel.UnknownLocaleError):
+        return code
+    return name[:1].upper() + name[1:]
+
+
+# Built at import from the shipped catalogs. The languages' own names are not translated (a
+# member looks for their language's name as they write it): `autonym` marks them for the
+# translator and the extraction to leave alone.
+LANGUAGE_CHOICES = [
+    app_commands.Choice(name="Automatic (Discord's server language)", value=AUTOMATIC),
+    *(app_commands.Choice(name=app_commands.locale_str(autonym(code), autonym=True), value=code)
+      for code in locales.shipped()),
+][:25]  # Discord: 25 choices at most
 
 
 class Admin(commands.Cog):
@@ -62,8 +88,11 @@ class Admin(commands.Cog):
         async with self._writing(interaction) as s:
             chosen = await guilds.set_film(s, context.guild_id(interaction), film, channel_id=channel_id)
             await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
-        where = "this channel" if channel_id else "this server"
-        await self._done(interaction, f"{where.capitalize()} now plays {chosen.title}, with its whole cast. New games use it.")
+        if channel_id:
+            text = _("This channel now plays %(film)s, with its whole cast. New games use it.", film=chosen.title_in())
+        else:
+            text = _("This server now plays %(film)s, with its whole cast. New games use it.", film=chosen.title_in())
+        await self._done(interaction, text)
 
     @admin.command(name="character", description="Enable or disable a playable character here")
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
@@ -76,8 +105,9 @@ class Admin(commands.Cog):
             )
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             await bot_audit.record(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
-        names = ", ".join(c.name for c in cfg.cast()) or "nobody"
-        await self._done(interaction, f"Playable here now: {names}.")
+        names = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
+        names = names or _("nobody")
+        await self._done(interaction, fit(_("Playable here now: %(names)s.", names=names), CONTENT_MAX))
 
     @admin.command(name="limits", description="Tighten this server's limits; they never go below this bot's own (leave an option out to keep it)")
     @app_commands.describe(
@@ -99,15 +129,11 @@ class Admin(commands.Cog):
                 cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length,
             )
             await bot_audit.record(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
-        lim = change.effective
-        text = (
-            f"Limits: cooldown {lim.cooldown_seconds:g} s, backlog {lim.backlog_cap} turns, "
-            f"instructions up to {lim.max_instruction_len} characters."
-        )
-        labels = {"cooldown_seconds": "a cooldown of {:g} s", "backlog_cap": "a backlog of {:g}", "max_instruction_len": "{:g} characters"}
-        looser = [labels[n].format(asked) for n, (asked, _) in change.clamped.items()]
+        text = _limits_text(change.effective)
+        looser = [_looser(name, asked) for name, (asked, _effective) in change.clamped.items()]
         if looser:
-            text += f"\nThis bot's operator allows no looser limits, so {' and '.join(looser)} does not apply; the values above do."
+            text += "\n" + _("This bot's operator allows no looser limits, so %(asked)s does not apply; the values above do.",
+                             asked=items(looser))
         await self._done(interaction, text)
 
     @admin.command(name="role", description="Give or take the bot's admin or moderator rights from a role")
@@ -122,8 +148,7 @@ class Admin(commands.Cog):
             (ids.add if enabled else ids.discard)(role.id)
             await guilds.set_roles(s, context.guild_id(interaction), **{f"{kind}_role_ids": sorted(ids)})
             await bot_audit.record(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
-        verb = "now has" if enabled else "no longer has"
-        await self._done(interaction, f"{esc(role.name)} {verb} the bot's {kind} rights.")
+        await self._done(interaction, fit(_role_text(esc(role.name), kind, enabled), CONTENT_MAX))
 
     @filters.command(name="add", description="Block a word or phrase in instructions here (*term* anywhere, term* prefix, *term suffix)")
     @app_commands.describe(term="A word or phrase of at most 60 characters; no star: the whole word only")
@@ -132,7 +157,7 @@ class Admin(commands.Cog):
         async with self._writing(interaction) as s:
             added = await content_filters.add(s, context.guild_id(interaction), term, interaction.user.id)
             await bot_audit.record(s, interaction, "filter_add", added)
-        await self._done(interaction, f"Blocked here from now on: {esc(added)}")
+        await self._done(interaction, _("Blocked here from now on: %(term)s", term=esc(added)))
 
     @filters.command(name="remove", description="Unblock a word or phrase of this server's filter")
     @app_commands.describe(term="The term as it was added (/admin filter list shows them)")
@@ -141,7 +166,7 @@ class Admin(commands.Cog):
         async with self._writing(interaction) as s:
             removed = await content_filters.remove(s, context.guild_id(interaction), term)
             await bot_audit.record(s, interaction, "filter_remove", removed)
-        await self._done(interaction, f"No longer blocked: {esc(removed)}")
+        await self._done(interaction, _("No longer blocked: %(term)s", term=esc(removed)))
 
     @filters.command(name="list", description="This server's blocked words and phrases")
     async def filter_list(self, interaction: discord.Interaction) -> None:
@@ -149,11 +174,11 @@ class Admin(commands.Cog):
         async with self.bot.db.sessions() as s:
             terms = await content_filters.terms(s, context.guild_id(interaction))
         if not terms:
-            await self._done(interaction, "This server's filter is empty. Add a term with /admin filter add.")
+            await self._done(interaction, _("This server's filter is empty. Add a term with /admin filter add."))
             return
-        head = f"This server's filter ({len(terms)} term(s)):\n"
+        head = ngettext("This server's filter (%(n)s term):", "This server's filter (%(n)s terms):", len(terms)) + "\n"
         text = head + "\n".join(esc(t) for t in terms)
-        if len(text) <= 2000:  # a message's limit; a longer list comes as a file, one term a line
+        if len(text) <= CONTENT_MAX:  # a message's limit; a longer list comes as a file, one term a line
             await self._done(interaction, text)
         else:
             data = io.BytesIO("\n".join(terms).encode("utf-8"))
@@ -176,10 +201,42 @@ class Admin(commands.Cog):
             await modlog_db.set_log_channel(s, context.guild_id(interaction), None if channel is None else channel.id)
             await bot_audit.record(s, interaction, "log_channel", None if channel is None else str(channel.id))
         if channel is None:
-            await self._done(interaction, "The moderation log is off. Reports are refused until an admin sets a channel again.")
+            await self._done(interaction, _("The moderation log is off. Reports are refused until an admin sets a channel again."))
         else:
-            await self._done(interaction, f"The moderation log now goes to <#{channel.id}>: admin and moderator actions, "
-                                          "refused instructions, removed and reported shots.")
+            mention = f"<#{channel.id}>"
+            await self._done(interaction, _("The moderation log now goes to %(channel)s: admin and moderator actions, "
+                                            "refused instructions, removed and reported shots.", channel=mention))
+
+    @admin.command(name="language", description="The language of the bot's public posts on this server, or in one channel")
+    @app_commands.describe(
+        language="A language, or automatic: Discord's server language",
+        channel="Only this channel (leave it out for the whole server)",
+    )
+    @app_commands.choices(language=LANGUAGE_CHOICES)
+    async def language(self, interaction: discord.Interaction, language: str, channel: discord.TextChannel | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        guild_id = context.guild_id(interaction)
+        chosen = None if language == AUTOMATIC else language
+        channel_id = None if channel is None else channel.id
+        mention = None if channel is None else f"<#{channel.id}>"
+        async with self._writing(interaction) as s:
+            await guilds.set_language(s, guild_id, chosen, channel_id)
+            where = {"scope": "server"} if channel_id is None else {"scope": "channel", "channel": str(channel_id)}
+            await bot_audit.record(s, interaction, "set_language", chosen or AUTOMATIC, **where)
+        if chosen is not None:
+            name = autonym(chosen)
+            if channel_id is None:
+                text = _("This server's public posts are now in %(language)s.", language=name)
+            else:
+                text = _("Public posts in %(channel)s are now in %(language)s.", channel=mention, language=name)
+        elif channel_id is None:
+            name = autonym(locales.resolve(interaction.guild_locale))
+            text = _("This server's public posts now follow Discord's server language, currently %(language)s.", language=name)
+        else:  # the server's choice applies again there (the cache was dropped on commit)
+            name = autonym(await locale.server_language(self.bot, guild_id, channel_id, guild_locale=interaction.guild_locale))
+            text = _("Public posts in %(channel)s now follow the server's language, currently %(language)s.",
+                     channel=mention, language=name)
+        await self._done(interaction, text)
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
     async def show(self, interaction: discord.Interaction) -> None:
@@ -187,17 +244,20 @@ class Admin(commands.Cog):
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             recent = await audit.recent(s, context.guild_id(interaction), limit=10)
-        e = discord.Embed(title="Game settings here", colour=INFO)
-        e.add_field(name="Film", value=cfg.film.title if cfg.film else "none (choose one with /admin film)", inline=False)
-        e.add_field(name="Playable", value=", ".join(c.name for c in cfg.cast()) or "nobody", inline=False)
+            language = await self._language_shown(s, interaction)
+        e = discord.Embed(title=_("Game settings here"), colour=INFO)
+        e.add_field(name=_("Film"), value=cfg.film.title_in() if cfg.film else _("none (choose one with /admin film)"), inline=False)
+        cast = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
+        e.add_field(name=_("Playable"), value=fit(cast, FIELD_VALUE_MAX) or _("nobody"), inline=False)
         lim = cfg.limits
-        e.add_field(
-            name="Limits",
-            value=f"cooldown {lim.cooldown_seconds:g} s · backlog {lim.backlog_cap} · {lim.max_instruction_len} characters",
-            inline=False,
-        )
-        e.add_field(name="Admin roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.admin_role_ids)) or "none", inline=True)
-        e.add_field(name="Moderator roles", value=" ".join(f"<@&{r}>" for r in sorted(cfg.moderator_role_ids)) or "none", inline=True)
+        # TRANSLATORS: /admin show's limits: "cooldown 30 s · backlog 3 · 300 characters"
+        e.add_field(name=_("Limits"), value=_("cooldown %(cooldown)s · backlog %(backlog)s · %(length)s",
+                                              cooldown=_seconds(lim.cooldown_seconds), backlog=number(lim.backlog_cap),
+                                              length=ngettext("%(n)s character", "%(n)s characters", lim.max_instruction_len)),
+                    inline=False)
+        e.add_field(name=_("Admin roles"), value=_mentions(cfg.admin_role_ids) or _("none"), inline=True)
+        e.add_field(name=_("Moderator roles"), value=_mentions(cfg.moderator_role_ids) or _("none"), inline=True)
+        e.add_field(name=_("Public posts' language"), value=language, inline=False)
         # Names and mentions, never bare ids (mentions in an embed render as names and never ping).
         log_lines = []
         for a in recent:
@@ -205,8 +265,62 @@ class Admin(commands.Cog):
             if sum(len(x) + 1 for x in log_lines) + len(line) > 1024:  # an embed field's limit
                 break
             log_lines.append(line)
-        e.add_field(name="Recent actions", value="\n".join(log_lines) or "none", inline=False)
+        e.add_field(name=_("Recent actions"), value="\n".join(log_lines) or _("none"), inline=False)
         await interaction.followup.send(embed=e, ephemeral=True)
+
+    async def _language_shown(self, s, interaction: discord.Interaction) -> str:
+        """Where the public posts' language here comes from: this channel's choice, the server's,
+        or Discord's server language."""
+        guild_row = await s.get(GuildSettings, context.guild_id(interaction))
+        channel_row = await s.get(ChannelSettings, context.channel_id(interaction))
+        if channel_row is not None and channel_row.language:
+            return _("%(language)s (this channel's choice)", language=autonym(channel_row.language))
+        if guild_row is not None and guild_row.language:
+            return _("%(language)s (this server's choice)", language=autonym(guild_row.language))
+        return _("%(language)s (automatic: Discord's server language)",
+                 language=autonym(locales.resolve(interaction.guild_locale)))
+
+
+def _mentions(role_ids) -> str:
+    """Roles as mentions (names in an embed, never a ping), as many as a field holds."""
+    out = ""
+    for r in sorted(role_ids):
+        more = f"{out} <@&{r}>" if out else f"<@&{r}>"
+        if len(more) > FIELD_VALUE_MAX - 2:
+            return out + " …"
+        out = more
+    return out
+
+
+def _seconds(seconds: float) -> str:
+    # TRANSLATORS: a number of seconds, abbreviated ("30 s")
+    return _("%(seconds)s s", seconds=number(seconds))
+
+
+def _limits_text(lim) -> str:
+    return _("Limits: cooldown %(cooldown)s, backlog %(backlog)s, instructions up to %(length)s.",
+             cooldown=_seconds(lim.cooldown_seconds),
+             backlog=ngettext("%(n)s turn", "%(n)s turns", lim.backlog_cap),
+             length=ngettext("%(n)s character", "%(n)s characters", lim.max_instruction_len))
+
+
+def _looser(name: str, asked: float) -> str:
+    """A limit an admin asked for that the operator's does not allow."""
+    if name == "cooldown_seconds":
+        return _("a cooldown of %(seconds)s", seconds=_seconds(asked))
+    if name == "backlog_cap":
+        return _("a backlog of %(backlog)s", backlog=number(asked))
+    return ngettext("%(n)s character", "%(n)s characters", int(asked))
+
+
+def _role_text(role: str, kind: str, enabled: bool) -> str:
+    if kind == "admin":
+        if enabled:
+            return _("%(role)s now has the bot's admin rights.", role=role)
+        return _("%(role)s no longer has the bot's admin rights.", role=role)
+    if enabled:
+        return _("%(role)s now has the bot's moderator rights.", role=role)
+    return _("%(role)s no longer has the bot's moderator rights.", role=role)
 
 
 async def setup(bot: AnimeGamerBot) -> None:

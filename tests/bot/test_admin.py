@@ -47,7 +47,7 @@ async def test_admin_commands_and_refusals(world, start_bot, sessions):
     await say(w, w.alice, "game join", {"character": "qiqi"})
     await say(w, w.bob, "game join", {"character": "jiji"})
 
-    assert "backlog 1 turns" in await say(w, w.erin, "admin limits", {"backlog": 1, "cooldown": 30})
+    assert "backlog 1 turn," in await say(w, w.erin, "admin limits", {"backlog": 1, "cooldown": 30})
     assert "is queued" in await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
     assert "already has 1 turn waiting" in await say(w, w.bob, "act", {"motion": "walk", "background": "town"})
     await say(w, w.erin, "admin limits", {"backlog": 5})

@@ -71,7 +71,7 @@ async def test_admin_filter_add_list_remove_and_bounds(world, start_bot, session
     assert await say(w, w.erin, "admin filter list") == "This server's filter is empty. Add a term with /admin filter add."
     assert await say(w, w.erin, "admin filter add", {"term": "Walk*"}) == "Blocked here from now on: walk\\*"
     assert await say(w, w.erin, "admin filter add", {"term": "dark forest"}) == "Blocked here from now on: dark forest"
-    assert await say(w, w.erin, "admin filter list") == "This server's filter (2 term(s)):\nwalk\\*\ndark forest"
+    assert await say(w, w.erin, "admin filter list") == "This server's filter (2 terms):\nwalk\\*\ndark forest"
 
     assert "'walk\\*' is already in this server's filter" in await say(w, w.erin, "admin filter add", {"term": "WALK*"})
     assert "may hold a \\* only at its start or end" in await say(w, w.erin, "admin filter add", {"term": "wa*lk"})
@@ -97,7 +97,7 @@ async def test_admin_filter_add_list_remove_and_bounds(world, start_bot, session
     assert full.startswith("This server's filter already holds 1,000 terms"), full
     h = await w.server.slash(w.guild, w.games, w.erin, "admin filter list", {})
     listed = await h.wait_followup(timeout=10)
-    assert listed.content == "This server's filter (1000 term(s)):" and listed.attachments[0].filename == "filter.txt"
+    assert listed.content == "This server's filter (1,000 terms):" and listed.attachments[0].filename == "filter.txt"
     assert listed.attachments[0].data.decode().splitlines()[-1] == "last"
 
 
