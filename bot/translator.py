@@ -86,8 +86,8 @@ class CatalogTranslator(app_commands.Translator):
     async def translate(self, string: app_commands.locale_str, locale: discord.Locale,
                         context: app_commands.TranslationContextTypes) -> str | None:
         catalog = locales.resolve(locale)
-        if catalog in (locales.SOURCE, locales.PSEUDO):
-            return None
+        if catalog in (locales.SOURCE, locales.PSEUDO) or string.extras.get("autonym"):
+            return None  # English is the default; a language's own name (日本語) reads the same everywhere
         where = context_of(context)
         with use_locale(catalog):
             text = pgettext(where, string.message)

@@ -22,7 +22,8 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
         ({"motion": "walk", "background": "\u200b\u202e"}, "Your background was refused: nothing usable is left"),
         ({"motion": "walk", "background": "sky", "adverb": "x" * 31}, "Your adverb was refused: is too long (31 characters; at most 30)"),
         ({"motion": "walk", "background": "sky", "with": "Totoro"}, "Your list of characters was refused: 'Totoro' is not a character of"),
-        ({"motion": "walk", "background": "sky", "with": "Tombo; DROP TABLE turns"}, "Your list of characters was refused: 'Tombo; DROP TABLE turns'"),
+        # a list splits on , ; 、 (names typed in any language): an injection without them stays one name
+        ({"motion": "walk", "background": "sky", "with": "Tombo' OR '1'='1"}, "Your list of characters was refused: \"Tombo' OR '1'='1\""),
     ]
     for options, expected in refusals:
         text = await say(w, mallory, "act", options)
