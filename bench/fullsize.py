@@ -9,7 +9,7 @@ Random weights at the released architectures (Mistral-7B with the AnimeGamer voc
 projections, the 2B DiT, the CogVideoX VAE; nothing downloaded), loaded as a worker holds them and
 run through the real AnimeGamerBackend: the MLLM prefill and states at the history window's
 prompt, N denoise steps, the VAE decode to 17x480x720 and the MP4. On a CPU the decoder runs in
-bf16 where a GPU runs fp16 (this CPU's AMX makes bf16 ~6x faster than fp16; the sizes are equal).
+bf16 where a GPU runs fp16 (a CPU with AMX or AVX-512 BF16 has fast bf16 kernels and slow fp16 ones; the sizes are equal).
 
 Per stage it prints the seconds, the RSS high-water mark (reset between stages through
 /proc/self/clear_refs), the live tensor bytes counted at the dispatcher (inference.memory.live)
