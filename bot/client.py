@@ -17,9 +17,12 @@ from bot import health, locale, replies
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
+from bot.interaction_meter import InteractionMeter
 from bot.maintenance import Maintenance
+from bot.metrics import BotMetrics
 from bot.notifier import RETRY_DELAYS, Notifier
 from bot.permissions import bot_intents
+from bot.queue_watch import QueueWatch
 from bot.shards import ShardClaim
 from bot.status import StatusBoard
 from bot.translator import CatalogTranslator
@@ -95,6 +98,11 @@ class AnimeGamerBot(commands.AutoShardedBot):
         then in `health_port`. None: no health endpoint. Shards: settings.shard_ids of
         settings.shard_count (unset: Discord's recommended count, all in this process); the
         shard_ids/shard_count options override them."""
+        # Metrics before the client: its HTTP session is made with the interaction meter's trace.
+        metrics = BotMetrics()
+        meter = InteractionMeter(metrics)
+        options["http_trace"] = meter.trace(options.get("http_trace"))
+
         options.setdefault("shard_ids", settings.shard_ids)
         options.setdefault("shard_count", settings.shard_count)
         super().__init__(
@@ -107,6 +115,8 @@ class AnimeGamerBot(commands.AutoShardedBot):
         )
         self.settings = settings
         self.db = db
+        self.metrics = metrics  # bot.metrics, served at GET /metrics by bot.health
+        self.interaction_meter = meter
         self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
@@ -116,6 +126,9 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.board = StatusBoard(self, self.edits)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
+        self.queue_watch = QueueWatch(self)  # the queue gauges and database_up
+        metrics.watch_edit_queue(self.edits.pending_count)
+        metrics.watch_gateway(self)
         self._sync_commands = sync_commands
         self._health_address = health_address
         self._health_runner = None
@@ -139,6 +152,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.add_dynamic_items(CancelButton, RegenerateButton)
         self.notifier.start()
         self.maintenance.start()
+        self.queue_watch.start()
         if self._health_address is not None:
             self._health_runner, self.health_port = await health.start_server(self, *self._health_address)
         await self.tree.set_translator(CatalogTranslator())
@@ -152,6 +166,12 @@ class AnimeGamerBot(commands.AutoShardedBot):
     async def on_guild_join(self, guild: discord.Guild) -> None:
         self.notifier.wake()
 
+    def dispatch(self, event_name: str, /, *args, **kwargs) -> None:
+        # INTERACTION_CREATE's receipt, before any handler ran (see bot.interaction_meter)
+        if event_name == "interaction" and args:
+            self.interaction_meter.received(args[0])
+        super().dispatch(event_name, *args, **kwargs)
+
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         if interaction.guild_id is not None:
             self.upload_limits[interaction.guild_id] = interaction.filesize_limit
@@ -161,6 +181,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
             await self._health_runner.cleanup()
             self._health_runner = None
         self.maintenance.close()
+        await self.queue_watch.close()
         await self.notifier.close()
         await self.board.close()
         await self.edits.close()

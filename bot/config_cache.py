@@ -8,6 +8,8 @@ connection relays both here), and wholesale whenever that connection is (re)esta
 notifications may have been missed meanwhile. A time-to-live bounds what a lost notification
 could leave stale. Commands that write still read the database in their own transaction: the
 cache only serves answers that change nothing.
+
+Each lookup counts as a hit or a miss in the bot's animegamer_bot_config_cache_requests_total.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ class ConfigCache:
 
     async def config(self, guild_id: int, channel_id: int) -> ChannelConfig:
         entry = self._configs.get((guild_id, channel_id))
-        if entry is not None and self._fresh(entry[0]):
+        hit = entry is not None and self._fresh(entry[0])
+        self.bot.metrics.cache(hit=hit)
+        if entry is not None and hit:
             return entry[1]
         generation = self._generation
         async with self.bot.db.sessions() as s:
@@ -59,7 +63,9 @@ class ConfigCache:
 
     async def live_game(self, channel_id: int) -> LiveGame | None:
         entry = self._games.get(channel_id)
-        if entry is not None and self._fresh(entry[0]):
+        hit = entry is not None and self._fresh(entry[0])
+        self.bot.metrics.cache(hit=hit)
+        if entry is not None and hit:
             return entry[1]
         generation = self._generation
         async with self.bot.db.sessions() as s:

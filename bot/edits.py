@@ -14,6 +14,9 @@ Discord receives late never put more than `limit` edits in any `per`-second wind
 An edit's texts are rendered by its caller, in the language of the message (the server's for a
 public one: bot.locale.public around the build); an edit runs later, in a task of its channel, so
 a lazy `content` is rendered when the edit is scheduled, never in that task.
+
+The edits waiting (`pending_count`) and each edit's wait, from being queued to its request
+starting, are the bot's animegamer_bot_edit_queue_depth and animegamer_bot_edit_wait_seconds.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class _Edit:
     fields: dict
     final: bool
     waiters: list[asyncio.Future] = field(default_factory=list)
+    queued_at: float = field(default_factory=time.monotonic)  # a newer edit replacing it keeps its place and age
 
 
 class _Channel:
@@ -114,10 +118,15 @@ class EditScheduler:
         edit = _Edit(fields, final=True, waiters=[waiter])
         if current is not None and current.final:
             edit.waiters += current.waiters  # the newer final edit answers for both
+            edit.queued_at = current.queued_at
         # Final edits go first: put this one ahead of every routine edit.
         ch.pending = {message_id: edit, **ch.pending}
         self._kick(channel_id, ch)
         return await waiter
+
+    def pending_count(self) -> int:
+        """Edits waiting in every channel (the bot's animegamer_bot_edit_queue_depth)."""
+        return sum(len(ch.pending) for ch in self._channels.values())
 
     def _mark_final(self, message_id: int) -> None:
         self._final[message_id] = None
@@ -145,6 +154,7 @@ class EditScheduler:
                 continue  # edits may have been replaced or added meanwhile
             message_id = next(iter(ch.pending))
             edit = ch.pending.pop(message_id)
+            self.bot.metrics.edit_waited(time.monotonic() - edit.queued_at)  # queued -> its request starts
             try:
                 msg = await self._apply(channel_id, message_id, edit.fields)
             except Exception as e:

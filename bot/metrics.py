@@ -26,6 +26,12 @@ What each metric measures:
 - animegamer_queue_depth{film} / animegamer_queue_oldest_seconds{film}: turns waiting for a worker
   per film and the age of the oldest (db.queue_stats.waiting_by_film, set by `set_queue`).
 - animegamer_bot_info{version}: 1, labelled with the package version.
+
+Where they are recorded: AnimeGamerBot makes `bot.metrics` (bot/client.py); interactions and their
+acknowledgements in bot.interaction_meter (receipt at the client's dispatch, the answer seen in the
+HTTP session's trace, refusals and errors from bot.replies.report); post lag, retries and give-ups
+in bot.notifier; the edit queue in bot.edits; the cache in bot.config_cache; the queue gauges and
+database_up in bot.queue_watch (every 15 s); the gateway at each scrape (bot.health).
 """
 
 from __future__ import annotations

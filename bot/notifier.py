@@ -21,6 +21,11 @@ held back meanwhile, are posted in order after it.
 
 Posts are public: each is built in its server's language (bot.locale.public) — the embed, the
 clip's note, the Regenerate button's label and the failure notice.
+
+Metrics (bot.metrics): each post's lag from the turn's finish (animegamer_bot_post_lag_seconds),
+tries that failed and will be tried again (animegamer_bot_post_retries_total), and turns given up
+on, after the last try or at once where the channel is gone or closed to the bot
+(animegamer_bot_post_giveups_total).
 """
 
 from __future__ import annotations
@@ -57,6 +62,16 @@ log = logging.getLogger(__name__)
 
 RETRY_DELAYS = (30.0, 120.0, 300.0)  # seconds before the 2nd, 3rd and 4th try (about 7.5 minutes in all)
 FOUND_POST_LOOKBACK = 50  # messages searched for a turn's message whose recording was lost
+
+
+def post_lag(turn: Turn, now: datetime | None = None) -> float:
+    """Seconds from the turn's finish (turns.finished_at, the database's clock) to now."""
+    finished = turn.finished_at
+    if finished is None:
+        return 0.0
+    if finished.tzinfo is None:
+        finished = finished.replace(tzinfo=UTC)
+    return max(0.0, ((now or datetime.now(UTC)) - finished).total_seconds())
 
 
 def message_nonce(turn: Turn) -> str:
@@ -241,10 +256,12 @@ class Notifier:
         except (discord.NotFound, discord.Forbidden) as e:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)
             await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
+            self.bot.metrics.post_giveups.inc()
             return Outcome.POSTED
         except (TimeoutError, discord.HTTPException, OSError) as e:
             await self._failed(turn, gs, channel, e)
             return Outcome.FAILED
+        self.bot.metrics.posted(post_lag(turn))  # sent: the lag ends here, before it is recorded
         await self._mark_posted(turn.id, message_id)
         self.bot.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
@@ -343,9 +360,11 @@ class Notifier:
             log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
             async with self.bot.db.sessions.begin() as s:
                 await turn_service.postpone_post(s, turn.id, timedelta(seconds=delay), why)
+            self.bot.metrics.post_retries.inc()
             return
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
         await self._mark_posted(turn.id, None, why)
+        self.bot.metrics.post_giveups.inc()
         self.bot.board.posted(turn.id)
         notice = L_("Turn #%(seq)s could not be posted: Discord kept failing. It is kept in /history.", seq=turn.seq)
         async with locale.public(self.bot, gs.guild_id, gs.channel_id):

@@ -62,9 +62,19 @@ async def send_ephemeral(interaction: discord.Interaction, text: str) -> None:
         log.warning("could not deliver a reply to interaction %s", interaction.id)
 
 
+def _count(interaction: discord.Interaction, outcome: str) -> None:
+    """The interaction's outcome for the bot's metrics (bot.interaction_meter): every refusal and
+    error passes here."""
+    meter = getattr(interaction.client, "interaction_meter", None)
+    if meter is not None:
+        meter.outcome(interaction, outcome)
+
+
 async def report(interaction: discord.Interaction, exc: BaseException) -> None:
     """Answer a failed command or button with what to do next."""
     err = as_game_error(exc)
+    # A check that said no (discord.py's own, like guild_only, included) is a refusal, not a bug.
+    _count(interaction, "refused" if err is not None or isinstance(exc, app_commands.CheckFailure) else "error")
     if err is None:
         if isinstance(exc, app_commands.CommandInvokeError):
             exc = exc.original
