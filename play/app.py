@@ -1,6 +1,7 @@
-"""The play page's aiohttp application: middlewares (the request's language outermost, then
-errors, then the same-origin guard), the routes, the static files; and the runner that serves
-it, with its server log."""
+"""The play page's aiohttp application: middlewares (the metrics outermost, so they count every
+answer; then the request's language, errors, the same-origin guard), the routes, the static files,
+GET /metrics for Prometheus (play.metrics; its open event streams read at each scrape); and the
+runner that serves it, with its server log."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from play.errors import errors_middleware
 from play.guard import same_origin_middleware
 from play.language import add_language_routes, locale_middleware
+from play.metrics import PlayMetrics, add_metrics_route, metrics_middleware
 from play.requests import MAX_BODY
 from play.retention import add_pruner
 from play.routes import STATIC, routes
@@ -55,10 +57,17 @@ class MalformedRequestsInOneLine(logging.Filter):
 SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 
 
+METRICS = web.AppKey("metrics", PlayMetrics)
+
+
 def build_app(svc: PlayServices) -> web.Application:
-    app = web.Application(middlewares=[locale_middleware, errors_middleware, same_origin_middleware],
+    metrics = PlayMetrics()
+    app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware, same_origin_middleware],
                           client_max_size=MAX_BODY)
     app[SERVICES] = svc
+    app[METRICS] = metrics
+    metrics.watch_sse(lambda: len(svc.hub.subscribers))  # the open /api/events streams
+    add_metrics_route(app, metrics)
     app.router.add_routes(routes)
     app.router.add_static("/static/", STATIC, append_version=False)
     add_language_routes(app)  # the page's strings in the request's language (play/language.py)

@@ -12,7 +12,10 @@ whose DNS name is re-pointed at 127.0.0.1 reads the answers as its own (DNS rebi
   browser always sends it, so a request without one is not the page's. Scripts and tools send
   `Origin: http://<host>:<port>` themselves.
 
-Everything else gets 403 in the page's JSON error shape. The page sets no CORS headers, so a
+Everything else gets 403 in the page's JSON error shape. One exception: GET (or HEAD) /metrics
+(play.metrics) answers whatever the `Host`, so that Prometheus can scrape the page by any name or
+address it reaches it under (a service name, a published port). It changes nothing and tells only
+counts (requests per route, open streams), nothing of the game; every other path keeps the guard. The page sets no CORS headers, so a
 cross-origin script can neither read answers nor send a JSON body (which needs a preflight).
 """
 
@@ -25,6 +28,7 @@ from yarl import URL
 
 from i18n import _
 from play.errors import ApiError
+from play.metrics import METRICS_PATH
 from play.services import services
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -92,6 +96,8 @@ def same_origin(origin: str, host: str) -> bool:
 
 @web.middleware
 async def same_origin_middleware(request: web.Request, handler):
+    if request.path == METRICS_PATH and request.method in SAFE_METHODS:  # a scrape (see above)
+        return await handler(request)
     host = allowed_host(request)
     if host is None:
         raise _forbidden(_("This page answers only to its own address (the Host header names another site)."))

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+METRICS_PATH = "/metrics"  # Prometheus's default; play/guard.py lets a scrape through by any Host
 UNMATCHED = "unmatched"
 UNTIMED_ROUTES = frozenset({"/api/events"})  # long-lived streams: counted, not timed
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -98,5 +99,5 @@ def metrics_handler(metrics: PlayMetrics):
     return view
 
 
-def add_metrics_route(app: web.Application, metrics: PlayMetrics, path: str = "/metrics") -> None:
+def add_metrics_route(app: web.Application, metrics: PlayMetrics, path: str = METRICS_PATH) -> None:
     app.router.add_get(path, metrics_handler(metrics))

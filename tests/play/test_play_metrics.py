@@ -1,6 +1,8 @@
 """play.metrics on a tiny aiohttp app: requests counted by route template (never the raw path),
 method and status, including the page's JSON errors, router refusals and bugs; durations timed
-except the event stream's; SSE clients read at scrape time; GET /metrics serves the registry."""
+except the event stream's; SSE clients read at scrape time; GET /metrics serves the registry. And
+the page itself (play/app.py): the middleware outermost, /metrics scrapeable under any Host while
+the same-origin guard still refuses that Host everywhere else."""
 
 from __future__ import annotations
 
@@ -129,3 +131,45 @@ async def test_each_app_has_its_own_registry(static_dir):
     labels = {"route": "/api/act", "method": "POST", "status": "202"}
     assert a.registry.get_sample_value("animegamer_play_requests_total", labels) == 1
     assert b.registry.get_sample_value("animegamer_play_requests_total", labels) is None
+
+
+# --- the page itself (play/app.py mounts the middleware first and GET /metrics)
+
+
+async def test_the_play_page_serves_its_metrics_to_any_host_and_keeps_the_guard_elsewhere(settings, engine, database_url, sessions):
+    import aiohttp
+
+    from tests.play.conftest import running_app
+
+    async with running_app(settings, engine, database_url) as (base, svc), aiohttp.ClientSession() as http:
+        port = base.rsplit(":", 1)[1]
+        async with http.get(f"{base}/api/state") as r:
+            assert r.status == 200
+        async with http.get(f"{base}/api/turns/12345") as r:
+            assert r.status == 404
+        # Prometheus under a name the page does not answer to (a compose service, say): the scrape
+        # is served; the same Host anywhere else is refused, as before.
+        foreign = {"Host": f"play.example:{port}"}
+        async with http.get(f"{base}/api/state", headers=foreign) as r:
+            assert r.status == 403
+        async with http.post(f"{base}/metrics", headers=foreign) as r:  # only a read passes
+            assert r.status in (403, 405)
+        events = await http.get(f"{base}/api/events")  # a tab's live updates, held open
+        try:
+            assert (await events.content.readuntil(b"\n\n")).startswith(b"retry:")
+            async with http.get(f"{base}/metrics", headers=foreign) as r:
+                assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
+                samples = _samples(await r.text())
+            assert samples[("animegamer_play_sse_clients", frozenset())] == 1
+            other = svc.hub.subscribe()  # another tab: read at the next scrape
+            samples = _samples(await (await http.get(f"{base}/metrics")).text())
+            assert samples[("animegamer_play_sse_clients", frozenset())] == 2
+            svc.hub.unsubscribe(other)
+        finally:
+            events.close()
+        samples = _samples(await (await http.get(f"{base}/metrics")).text())
+    assert _requests(samples, "/api/state", "GET", 200) == 1
+    assert _requests(samples, "/api/state", "GET", 403) == 1  # the guard's refusal counted: the middleware is outermost
+    assert _requests(samples, "/api/turns/{turn_id}", "GET", 404) == 1
+    assert _requests(samples, "/metrics", "GET", 200) == 2  # the scrapes before this one
+    assert _timed(samples, "/api/state") == 2
