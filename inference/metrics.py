@@ -21,6 +21,11 @@ Besides the turns' counts and times, a worker exports:
 
 GPU memory is read only where this process has initialised CUDA through torch (a worker on the
 CPU, the preview backend and the bot never import torch for it): elsewhere it is a no-op.
+
+The worker (inference/worker.py) sets the preset when it builds its backend (`decoder_preset`),
+reads the GPU's memory once the models are loaded, opens each turn's peak window as the turn
+starts and reads it when the turn ends (done, failed or released), and observes a done turn's
+stages from its timings.
 """
 
 from __future__ import annotations
@@ -49,6 +54,29 @@ STAGE_TIMINGS = {
     "render": "render",  # the preview backend
 }
 DECODER_PRESETS = ("exact", "fast", "fastest")  # settings.decoder_speed
+
+
+def decoder_preset(backend: Any, speed: str) -> str | None:
+    """The decoder speed preset (settings.decoder_speed) a backend runs with; None where it has no
+    decoder: the preview, another backend, or the model's MLLM alone (mllm_only, benchmarks)."""
+    if getattr(backend, "name", None) != "animegamer" or getattr(getattr(backend, "settings", None), "mllm_only", True):
+        return None
+    return speed
+
+
+class Slots:
+    """Slot numbers for the per-slot progress gauge (at most `concurrency` turns at once)."""
+
+    def __init__(self, n: int) -> None:
+        self.free = list(range(n))
+
+    def take(self) -> int:
+        return self.free.pop(0) if self.free else -1
+
+    def give(self, slot: int) -> None:
+        if slot >= 0:
+            self.free.append(slot)
+            self.free.sort()
 
 
 def _loaded_cuda() -> Any | None:

@@ -43,7 +43,7 @@ from game.catalogue import FILMS
 from inference import mp4, queue
 from inference.backend import Backend, BackendError
 from inference.backends import make_backend
-from inference.metrics import WorkerMetrics, start_server
+from inference.metrics import Slots, WorkerMetrics, decoder_preset, start_server
 from inference.procrastinate_adapter import TurnWorker
 from settings import Settings
 
@@ -73,21 +73,6 @@ def check_ffmpeg() -> str:
     return binary
 
 
-class _Slots:
-    """Slot numbers for the per-slot progress gauge (at most `concurrency` turns at once)."""
-
-    def __init__(self, n: int) -> None:
-        self.free = list(range(n))
-
-    def take(self) -> int:
-        return self.free.pop(0) if self.free else -1
-
-    def give(self, slot: int) -> None:
-        if slot >= 0:
-            self.free.append(slot)
-            self.free.sort()
-
-
 class TurnRunner:
     """Runs one turn from start to result; called by the `generate_turn` task."""
 
@@ -102,7 +87,7 @@ class TurnRunner:
         self.metrics = metrics
         self.executor = executor
         self.progress_interval = progress_interval
-        self.slots = _Slots(concurrency)
+        self.slots = Slots(concurrency)
 
     async def _write(self, what: str, fn):
         """Run one transaction `fn(session)`, retried through transient database errors (a
@@ -133,9 +118,11 @@ class TurnRunner:
 
         slot = self.slots.take()
         self.metrics.running.inc()
+        self.metrics.turn_gpu_started()  # the turn's peak memory window (a no-op without CUDA)
         try:
             return await self._generate(request, taken, waited or 0.0, slot)
         finally:
+            self.metrics.record_gpu_memory(turn=True)
             self.metrics.running.dec()
             self.metrics.progress.labels(slot=str(slot)).set(0)
             self.slots.give(slot)
@@ -190,6 +177,7 @@ class TurnRunner:
             return "discarded"
         self.metrics.turns.labels(status="done", film=film).inc()
         self.metrics.turn_seconds.labels(film=film).observe(elapsed)
+        self.metrics.observe_stages(film, result.timings)
         log.info("turn %d done in %.2f s", turn_id, elapsed)
         return "done"
 
@@ -311,6 +299,7 @@ class Worker:
         check_ffmpeg()
         self.backend = self._build_backend()
         metrics = self.metrics = WorkerMetrics(self.backend.name)
+        metrics.set_decoder_preset(decoder_preset(self.backend, self.settings.decoder_speed))
         self.db_status.on_change = lambda up: metrics.database_up.set(1 if up else 0)
         executor = concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="turn")
         http = None
@@ -330,6 +319,7 @@ class Worker:
                     await asyncio.to_thread(self.backend.load)
                 except BackendError as e:
                     raise WorkerStartError(f"cannot load the {self.backend.name} backend: {e}") from e
+                metrics.record_gpu_memory()  # what the loaded models hold, before any turn
                 if not self._stop.is_set():
                     await self._serve(db, metrics, executor)
         finally:

@@ -1,6 +1,7 @@
 """The worker's metrics added for the dashboard (inference.metrics): stage seconds from a turn's
 timings, the decoder preset, and GPU memory from torch.cuda, with a stand-in for torch.cuda (the
-real one is read only where CUDA is initialised; elsewhere recording is a no-op)."""
+real one is read only where CUDA is initialised; elsewhere recording is a no-op); and a preview
+worker recording them as it runs a turn (stages, GPU memory through the stand-in, no preset)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import types
 
 import pytest
 
-from inference.metrics import WorkerMetrics
+from inference.metrics import WorkerMetrics, decoder_preset
 
 
 class FakeCuda:
@@ -115,3 +116,51 @@ def test_gpu_memory_is_a_no_op_without_cuda(monkeypatch):
     cuda.is_initialized = lambda: True  # type: ignore[method-assign]
     m.record_gpu_memory()
     assert _value(m, "animegamer_gpu_memory_reserved_bytes", device="cuda:0") == 1000
+
+
+# --- the worker itself (inference/worker.py records them)
+
+
+def test_the_decoder_preset_of_a_backend():
+    def model(mllm_only: bool):
+        return types.SimpleNamespace(name="animegamer", settings=types.SimpleNamespace(mllm_only=mllm_only))
+
+    assert decoder_preset(model(False), "fast") == "fast"
+    assert decoder_preset(model(True), "fast") is None  # the MLLM alone: no decoder
+    assert decoder_preset(types.SimpleNamespace(name="preview", is_preview=True), "exact") is None
+    assert decoder_preset(types.SimpleNamespace(name="animegamer"), "exact") is None  # unknown: no claim
+
+
+async def test_a_worker_records_stages_gpu_memory_and_its_preset(sessions, start_worker, monkeypatch):
+    import aiohttp
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.queue.helpers import all_finished, new_session, submit, wait_until
+
+    # A process whose torch has initialised CUDA (the stand-in): the worker reads it after loading
+    # its backend and around each turn.
+    cuda = FakeCuda()
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    w = await start_worker(metrics_port=-1, films=["qiqi"])
+    assert w.metrics is not None
+    assert _value(w.metrics, "animegamer_gpu_memory_allocated_bytes", device="cuda:0") == 100  # read after loading
+    assert _value(w.metrics, "animegamer_turn_gpu_peak_bytes", device="cuda:0") is None
+    gs = await new_session(sessions, 160)
+    await submit(sessions, gs, "walk")
+    await wait_until(lambda: all_finished(sessions, 1))
+    assert cuda.resets == [0, 1]  # the turn's peak window opened on each device
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{w.bound_metrics_port}/metrics") as r:
+        samples = {(s.name, frozenset(s.labels.items())): s.value for f in text_string_to_metric_families(await r.text()) for s in f.samples}
+
+    def sample(name: str, **labels: str) -> float | None:
+        return samples.get((name, frozenset(labels.items())))
+
+    # The preview's stages: drawing the frames and encoding the MP4, one sample each.
+    assert sample("animegamer_stage_seconds_count", film="qiqi", stage="render") == 1
+    assert sample("animegamer_stage_seconds_count", film="qiqi", stage="encode") == 1
+    assert sample("animegamer_stage_seconds_count", film="qiqi", stage="mllm") is None
+    assert sample("animegamer_turn_gpu_peak_bytes", device="cuda:0") == 100  # read when the turn ended
+    assert sample("animegamer_turn_gpu_peak_bytes", device="cuda:1") == 200
+    assert sample("animegamer_gpu_memory_reserved_bytes", device="cuda:1") == 2000
+    # The preview has no decoder: no preset series.
+    assert not [k for k in samples if k[0] == "animegamer_decoder_preset_info"]
