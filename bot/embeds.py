@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING
 import discord
 from discord.utils import escape_markdown, escape_mentions
 
+from db.bounds import SOMEONE
 from db.models import GameSession, Player, Turn
 from db.privacy import DELETED_NAME
+from game import turn_texts
 from game.catalogue import Film
 from game.content_rules import NEUTRAL_NAME
 from game.errors import turn_status as status_label
 from game.sanitize import clean_text
 from game.states import STATE_NAMES, CharacterState, bar, state_label
+from game.turn_texts import LOST_TURN
 from i18n import Lazy, _, locales, pgettext, use_locale
 from i18n.formatting import number, percent
 from i18n.translate import Lp_
@@ -98,6 +101,8 @@ def person(name: str | None) -> str:
         return _("a player")
     if name == _source(DELETED_NAME):
         return _("deleted member")
+    if name == _source(SOMEONE):
+        return _("someone")
     return esc(name)
 
 
@@ -148,27 +153,12 @@ def stage_text(stage: str) -> str:
     return pgettext("progress stage", "working (%(stage)s)", stage=esc(stage))
 
 
-# Stored failure reasons the bot knows (the worker writes them in English into turns.error):
-# inference.queue.LOST_TURN, inference.worker.GENERIC_FAILURE and fail_turn's default.
-LOST_TURN = "This turn was lost: its worker stopped with an error. Try again."
-_GENERIC_FAILURE = re.compile(
-    r"The generator failed on this turn \((?P<kind>[\w.]+)\)\. Try again, or ask a moderator to check the worker's log\."
-)
-
-
 def failure_text(error: str | None) -> str:
-    """A failed turn's stored reason in the current language: the reasons the worker writes are
-    mapped to their messages; any other (a backend's own words, English) is quoted."""
-    if not error or error == "failed":
-        return _("The generator gave no reason.")
-    if error == LOST_TURN:
-        return _("This turn was lost: its worker stopped with an error. Try again.")
-    m = _GENERIC_FAILURE.fullmatch(error)
-    if m is not None:
-        return _("The generator failed on this turn (%(kind)s). Try again, or ask a moderator to check the worker's log.",
-                 kind=m["kind"])
-    # TRANSLATORS: %(reason)s is the generator's own explanation, in English
-    return _("The generator reported: %(reason)s", reason=esc(error))
+    """A failed turn's stored reason in the current language (game.turn_texts), escaped for display."""
+    if error and error not in ("failed", LOST_TURN) and not turn_texts.is_known_failure(error):
+        # TRANSLATORS: %(reason)s is the generator's own explanation, in English
+        return _("The generator reported: %(reason)s", reason=esc(error))
+    return turn_texts.failure_text(error)
 
 
 def turn_status(status: str) -> str:

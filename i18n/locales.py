@@ -6,7 +6,8 @@ The shipped locales are the directories under i18n/locales that hold a messages.
 falls back to its language's catalog, then to English.
 
 PSEUDO is the pseudo-locale the tests run the bot in (accented, lengthened text between ⟦ ⟧,
-built from the source strings, see i18n.pseudo): it is never offered to Discord or browsers.
+built from the source strings, see i18n.pseudo): never offered to Discord or listed in menus; a
+tester asks for it by name (`qps` as the language, e.g. the play page's `?lang=qps`).
 """
 
 from __future__ import annotations
@@ -74,8 +75,6 @@ def from_accept_language(header: str | None) -> str:
             ranked.append((-q, i, tag))
     for _q, _i, tag in sorted(ranked):
         found = resolve(tag)
-        if found == PSEUDO:  # never from a browser; testers choose it with ?lang=qps
-            continue
         if found != SOURCE or tag.lower().startswith("en"):
             return found
     return SOURCE

@@ -22,7 +22,7 @@ from game import vocabulary
 from game.catalogue import FILMS, Film, session_film, suggest
 from game.errors import NoFilm, NotJoined, ServiceDown, UnknownCharacter
 from game.sanitize import InputRefused, clean_text
-from i18n import _
+from i18n import N_, _
 from i18n.formatting import number
 from inference import queue as jobs
 from play import media, shapes
@@ -338,7 +338,7 @@ async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s, s.begin():
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
-        await sessions.set_paused(s, gs, body.paused, "paused by a moderator" if body.paused else None)
+        await sessions.set_paused(s, gs, body.paused, N_("paused by a moderator") if body.paused else None)
     return web.json_response({"ok": True, "paused": body.paused})
 
 
@@ -372,7 +372,7 @@ async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.
     async with svc.db.sessions() as s, s.begin():
         t, _gs = await _turn_in_play(s, path.turn_id)
         if svc.use_queue:
-            await jobs.cancel_queued_turn(s, t, "cancelled by a moderator")
+            await jobs.cancel_queued_turn(s, t, N_("cancelled by a moderator"))
         else:
-            await turns.cancel_turn(s, t, "cancelled by a moderator")
+            await turns.cancel_turn(s, t, N_("cancelled by a moderator"))
     return web.json_response({"ok": True})

@@ -9,6 +9,7 @@ from db.models import GameSession, Player, Turn
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from game.states import STATE_NAMES, CharacterState, state_label
+from game.turn_texts import failure_text, reason_text
 
 
 def names_of(film_id: str | None) -> dict[str, str]:
@@ -36,6 +37,8 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
         "stage": t.progress_stage,
         "position": position,
         "error": t.error,
+        # The stored reason (English) as the request's language reads it (game.turn_texts).
+        "error_text": failure_text(t.error) if t.status == "failed" else reason_text(t.error),
         "backend": t.backend,
         "is_preview": t.is_preview,
         "prediction": pred,
@@ -84,7 +87,7 @@ def state_json(
             kind: [vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind)] for kind in vocabulary.KINDS
         } if film else None,
         "session": None if gs is None else {
-            "id": gs.id, "status": gs.status, "paused_reason": gs.paused_reason, "film": gs.film_id,
+            "id": gs.id, "status": gs.status, "paused_reason": reason_text(gs.paused_reason), "film": gs.film_id,
             "next_seq": gs.next_seq,
         },
         "players": [

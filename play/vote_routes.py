@@ -55,7 +55,7 @@ def round_json(v: votes.RoundView, now: datetime) -> dict:
         "status": rnd.status,
         "deadline": rnd.deadline.isoformat(),
         "seconds_left": votes.seconds_left(rnd, now) if rnd.status == "open" else 0,
-        "outcome": rnd.outcome,
+        "outcome": v.outcome_text(),  # in the request's language (the row keeps it in English)
         "turn_id": rnd.turn_id,
         "options": [
             {

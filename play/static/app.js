@@ -273,10 +273,10 @@ function turnBody(turn) {
       el("span", { class: "stage" }, t("%(stage)s · %(percent)s", { stage: stageName(turn.stage), percent: percent(turn.progress) }))));
   } else if (turn.status === "failed") {
     // TRANSLATORS: %(error)s is the generator's reason (stored as the worker wrote it).
-    parts.push(el("div", { class: "status failed" }, t("This turn could not be generated: %(error)s", { error: turn.error || t("unknown error") })));
+    parts.push(el("div", { class: "status failed" }, t("This turn could not be generated: %(error)s", { error: turn.error_text || t("unknown error") })));
   } else if (turn.status === "cancelled") {
     parts.push(el("div", { class: "status cancelled" },
-      turn.error ? t("Cancelled (%(reason)s)", { reason: turn.error }) : t("Cancelled")));
+      turn.error_text ? t("Cancelled (%(reason)s)", { reason: turn.error_text }) : t("Cancelled")));
   } else if (turn.status === "done") {
     if (turn.video) {
       parts.push(el("figure", { class: "clip" },

@@ -75,7 +75,7 @@ async def test_vote_rounds_on_the_page(app, http, sessions):
     assert (rnd["players"], rnd["players_voted"], rnd["voters"]) == (2, 1, 2) and 590 < rnd["seconds_left"] <= 600
     await post(http, f"{base}/api/vote/ballot", {"player_id": B, "option": 1})
     rnd = await wait_round(http, base, "closed")
-    assert rnd["outcome"] == "Option 1 won with 2 vote(s): it is turn #1." and rnd["options"][0]["winner"]
+    assert rnd["outcome"] == "Option 1 won with 2 votes: it is turn #1." and rnd["options"][0]["winner"]
     async with sessions() as s:
         (turn,) = (await s.scalars(select(Turn))).all()
     assert (turn.author_id, turn.author_name, turn.id) == (C, "Cy", rnd["turn_id"])
@@ -86,7 +86,7 @@ async def test_vote_rounds_on_the_page(app, http, sessions):
     await post(http, f"{base}/api/vote/propose", {"player_id": B, "motion": "walk", "background": "town"})
     await expire(sessions)
     rnd = await wait_round(http, base, "closed")
-    assert rnd["outcome"] == "Option 1 won with 0 vote(s): it is turn #2."
+    assert rnd["outcome"] == "Option 1 won with 0 votes: it is turn #2."
     assert (await post(http, f"{base}/api/vote/open", {"player_id": C}))[1]["created"] is True
     await expire(sessions)
     assert (await wait_round(http, base, "closed"))["outcome"] == "Nobody proposed an action: no turn this round."

@@ -59,7 +59,7 @@ async def test_two_tabs_vote(settings, engine, database_url, sessions):
             await a.click('#vote-options li[data-number="2"] button')  # the only player: the round closes
             for page in (a, c):
                 await page.wait_for_selector('#vote[data-round="closed"]')
-            assert await c.inner_text("#vote-status") == "Option 1 won with 1 vote(s), the earliest of 2 tied options: it is turn #1."
+            assert await c.inner_text("#vote-status") == "Option 1 won with 1 vote, the earliest of 2 tied options: it is turn #1."
             await a.wait_for_selector('article.turn[data-seq="1"]')
             await a.screenshot(path=str(ARTIFACTS / "play-vote-closed.png"), full_page=True)
         finally:
