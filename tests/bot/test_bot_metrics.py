@@ -1,7 +1,9 @@
 """The bot's metrics (bot.metrics) and their GET /metrics next to /healthz (bot.health): bounded
 labels (commands by name, components by family, never an id), the queue gauges from
 db.queue_stats, the gateway's shards read at scrape time, and the endpoint on the real bot
-against the fake Discord."""
+against the fake Discord. And the wiring: interactions counted once per handler with their outcome
+and timed to their callback POST (bot.interaction_meter), post lag, retries and give-ups, edit
+queue and wait, the config cache, the queue gauges and database_up (bot.queue_watch)."""
 
 from __future__ import annotations
 
@@ -458,7 +460,7 @@ async def test_edit_queue_depth_and_wait():
         edits.routine(7, message_id, content="x")
     edits.routine(8, 4, content="y")
     edits.routine(7, 3, content="z")  # replaces the waiting edit of message 3: still one
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: _async(_value(m, "animegamer_bot_edit_wait_seconds_count") == 2), timeout=5)
     # One edit per channel is on its way (it left the queue: its wait is observed), the rest wait.
     assert edits.pending_count() == 2 and _value(m, "animegamer_bot_edit_queue_depth") == 2
     assert _value(m, "animegamer_bot_edit_wait_seconds_count") == 2
