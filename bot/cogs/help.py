@@ -17,6 +17,7 @@ from bot import checks, context
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
 from db import guilds, votes
 from db import sessions as game_sessions
+from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import L_, N_, _, pgettext
 
@@ -54,34 +55,44 @@ def rights_of(cmd: app_commands.Command) -> str | None:
     return None
 
 
+def typed(command: str, options: dict[str, object] | None = None) -> str:
+    """A command as this member types it: the command's and its options' names as their Discord
+    shows them (the names the translator gives each locale), e.g. `/ゲーム 参加 キャラクター:キキ`."""
+    name = "/" + " ".join(pgettext("command name", part) for part in command.split())
+    opts = " ".join(f"{pgettext('option name', k)}:{v}" for k, v in (options or {}).items())
+    return f"{name} {opts}".strip()
+
+
 def examples(film: Film, cast: list) -> dict[str, str]:
-    """One example per command, in the film's own words (in the current locale where words of
-    ours appear in them)."""
+    """One example per command, in the film's own words and the member's language: names of
+    commands, options, characters and suggestions as this member sees them."""
     names = [film.character_name_in(c.id) for c in cast or film.characters]  # as this member knows them
     first, other = names[0], names[-1]
 
-    def pick(options: tuple[str, ...], i: int, fallback: str) -> str:
-        return options[i % len(options)] if options else fallback
+    def pick(kind: str, i: int, fallback: str) -> str:
+        options = vocabulary.terms_of(film, kind)
+        return vocabulary.shown(kind, options[i % len(options)] if options else fallback)
 
-    motion, motion2 = pick(film.motions, 0, "walk"), pick(film.motions, 1, "run")
-    place, place2 = pick(film.backgrounds, 0, "town"), pick(film.backgrounds, 1, "park")
-    how, when = pick(film.adverbs, 0, "slowly"), pick(film.times, 0, "day")
+    motion, motion2 = pick("motions", 0, "walk"), pick("motions", 1, "run")
+    place, place2 = pick("backgrounds", 0, "town"), pick("backgrounds", 1, "park")
+    how, when = pick("adverbs", 0, "slowly"), pick("times", 0, "day")
+    company = {"with": other} if other != first else {}
     return {
-        "game start": "/game start",
-        "game join": f"/game join character:{first}",
-        "act": f"/act motion:{motion} background:{place} adverb:{how} time:{when}"
-        + (f" with:{other}" if other != first else ""),
-        "vote propose": f"/vote propose motion:{motion2} background:{place2}" + (f" with:{other}" if other != first else ""),
+        "game start": typed("game start"),
+        "game join": typed("game join", {"character": first}),
+        "act": typed("act", {"motion": motion, "background": place, "adverb": how, "time": when, **company}),
+        "vote propose": typed("vote propose", {"motion": motion2, "background": place2, **company}),
         # TRANSLATORS: an example of a command; %(command)s and %(past)s are commands as typed.
-        "history": _("%(command)s (a past game: %(past)s)", command="/history count:5", past="/history game:1"),
-        "export": _("%(command)s (a past game: %(past)s)", command="/export", past="/export game:1"),
+        "history": _("%(command)s (a past game: %(past)s)", command=typed("history", {"count": 5}),
+                     past=typed("history", {"game": 1})),
+        "export": _("%(command)s (a past game: %(past)s)", command=typed("export"), past=typed("export", {"game": 1})),
         # TRANSLATORS: an example of a moderator's reason for pausing a game
-        "mod pause": "/mod pause reason:" + _("lunch break"),
-        "mod cancel": "/mod cancel turn:3",
-        "admin film": f"/admin film film:{film.id}",
-        "admin character": f"/admin character character:{other} enabled:False",
-        "admin limits": "/admin limits cooldown:30 backlog:3",
-        "vote mode": "/vote mode enabled:True seconds:90",
+        "mod pause": typed("mod pause", {"reason": _("lunch break")}),
+        "mod cancel": typed("mod cancel", {"turn": 3}),
+        "admin film": typed("admin film", {"film": film.id}),
+        "admin character": typed("admin character", {"character": other, "enabled": "False"}),
+        "admin limits": typed("admin limits", {"cooldown": 30, "backlog": 3}),
+        "vote mode": typed("vote mode", {"enabled": "True", "seconds": 90}),
     }
 
 
@@ -155,7 +166,7 @@ class Help(commands.Cog):
             if (voting.enabled and name in DIRECT_ONLY) or (not voting.enabled and name in VOTE_ONLY):
                 continue
             # The description as Discord shows it to this member (the translator's catalog entry)
-            line = f"`/{name}` — {esc(pgettext('command description', cmd.description))}"
+            line = f"`{typed(name)}` — {esc(pgettext('command description', cmd.description))}"
             if name in ex:
                 example = f"`{ex[name]}`"
                 line += "\n  " + _("e.g. %(example)s", example=example)

@@ -153,11 +153,17 @@ def literal_code(template) -> frozenset[str]:
 def command_syntax(bot) -> re.Pattern[str]:
     """Slash commands as typed: `/game start`, and an option given in one (`count:5`, `motion:walk`;
     a name, a colon and the value with no space, so that a sentence's "Film: ..." is not taken)."""
+    from i18n.pseudo import pseudo_name
+
+    # As typed in English and as the pseudo-locale's Discord shows them (/help writes the names
+    # the member's client shows: the pseudo command and option names).
     names, options = set(), set()
     for c in bot.tree.walk_commands():
         names.add(f"/{c.qualified_name}")
+        names.add("/" + " ".join(pseudo_name(part) for part in c.qualified_name.split()))
         if isinstance(c, app_commands.Command):
             options.update(p.display_name for p in c.parameters)
+            options.update(pseudo_name(p.display_name) for p in c.parameters)
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     option_names = "|".join(re.escape(n) for n in sorted(options, key=len, reverse=True))
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)|(?<![\w-])(?:{option_names}):(?=\S)")
