@@ -169,6 +169,8 @@ async def test_long_translations_keep_the_payload_valid(pseudo_everywhere):
                     and rules.text_problem(pseudo(node["description"]), rules.DESCRIPTION_MAX) is None:
                 missing.append(f"{path}: a valid description left out")
             for choice in node.get("choices") or ():
+                if choice.get("value") in locales.shipped():
+                    continue  # a language's own name (日本語), the same in every locale: never translated
                 if set(choice.get("name_localizations") or {}) != rules.LOCALES \
                         and rules.text_problem(pseudo(choice["name"]), rules.CHOICE_NAME_MAX) is None:
                     missing.append(f"{path}: choice {choice['name']!r}: a valid name left out")
