@@ -156,7 +156,8 @@ class AnimeGamerBot(commands.AutoShardedBot):
         if self._health_address is not None:
             self._health_runner, self.health_port = await health.start_server(self, *self._health_address)
         await self.tree.set_translator(CatalogTranslator())
-        if self._sync_commands:
+        # One sync per application: the process that holds shard 0 (or every shard) makes it.
+        if self._sync_commands and self.shards_claim.owns(None):
             await self.tree.sync()
 
     async def on_ready(self) -> None:

@@ -26,7 +26,7 @@ def _shard_count(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser("bot", help="run the Discord bot")
     p.add_argument("--no-sync-commands", action="store_true",
-                   help="do not register the slash commands with Discord at start (they are registered by default)")
+                   help="do not register the slash commands with Discord at start (by default the process holding shard 0 registers them)")
     p.add_argument("--no-migrate", action="store_true", help="do not apply database migrations at start")
     p.add_argument("--shards", type=_shard_ids, metavar="IDS",
                    help="run only these gateway shards, e.g. 0-3 or 0,2,5 (needs --shard-count or ANIMEGAMER_SHARD_COUNT); "
