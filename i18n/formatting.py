@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Literal
 
 from babel.dates import format_timedelta
 from babel.lists import format_list
@@ -44,6 +45,6 @@ def size(n: int) -> str:
     return f"{number(max(1, round(n / 1024)))} KB"
 
 
-def items(values: Sequence[str], style: str = "standard") -> str:
+def items(values: Sequence[str], style: Literal["standard", "or"] = "standard") -> str:
     """A list as a sentence: "a, b and c" / "a、b、c"; style "or" for alternatives."""
     return format_list(list(values), style=style, locale=_loc()) if values else ""
