@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from game.content_rules import rule_set_label
 from game.sanitize import field_label
@@ -59,7 +59,7 @@ def wait_text(seconds: float) -> str:
     return duration(secs, threshold=math.inf)  # under two minutes: the exact seconds
 
 
-def listed(values: Sequence[object], style: str = "standard") -> Later:
+def listed(values: Sequence[object], style: Literal["standard", "or"] = "standard") -> Later:
     """Values as a list in the locale shown ("a, b, and c"; style "or": "ponyo or qiqi"), each
     value rendered then too (a name may itself be a catalog message)."""
     return Later(lambda: items([str(v) for v in values], style))
