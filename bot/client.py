@@ -4,6 +4,7 @@ the scheduled jobs."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from datetime import timedelta
 
@@ -67,6 +68,28 @@ class JobQueue:
     async def positions(self, s: AsyncSession, turn_ids) -> dict[int, int]:
         """Positions of many waiting turns in one query (those not waiting are left out)."""
         return await self._q.queue_positions(s, turn_ids)
+
+
+FULL_COLLECTION_EVERY = 100  # young collections between two full ones (Python's default: 10)
+_frozen = False
+
+
+def freeze_startup_objects(*, again: bool = False) -> None:
+    """Collect, then move every object alive (modules, catalogs, the guilds' caches) out of the
+    cyclic garbage collector's generations (gc.freeze), so that a full collection walks only what
+    the bot made since, and make full collections rarer: under a burst of interactions one
+    otherwise paused the event loop for 100-200 ms (bench/channels.py). Once per process (the
+    first READY), and `again` after a shard identified anew: its guilds' old caches, frozen, are
+    garbage now and collected here."""
+    global _frozen
+    if _frozen and not again:
+        return
+    _frozen = True
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, max(full, FULL_COLLECTION_EVERY))
 
 
 class GameTree(app_commands.CommandTree):
@@ -133,6 +156,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self._health_address = health_address
         self._health_runner = None
         self.health_port: int | None = None
+        self._was_ready = False
 
     @property
     def ws(self) -> DiscordWebSocket | None:
@@ -162,7 +186,13 @@ class AnimeGamerBot(commands.AutoShardedBot):
 
     async def on_ready(self) -> None:
         log.info("connected as %s to %d guild(s)", self.user, len(self.guilds))
+        freeze_startup_objects(again=self._was_ready)
+        self._was_ready = True
         self.notifier.wake()  # post what finished while we were away
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        if self._was_ready:  # identified anew after the start: its old guild caches are garbage
+            freeze_startup_objects(again=True)
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         self.notifier.wake()
@@ -170,12 +200,12 @@ class AnimeGamerBot(commands.AutoShardedBot):
     def dispatch(self, event_name: str, /, *args, **kwargs) -> None:
         # INTERACTION_CREATE's receipt, before any handler ran (see bot.interaction_meter)
         if event_name == "interaction" and args:
-            self.interaction_meter.received(args[0])
+            interaction = args[0]
+            self.interaction_meter.received(interaction)
+            # Here rather than in an on_interaction listener: a task less per interaction.
+            if interaction.guild_id is not None:
+                self.upload_limits[interaction.guild_id] = interaction.filesize_limit
         super().dispatch(event_name, *args, **kwargs)
-
-    async def on_interaction(self, interaction: discord.Interaction) -> None:
-        if interaction.guild_id is not None:
-            self.upload_limits[interaction.guild_id] = interaction.filesize_limit
 
     async def close(self) -> None:
         if self._health_runner is not None:

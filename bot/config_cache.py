@@ -41,7 +41,12 @@ class ConfigCache:
         self.ttl = ttl
         self._configs: dict[tuple[int, int], tuple[float, ChannelConfig]] = {}  # (guild, channel) ->
         self._games: dict[int, tuple[float, LiveGame | None]] = {}  # channel ->
-        self._generation = 0  # bumped by every invalidation: a load that raced one is not kept
+        # A load that raced an invalidation of its entry is not kept. Counted per guild (configs)
+        # and per channel (games), plus once for wholesale drops: a busy bot's stream of game
+        # changes elsewhere must not keep every other load from being kept.
+        self._generation = 0  # bumped by every wholesale invalidation
+        self._config_generations: dict[int, int] = {}  # guild -> bumped when its configuration changes
+        self._game_generations: dict[int, int] = {}  # channel -> bumped when its game changes
         self.loads = 0  # database loads so far (tests and benchmarks read it)
 
     def _fresh(self, loaded_at: float) -> bool:
@@ -53,11 +58,11 @@ class ConfigCache:
         self.bot.metrics.cache(hit=hit)
         if entry is not None and hit:
             return entry[1]
-        generation = self._generation
+        stamp = self._config_stamp(guild_id)
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, guild_id, channel_id)
         self.loads += 1
-        if generation == self._generation:
+        if stamp == self._config_stamp(guild_id):
             self._configs[(guild_id, channel_id)] = (time.monotonic(), cfg)
         return cfg
 
@@ -67,31 +72,38 @@ class ConfigCache:
         self.bot.metrics.cache(hit=hit)
         if entry is not None and hit:
             return entry[1]
-        generation = self._generation
+        stamp = (self._generation, self._game_generations.get(channel_id, 0))
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.live_session(s, channel_id)
             players = {} if gs is None else {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)}
         self.loads += 1
         game = None if gs is None else LiveGame(gs.id, gs.film_id, players)
-        if generation == self._generation:
+        if stamp == (self._generation, self._game_generations.get(channel_id, 0)):
             self._games[channel_id] = (time.monotonic(), game)
         return game
 
+    def _config_stamp(self, guild_id: int) -> tuple[int, int]:
+        return self._generation, self._config_generations.get(guild_id, 0)
+
     def config_changed(self, guild_id: int | None) -> None:
         """A guild's settings or one of its channels' changed (None: unknown, drop everything)."""
-        self._generation += 1
         if guild_id is None:
+            self._generation += 1
             self._configs.clear()
             return
-        for key in [k for k in self._configs if k[0] == int(guild_id)]:
+        guild_id = int(guild_id)
+        self._config_generations[guild_id] = self._config_generations.get(guild_id, 0) + 1
+        for key in [k for k in self._configs if k[0] == guild_id]:
             del self._configs[key]
 
     def session_changed(self, channel_id: int | None) -> None:
-        self._generation += 1
         if channel_id is None:
+            self._generation += 1
             self._games.clear()
         else:
-            self._games.pop(int(channel_id), None)
+            channel_id = int(channel_id)
+            self._game_generations[channel_id] = self._game_generations.get(channel_id, 0) + 1
+            self._games.pop(channel_id, None)
 
     def clear(self) -> None:
         self._generation += 1

@@ -28,7 +28,7 @@ from bot.embeds import status_embed
 from bot.views import CancelButton, view_of
 from db import sessions as game_sessions
 from db import turns as turn_service
-from db.models import Turn
+from db.models import GameSession, Turn
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
 
@@ -112,14 +112,19 @@ class StatusBoard:
 
     # --- queued
 
-    async def announce_queued(self, turn: Turn, position: int | None, *, regenerated: bool = False) -> None:
-        """Send the status message of a turn just queued, and record it on the turn."""
+    async def announce_queued(self, turn: Turn, position: int | None, *, regenerated: bool = False,
+                              session: GameSession | None = None) -> None:
+        """Send the status message of a turn just queued, and record it on the turn. `session`: the
+        turn's game, when the caller has it (its guild and channel; else read here)."""
         self._closed.pop(turn.id, None)  # a regenerated turn runs (and shows progress) again
         self._running.discard(turn.id)
         self._announcing.add(turn.id)
+        fresh = None
         try:
-            async with self.bot.db.sessions() as s:
-                gs = await game_sessions.session_by_id(s, turn.session_id)
+            gs = session
+            if gs is None or gs.id != turn.session_id:
+                async with self.bot.db.sessions() as s:
+                    gs = await game_sessions.session_by_id(s, turn.session_id)
             async with locale.public(self.bot, gs.guild_id, gs.channel_id) as language:
                 embed = status_embed(turn, state="queued", position=position, note=REGENERATED if regenerated else None)
                 view = view_of(CancelButton(turn.id))
@@ -129,8 +134,8 @@ class StatusBoard:
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
             async with self.bot.db.sessions.begin() as s:
-                await turn_service.set_status_message(s, turn.id, msg.id)
-                fresh = await turn_service.get_turn(s, turn.id)
+                if await turn_service.set_status_message(s, turn.id, msg.id) == "cancelled":
+                    fresh = await turn_service.get_turn(s, turn.id)
             self._shown_position[turn.id] = position
             self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id,
                                         gs.guild_id, language)

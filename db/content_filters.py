@@ -7,8 +7,10 @@ filter as a rule set, db.guilds.channel_config) are dropped in every process.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete, func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
@@ -33,10 +35,21 @@ async def terms(s: AsyncSession, guild_id: int) -> list[str]:
     return list((await s.scalars(q)).all())
 
 
+def terms_array(guild_id: int):
+    """The server's terms, oldest first, as one array column for a larger query (NULL when it has
+    none): db.guilds.channel_config reads them with the guild's and channel's settings."""
+    q = select(array_agg(aggregate_order_by(ContentFilterTerm.term, ContentFilterTerm.id)))
+    return q.where(ContentFilterTerm.guild_id == guild_id).scalar_subquery()
+
+
+def as_rule_set(found: Sequence[str]) -> RuleSet | None:
+    """Terms as the server's filter rule set; None when there are none."""
+    return RuleSet(SERVER_FILTER, tuple(found)) if found else None
+
+
 async def rule_set(s: AsyncSession, guild_id: int) -> RuleSet | None:
     """The server's filter as a rule set; None when it has no terms."""
-    found = await terms(s, guild_id)
-    return RuleSet(SERVER_FILTER, tuple(found)) if found else None
+    return as_rule_set(await terms(s, guild_id))
 
 
 async def add(s: AsyncSession, guild_id: int, raw: str, added_by: int) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func
+from sqlalchemy import false, func, literal, null, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -115,9 +115,18 @@ def film_or_error(film_id: str) -> Film:
 
 
 async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, channel_id: int) -> ChannelConfig:
-    # An id no row can have has nothing configured (and must not reach the query).
-    g = await s.get(GuildSettings, guild_id) if fits_bigint(guild_id) else None
-    c = await s.get(ChannelSettings, channel_id) if fits_bigint(channel_id) else None
+    # One round trip (every command and cache load reads this): the guild's row and the channel's,
+    # each there or not, and the server's filter terms. An id no row can have has nothing
+    # configured (and must not reach the query).
+    guild_ok, channel_ok = fits_bigint(guild_id), fits_bigint(channel_id)
+    one = select(literal(1).label("one")).subquery("one")
+    q = (
+        select(GuildSettings, ChannelSettings, content_filters.terms_array(guild_id) if guild_ok else null())
+        .select_from(one)
+        .outerjoin(GuildSettings, GuildSettings.guild_id == guild_id if guild_ok else false())
+        .outerjoin(ChannelSettings, ChannelSettings.channel_id == channel_id if channel_ok else false())
+    )
+    g, c, terms = (await s.execute(q)).one()
     # A channel with its own film has its own cast; otherwise the guild's film and cast apply.
     source = c if c is not None and c.film_id else g
     film_id = source.film_id if source is not None else None
@@ -130,7 +139,7 @@ async def channel_config(s: AsyncSession, settings: Settings, guild_id: int, cha
         limits=Limits.of(settings) if g is None else Limits.of(settings).tightened(
             max_instruction_len=g.max_instruction_len, cooldown_seconds=g.cooldown_seconds, backlog_cap=g.backlog_cap
         ),
-        content_rules=tuple(r for r in (operator_rules(), await content_filters.rule_set(s, guild_id)) if r is not None),
+        content_rules=tuple(r for r in (operator_rules(), content_filters.as_rule_set(terms or ())) if r is not None),
         language=(c.language if c is not None and c.language else None) or (g.language if g is not None else None),
     )
 

@@ -123,8 +123,11 @@ async def queued_with_status_message(s: AsyncSession, guild_ids: list[int]) -> l
     return [(t, ch, message_id) for t, ch, message_id in (await s.execute(q)).all() if message_id is not None]
 
 
-async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> None:
-    await s.execute(update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id))
+async def set_status_message(s: AsyncSession, turn_id: int, message_id: int) -> str | None:
+    """Record a turn's status message; returns the turn's status (None: no such turn), so that a
+    turn cancelled meanwhile is seen in the same round trip."""
+    q = update(Turn).where(Turn.id == turn_id).values(status_message_id=message_id).returning(Turn.status)
+    return (await s.execute(q)).scalar()
 
 
 async def prune_blobs(

@@ -211,7 +211,7 @@ class Play(commands.Cog):
                 enqueue=self.bot.queue.enqueue,
             )
             position = await self.bot.queue.position(s, turn)
-        await self.bot.board.announce_queued(turn, position)
+        await self.bot.board.announce_queued(turn, position, session=gs)
         text = with_cleaning_notes(_("Turn #%(seq)s is queued (%(position)s).", seq=turn.seq, position=position_text(position)), ins)
         note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=film)
         await interaction.followup.send(with_note(text, note), ephemeral=True)

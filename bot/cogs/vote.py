@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 from discord.ext import commands
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import audit as bot_audit
 from bot import checks, context, locale, replies
@@ -43,6 +44,7 @@ from bot.views import view_of
 from db import guilds, votes
 from db import sessions as game_sessions
 from db import turns as turn_service
+from db.engine import make_engine, make_sessionmaker
 from game.catalogue import display_film, session_film
 from i18n import _, ngettext, pgettext, use_locale
 from i18n.formatting import number
@@ -154,6 +156,17 @@ class Vote(commands.Cog):
         self.bot = bot
         self._tick_lock = asyncio.Lock()
         self._locks: dict[int, asyncio.Lock] = {}  # one message update at a time per round
+        self._lookup_engine: AsyncEngine | None = None
+        self._lookups: async_sessionmaker[AsyncSession] | None = None
+
+    def lookups(self) -> async_sessionmaker[AsyncSession]:
+        """Sessions for the check's look-ups (due rounds, results not shown), on a connection of
+        their own: behind a burst of commands queued for the shared pool, a check waited past the
+        next one, which APScheduler then skipped ("maximum number of running instances reached")."""
+        if self._lookups is None:
+            self._lookup_engine = make_engine(self.bot.db.url, pool_size=1, max_overflow=0)
+            self._lookups = make_sessionmaker(self._lookup_engine)
+        return self._lookups
 
     async def cog_load(self) -> None:
         self.bot.add_dynamic_items(VoteButton)
@@ -166,6 +179,9 @@ class Vote(commands.Cog):
         self.bot.remove_dynamic_items(VoteButton)
         if self.bot.maintenance.scheduler.get_job("vote_rounds") is not None:
             self.bot.maintenance.scheduler.remove_job("vote_rounds")
+        if self._lookup_engine is not None:
+            await self._lookup_engine.dispose()
+            self._lookup_engine = self._lookups = None
 
     # --- the round's message
 
@@ -207,7 +223,7 @@ class Vote(commands.Cog):
             if not guild_ids:
                 return
             try:
-                async with self.bot.db.sessions() as s:
+                async with self.lookups()() as s:
                     due = await votes.due_rounds(s, guild_ids)
             except Exception as e:
                 log.warning("looking for due vote rounds failed: %s", e)
@@ -226,7 +242,7 @@ class Vote(commands.Cog):
                 if turn is not None:
                     await self.bot.board.announce_queued(turn, position)
             try:
-                async with self.bot.db.sessions() as s:
+                async with self.lookups()() as s:
                     unshown = await votes.unshown(s, guild_ids)
             except Exception as e:
                 log.warning("looking for vote results to show failed: %s", e)

@@ -1,0 +1,587 @@
+"""500 busy channels on one bot process: every channel starts a game, joins it and acts at the
+same moment; how fast is each interaction acknowledged?
+
+Three processes, as in a deployment: this one plays Discord (the fake Discord of the tests) and
+its members; the bot (discord.py, the real AnimeGamerBot) runs alone in a child process, so that
+its event loop carries nothing but the bot; one preview worker runs in another child (unless
+--no-worker). All share one real Postgres (a throw-away database on ANIMEGAMER_TEST_PG, default
+postgresql://postgres@127.0.0.1:5432).
+
+Each of --channels channels (spread over --guilds guilds) has its own member, who runs /game start,
+then /game join as soon as the start is answered, then /act as soon as the join is answered, all
+channels at once (--mode pipeline, the default). --mode phases fires every channel's /game start
+at once, waits for every answer, then every /game join, then every /act.
+
+Printed: interactions acknowledged / sent, answered, acts queued; acknowledgement p50/p95/p99/max
+as the bot measured it (bot.metrics' animegamer_bot_ack_seconds: from its dispatch of the
+interaction to the callback's body leaving; the raw samples, and the histogram's share within
+100 ms) and as the fake Discord saw it (from its INTERACTION_CREATE to the callback request being
+handled), both per command; the time from the first command to the last answer and the CPU
+time each process used meanwhile; the bot's garbage collections and new HTTP connections; the
+vote-round job's skipped runs (APScheduler's "maximum number of running instances reached");
+database round trips per command (statements, plus the pool's checkouts, each of which is a
+pre-ping, plus BEGIN and COMMIT/ROLLBACK) in the command handlers and elsewhere; the engine's
+pool size and the most connections checked out at once.
+
+Run: PYTHONPATH=. python bench/channels.py [--channels 500] [--guilds 1] [--mode pipeline|phases]
+     [--steps 1|2|3] [--no-worker] [--py-spy profile.svg|stacks.txt]
+BENCH_TIMELINE=file writes the bot's receipts, handler starts, new connections, acknowledgements
+and garbage collections in order (ms); BENCH_SQL_LOG=file the handlers' statements.
+Figures and what they showed: docs/performance.md, "500 busy channels on one bot process".
+"""
+
+from __future__ import annotations
+
+from _paths import ROOT  # noqa: F401  (first: the project root on sys.path)
+
+import argparse
+import asyncio
+import contextlib
+import contextvars
+import gc
+import logging
+import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import discord
+from sqlalchemy import func, select
+
+from db.engine import make_engine
+from db.migrate import upgrade
+from db.models import Turn
+from db.runtime import open_database
+from settings import Settings
+from tests.fake_discord import FakeDiscord
+from tests.pg import fresh_database
+
+STEPS = (
+    ("game start", {}, "has started"),
+    ("game join", {"character": "qiqi"}, "You play"),
+    ("act", {"motion": "walk", "background": "town"}, "is queued"),
+)
+INVOKER = "CommandTree-invoker"  # the task discord.py's command tree runs a slash command in
+COMMAND: contextvars.ContextVar[str] = contextvars.ContextVar("bench_command", default="?")
+
+
+def _settings(url: str, tmp: str) -> Settings:
+    values = {"database_url": url, "data_dir": Path(tmp), "cooldown_seconds": 0, "backlog_cap": 100,
+              "queue_poll_interval": 0.2, "metrics_port": 0}
+    return Settings(_env_file=None, **values)  # pyright: ignore[reportCallIssue]
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": float("nan"), "p95": float("nan"), "p99": float("nan"), "max": float("nan"), "n": 0}
+    s = sorted(values)
+
+    def p(q: float) -> float:
+        return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))]  # nearest rank
+
+    return {"p50": p(0.50), "p95": p(0.95), "p99": p(0.99), "max": s[-1], "n": len(s)}
+
+
+# --- the bot's process
+
+
+class _Skips(logging.Handler):
+    """Counts APScheduler's "skipped: maximum number of running instances reached", per job."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "maximum number of running instances reached" in msg:
+            name = msg.split('"')[1].split(" (trigger")[0] if '"' in msg else "?"
+            self.count[name] += 1
+
+
+class _DbCounter:
+    """Database round trips in the bot's process, by the kind of task that made them."""
+
+    def __init__(self, engine) -> None:
+        from sqlalchemy import event
+
+        self.engine = engine
+        self.by: Counter[tuple[str, str]] = Counter()  # (command|background, statement|checkout|begin|commit)
+        self.out = 0
+        self.peak_out = 0
+        self.log: list[str] = []
+        sync = engine.sync_engine
+        event.listen(sync, "before_cursor_execute", self._statement)
+        event.listen(sync, "begin", lambda *a: self._count("begin"))
+        event.listen(sync, "commit", lambda *a: self._count("commit"))
+        event.listen(sync, "rollback", lambda *a: self._count("rollback"))
+        event.listen(sync.pool, "checkout", self._checkout)
+        event.listen(sync.pool, "checkin", self._checkin)
+
+    @staticmethod
+    def _who() -> str:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return "background"
+        # The handler's task, and the unnamed ones it awaits (SQLAlchemy shields a session's commit
+        # and close in a task of their own); not the named tasks the bot spawns from it.
+        name = task.get_name() if task is not None else ""
+        if COMMAND.get() != "?" and (name == INVOKER or name.startswith("Task-")):
+            return f"/{COMMAND.get()}"
+        return "background"
+
+    def _statement(self, conn, cursor, statement, *a) -> None:
+        who = self._who()
+        self.by[(who, "statement")] += 1
+        if os.environ.get("BENCH_SQL_LOG") and who != "background":
+            self.log.append(f"{who}: {' '.join(statement.split())[:160]}")
+
+    def _count(self, what: str) -> None:
+        self.by[(self._who(), what)] += 1
+
+    def _checkout(self, *a) -> None:
+        self._count("checkout")  # with pool_pre_ping, one ping round trip each
+        self.out += 1
+        self.peak_out = max(self.peak_out, self.out)
+
+    def _checkin(self, *a) -> None:
+        self.out -= 1
+
+    def snapshot(self) -> dict[str, Any]:
+        pool = self.engine.sync_engine.pool
+        return {
+            "by": {f"{who}:{what}": n for (who, what), n in self.by.items()},
+            "peak_checked_out": self.peak_out,
+            "pool_size": pool.size(),
+            "max_overflow": getattr(pool, "_max_overflow", None),
+            "pool_timeout": getattr(pool, "_timeout", None),
+        }
+
+    def reset(self) -> None:
+        self.by.clear()
+        self.peak_out = self.out
+
+
+def _bot_main(conn, url: str, tmp: str, api_base: str, gateway_url: str, token: str) -> None:
+    asyncio.run(_bot_async(conn, url, tmp, api_base, gateway_url, token))
+
+
+async def _bot_async(conn, url: str, tmp: str, api_base: str, gateway_url: str, token: str) -> None:
+    import discord.gateway
+    import discord.http
+    import yarl
+    from aiohttp import TCPConnector
+
+    from bot.client import AnimeGamerBot
+
+    logging.basicConfig(level=logging.WARNING, format="bot %(levelname)s %(name)s: %(message)s")
+    skips = _Skips()
+    logging.getLogger("apscheduler").addHandler(skips)
+    discord.http.Route.BASE = api_base
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+    settings = _settings(url, tmp)
+    loop = asyncio.get_running_loop()
+    timeline: list[tuple[str, float]] = []  # (event, perf_counter), with BENCH_TIMELINE set
+    traced = bool(os.environ.get("BENCH_TIMELINE"))
+
+    def mark(event: str, at: float | None = None) -> None:
+        if traced:
+            timeline.append((event, time.perf_counter() if at is None else at))
+
+    # New HTTP connections to Discord (an interaction's callback waits for one when none is idle).
+    connections = Counter()
+    create = TCPConnector._create_connection
+
+    async def creating(self, *a, **kw):
+        connections["opened"] += 1
+        mark("connecting")
+        try:
+            return await create(self, *a, **kw)
+        finally:
+            mark("connected")
+
+    TCPConnector._create_connection = creating  # type: ignore[method-assign]
+
+    async with open_database(settings) as db:
+        counter = _DbCounter(db.engine)
+        bot = AnimeGamerBot(settings, db, guild_ready_timeout=0.05)
+        acks: list[float] = []
+        observe = bot.metrics.acknowledged
+
+        def acknowledged(kind: str, seconds: float) -> None:  # the histogram's samples, kept raw too
+            acks.append(seconds)
+            mark("ack")
+            observe(kind, seconds)
+
+        bot.metrics.acknowledged = acknowledged  # type: ignore[method-assign]
+        by_command: dict[str, list[float]] = {}  # the same samples, by command (the meter's private hook)
+        ack = bot.interaction_meter._ack
+
+        def acked(t, at: float) -> None:
+            name = getattr(getattr(t.interaction, "command", None), "qualified_name", "?")
+            by_command.setdefault(name, []).append(at - t.received)
+            ack(t, at)
+
+        bot.interaction_meter._ack = acked  # type: ignore[method-assign]
+        received = bot.interaction_meter.received
+
+        def receiving(interaction) -> None:
+            mark("received")
+            received(interaction)
+
+        bot.interaction_meter.received = receiving  # type: ignore[method-assign]
+        check = bot.tree.interaction_check
+
+        async def tagged(interaction: discord.Interaction[AnimeGamerBot]) -> bool:  # which command a handler's queries are for
+            mark("handler")
+            COMMAND.set(interaction.command.qualified_name if interaction.command else "?")
+            return await check(interaction)
+
+        bot.tree.interaction_check = tagged  # type: ignore[method-assign]
+        gc_pauses: list[tuple[int, float]] = []  # (generation, seconds) of every collection
+        gc_started = [0.0]
+
+        def gc_watch(phase: str, info: dict) -> None:
+            if phase == "start":
+                gc_started[0] = time.perf_counter()
+            else:
+                gc_pauses.append((info["generation"], time.perf_counter() - gc_started[0]))
+                mark(f"gc{info['generation']}", gc_started[0])
+
+        gc.callbacks.append(gc_watch)
+
+        def buckets() -> dict[str, float]:
+            found = {}
+            for m in bot.metrics.registry.collect():
+                if m.name == "animegamer_bot_ack_seconds":
+                    for sample in m.samples:
+                        if sample.name.endswith("_bucket") and sample.labels.get("kind") == "command":
+                            found[sample.labels["le"]] = sample.value
+            return found
+
+        task = asyncio.create_task(bot.start(token))
+        while not bot.is_ready():
+            if task.done():
+                task.result()
+                raise RuntimeError("the bot stopped before READY")
+            await asyncio.sleep(0.01)
+        await bot.tree.sync()
+        baseline = buckets()
+        conn.send(("ready", os.getpid()))
+        while True:
+            msg = await loop.run_in_executor(None, conn.recv)
+            if msg == "reset":
+                baseline = buckets()
+                for kept in (acks, timeline, gc_pauses):
+                    kept.clear()
+                by_command.clear()
+                connections.clear()
+                counter.reset()
+                skips.count.clear()
+                conn.send("ok")
+            elif msg == "stats":
+                now = buckets()
+                if timeline:
+                    t0 = timeline[0][1]
+                    Path(os.environ["BENCH_TIMELINE"]).write_text("".join(f"{e} {(t - t0) * 1000:.2f}\n" for e, t in timeline))
+                if counter.log:
+                    Path(os.environ["BENCH_SQL_LOG"]).write_text("\n".join(counter.log) + "\n")
+                conn.send({"by_command": by_command, "gc": list(gc_pauses), "connections": dict(connections), "acks": list(acks),
+                           "buckets": {k: v - baseline.get(k, 0.0) for k, v in now.items()},
+                           "db": counter.snapshot(), "skips": dict(skips.count), "edit_queue": bot.edits.pending_count(),
+                           "gc_threshold": gc.get_threshold(), "gc_frozen": gc.get_freeze_count()})
+            elif msg == "stop":
+                await bot.close()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(task, 10)
+                conn.send("stopped")
+                return
+
+
+# --- the preview worker's process
+
+
+def _worker_main(url: str, tmp: str, delay: float, stop) -> None:
+    asyncio.run(_worker_async(url, tmp, delay, stop))
+
+
+async def _worker_async(url: str, tmp: str, delay: float, stop) -> None:
+    from inference.worker import Worker
+
+    logging.basicConfig(level=logging.WARNING, format="worker %(levelname)s %(name)s: %(message)s")
+    worker = Worker(_settings(url, tmp), backend="preview", install_signal_handlers=False, migrate=False,
+                    backend_options={"width": 96, "height": 64, "delay": delay})
+    task = asyncio.create_task(worker.run())
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, stop.wait)
+    worker.stop()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(task, 30)
+
+
+# --- this process: Discord and its members
+
+
+class Driver:
+    def __init__(self, server: FakeDiscord, places: list[tuple[Any, Any, Any]], mode: str, steps: int = len(STEPS)) -> None:
+        self.server = server
+        self.steps = steps
+        self.places = places  # (guild, channel, member) per channel
+        self.mode = mode
+        self.handles: list[tuple[int, int, Any]] = []  # (place index, step, handle)
+        self.answered: dict[int, tuple[float, str]] = {}  # handle id -> (monotonic, content)
+        self.pending: list[tuple[int, int, Any]] = []
+        self.first_sent: float | None = None
+        self.push_errors: list[str] = []
+
+    async def _push(self, i: int, step: int) -> None:
+        guild, channel, member = self.places[i]
+        name, options, _ = STEPS[step]
+        if self.first_sent is None:
+            self.first_sent = time.monotonic()
+        try:
+            h = await self.server.slash(guild, channel, member, name, options)
+        except Exception as e:  # noqa: BLE001
+            self.push_errors.append(f"{name} in {channel.name}: {e}")
+            return
+        entry = (i, step, h)
+        self.handles.append(entry)
+        self.pending.append(entry)
+
+    async def _watch(self, expected: int, timeout: float, follow: bool) -> None:
+        deadline = time.monotonic() + timeout
+        pushes: list[asyncio.Task] = []
+        while len(self.answered) + len(self.push_errors) < expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+            still = []
+            for entry in self.pending:
+                i, step, h = entry
+                if h.followup_ids:
+                    msg = self.server.messages[h.followup_ids[0]]
+                    self.answered[h.id] = (time.monotonic(), msg.content or "")
+                    if follow and step + 1 < self.steps:
+                        pushes.append(asyncio.create_task(self._push(i, step + 1)))
+                else:
+                    still.append(entry)
+            self.pending = still
+        await asyncio.gather(*pushes)
+
+    async def run(self, timeout: float = 600.0) -> None:
+        n = len(self.places)
+        if self.mode == "pipeline":
+            await asyncio.gather(*(self._push(i, 0) for i in range(n)))
+            await self._watch(n * self.steps, timeout, follow=True)
+        else:
+            for step in range(self.steps):
+                await asyncio.gather(*(self._push(i, step) for i in range(n)))
+                await self._watch(n * (step + 1), timeout, follow=False)
+
+
+def _cpu_seconds(bot_pid: int, worker_pid: int | None) -> dict[str, float]:
+    """CPU time (user + system) so far of the bot, this process (Discord and its members), the
+    worker and every Postgres process."""
+    import psutil
+
+    def of(p: psutil.Process) -> float:
+        with contextlib.suppress(psutil.Error):
+            t = p.cpu_times()
+            return t.user + t.system
+        return 0.0
+
+    out = {"bot": of(psutil.Process(bot_pid)), "fake Discord": of(psutil.Process())}
+    if worker_pid:
+        out["worker"] = of(psutil.Process(worker_pid))
+    out["postgres"] = sum(of(p) for p in psutil.process_iter(["name"]) if (p.info["name"] or "").startswith("postgres"))
+    return out
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for k, r in enumerate(rows):
+        out.append("| " + " | ".join(v.ljust(widths[c]) for c, v in enumerate(r)) + " |")
+        if k == 0:
+            out.append("| " + " | ".join("-" * w for w in widths) + " |")
+    return "\n".join(out)
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1000:.0f} ms"
+
+
+async def run(args) -> None:
+    ctx = mp.get_context("spawn")
+    with fresh_database() as url, tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(url)
+        await upgrade(engine)
+        await engine.dispose()
+        settings = _settings(url, tmp)
+        async with FakeDiscord() as server, open_database(settings) as db:
+            places = []
+            per_guild = -(-args.channels // args.guilds)
+            for g in range(args.guilds):
+                guild = server.create_guild(f"bench-{g}")
+                admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
+                admin = guild.create_member(f"admin-{g}", roles=[admins])
+                places.append((guild, None, admin))
+                for c in range(min(per_guild, args.channels - g * per_guild)):
+                    channel = guild.create_text_channel(f"games-{g}-{c}")
+                    places.append((guild, channel, guild.create_member(f"player-{g}-{c}")))
+            admins_ = [(g, m) for g, ch, m in places if ch is None]
+            places = [p for p in places if p[1] is not None]
+
+            parent, child = ctx.Pipe()
+            bot_proc = ctx.Process(target=_bot_main, args=(child, url, tmp, server.api_base, server.gateway_url, server.token),
+                                   name="bench-bot")
+            bot_proc.start()
+            loop = asyncio.get_running_loop()
+
+            async def ask(msg):
+                parent.send(msg)
+                return await loop.run_in_executor(None, parent.recv)
+
+            ready = await loop.run_in_executor(None, parent.recv)
+            bot_pid = ready[1]
+            for guild, admin in admins_:  # the film every channel of the guild plays
+                channel = next(ch for g, ch, _ in places if g is guild)
+                h = await server.slash(guild, channel, admin, "admin film", {"film": "qiqi"})
+                await h.wait_followup(timeout=30)
+
+            stop_worker = ctx.Event()
+            worker_proc = None
+            if args.worker:
+                worker_proc = ctx.Process(target=_worker_main, args=(url, tmp, args.delay, stop_worker), name="bench-worker")
+                worker_proc.start()
+                await asyncio.sleep(3.0)  # the worker connects and listens
+            await asyncio.sleep(2.0)  # the bot's start-up jobs (privacy, withdrawn films) are done
+            await ask("reset")
+            spy = None
+            if args.py_spy:
+                spy_bin = shutil.which("py-spy") or str(Path(ROOT) / ".venv/bin/py-spy")
+                fmt = ["--format", "raw"] if args.py_spy.endswith(".txt") else []  # collapsed stacks
+                spy = subprocess.Popen([spy_bin, "record", "-o", args.py_spy, "--pid", str(bot_pid), "--rate", "1000",
+                                        "--nonblocking", *fmt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                await asyncio.sleep(1.0)
+            load_before = os.getloadavg()
+            cpu_before = _cpu_seconds(bot_pid, worker_proc.pid if worker_proc else None)
+
+            driver = Driver(server, places, args.mode, args.steps)
+            await driver.run(timeout=args.timeout)
+            last_answer = max((t for t, _ in driver.answered.values()), default=float("nan"))
+            span = last_answer - (driver.first_sent or last_answer)
+            cpu_used = {k: v - cpu_before.get(k, 0.0) for k, v in _cpu_seconds(bot_pid, worker_proc.pid if worker_proc else None).items()}
+            await asyncio.sleep(0.5)
+            stats = await ask("stats")
+            if spy is not None:
+                spy.send_signal(2)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    spy.wait(30)
+
+            async with db.sessions() as s:
+                queued = await s.scalar(select(func.count()).select_from(Turn))
+
+            sent = len(driver.handles)
+            responded = [h for _, _, h in driver.handles if h.responded]
+            fake_delays = [h.response.delay for h in responded]
+            by_step: dict[int, list[float]] = {}
+            for _, step, h in driver.handles:
+                if h.responded:
+                    by_step.setdefault(step, []).append(h.response.delay)
+            wrong = Counter()
+            for _i, step, h in driver.handles:
+                got = driver.answered.get(h.id)
+                if got is None or STEPS[step][2] not in got[1]:
+                    wrong[(STEPS[step][0], (got[1] if got else "no answer")[:80])] += 1
+
+            bot_acks = stats["acks"]
+            bot_p = percentiles(bot_acks)
+            fake_p = percentiles(fake_delays)
+            buckets = stats["buckets"]
+            total = buckets.get("+Inf", 0.0) or float("nan")
+            within_100 = buckets.get("0.1", 0.0) / total
+            db_by = stats["db"]["by"]
+
+            def trips(who: str) -> int:
+                return sum(db_by.get(f"{who}:{w}", 0) for w in ("statement", "checkout", "begin", "commit", "rollback"))
+
+            print(f"{args.channels} channels in {args.guilds} guild(s), mode {args.mode}, "
+                  f"preview worker: {f'yes (delay {args.delay:.1f} s)' if args.worker else 'no'}; "
+                  f"{os.cpu_count()} CPUs, load average before {load_before[0]:.2f}")
+            print(f"interactions: {len(responded)} acknowledged / {sent} sent ({sent - len(responded)} not), "
+                  f"{len(driver.answered)} answered; acts queued: {queued}")
+            if driver.push_errors:
+                print(f"push errors: {len(driver.push_errors)}, e.g. {driver.push_errors[0]}")
+            if wrong:
+                print("unexpected answers:", dict(wrong.most_common(5)))
+            rows: list[tuple[str, ...]] = [("acknowledgement", "n", "p50", "p95", "p99", "max")]
+            rows.append(("bot histogram (dispatch -> callback sent)", str(bot_p["n"]),
+                         *(_ms(bot_p[k]) for k in ("p50", "p95", "p99", "max"))))
+            rows.append(("fake Discord (INTERACTION_CREATE -> callback)", str(fake_p["n"]),
+                         *(_ms(fake_p[k]) for k in ("p50", "p95", "p99", "max"))))
+            for step, (name, _, _) in enumerate(STEPS):
+                for who, delays in (("bot", stats["by_command"].get(name, [])), ("fake", by_step.get(step, []))):
+                    if delays:
+                        p = percentiles(delays)
+                        rows.append((f"  {who}, /{name}", str(p["n"]), *(_ms(p[k]) for k in ("p50", "p95", "p99", "max"))))
+            print(_table(rows))
+            print(f"bot histogram: {within_100:.1%} of acknowledgements within 100 ms "
+                  f"(buckets: {', '.join(f'<={k}: {int(v)}' for k, v in buckets.items())})")
+            print(f"first command to last answer: {span:.2f} s; CPU seconds meanwhile: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in cpu_used.items()))
+            pauses = stats["gc"]
+            full = [d for g, d in pauses if g == 2]
+            print(f"the bot's garbage collections: {len(pauses)}, {sum(d for _, d in pauses) * 1000:.0f} ms in all, "
+                  f"longest {max((d for _, d in pauses), default=0) * 1000:.0f} ms; {len(full)} full, longest "
+                  f"{max(full, default=0) * 1000:.0f} ms (thresholds {stats['gc_threshold']}, {stats['gc_frozen']} objects frozen)")
+            print(f"the bot's new HTTP connections to Discord: {stats['connections'].get('opened', 0)}")
+            print(f"vote-round job skipped runs: {stats['skips'].get('Vote.tick', 0)} "
+                  f"(all jobs: {stats['skips'] or 'none'})")
+            kinds = ("statement", "checkout", "begin", "commit", "rollback")
+            print("database round trips per command (statements, checkouts (each a pre-ping), BEGIN, COMMIT or ROLLBACK):")
+            for step, (name, _, _) in enumerate(STEPS):
+                count = sum(1 for _, st, _ in driver.handles if st == step) or 1
+                who = f"/{name}"
+                parts = ", ".join(f"{w} {db_by.get(f'{who}:{w}', 0) / count:.1f}" for w in kinds)
+                print(f"  {who:<12} {trips(who) / count:5.1f} in the handler ({parts})")
+            print(f"  elsewhere    {trips('background') / (sent or 1):5.1f} per command (status messages, notifier, jobs)")
+            print(f"pool: pool_size {stats['db']['pool_size']}, max_overflow {stats['db']['max_overflow']}, "
+                  f"timeout {stats['db']['pool_timeout']} s; most checked out at once: {stats['db']['peak_checked_out']}; "
+                  f"edits waiting at the end: {stats['edit_queue']}")
+            if args.py_spy:
+                print(f"profile of the bot process: {args.py_spy}")
+
+            await ask("stop")
+            bot_proc.join(15)
+            if worker_proc is not None:
+                stop_worker.set()
+                worker_proc.join(40)
+            for p in (bot_proc, worker_proc):
+                if p is not None and p.is_alive():
+                    p.terminate()
+                    p.join(5)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--channels", type=int, default=500)
+    p.add_argument("--guilds", type=int, default=1)
+    p.add_argument("--mode", choices=("pipeline", "phases"), default="pipeline",
+                   help="pipeline: each channel start -> join -> act as soon as answered, all channels at once; "
+                        "phases: every start at once, then every join, then every act")
+    p.add_argument("--preview-worker", dest="worker", action="store_true", default=True, help="run one preview worker (default)")
+    p.add_argument("--no-worker", dest="worker", action="store_false")
+    p.add_argument("--delay", type=float, default=0.4, help="seconds the preview backend takes per turn")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--steps", type=int, choices=(1, 2, 3), default=3, help="1: /game start only, 2: and /game join, 3: and /act")
+    p.add_argument("--py-spy", metavar="SVG", help="record a py-spy flame graph of the bot process meanwhile (.txt: collapsed stacks)")
+    asyncio.run(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
