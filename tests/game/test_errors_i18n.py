@@ -26,7 +26,7 @@ from game.states import describe
 from i18n import catalogs, locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 
-SOURCES = ("game/errors.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
+SOURCES = ("game/errors.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
            "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
 
 JA = {
