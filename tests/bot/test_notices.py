@@ -31,7 +31,8 @@ def _interaction(user_id: int, locale: str = "en-US") -> Any:  # and of the inte
         (["  Fly On Broomstick ", "SKY"], "fr", False),  # a suggestion, however cased
         (["dance on the roof", "sky"], "en-US", False),  # English free text, English client
         (["dance on the roof", "sky"], "en-GB", False),
-        (["ほうきで飛ぶ", "sky"], "en-US", True),  # another script
+        (["屋根の上で踊る", "sky"], "en-US", True),  # another script (not a suggestion's Japanese name)
+        (["ほうきで飛ぶ", "sky"], "en-US", False),  # a suggestion as the Japanese catalog shows it
         (["летит над городом", "sky"], "en-US", True),
         (["vole au-dessus de la forêt", "sky"], "en-US", True),  # an accented Latin letter
         (["dance on the roof", "sky"], "pt-BR", True),  # free text from a non-English client
@@ -68,7 +69,7 @@ async def test_english_note_is_shown_once_per_member(sessions):
     assert await english_note(bot, ja, ["fly on broomstick", "sky"], film=QIQI) is None  # suggestions only
     with use_locale("ja"):
         first = await english_note(bot, ja, ["ほうきで空を飛ぶ", "sky"], film=QIQI)
-    assert first is not None and "English" in first  # (English until the ja catalog translates it)
+    assert first is not None and "英語" in first  # in the member's language (the ja catalog)
     assert await english_note(bot, ja, ["ほうきで空を飛ぶ", "sky"], film=QIQI) is None  # once
     assert await english_note(bot, ja, ["別の言葉"], film=QIQI) is None
     other = _interaction(102, "en-US")
