@@ -26,28 +26,10 @@ from collections.abc import Iterator, Mapping
 
 from game.errors import FilmWithdrawn, UnknownFilm
 
-# The data types and the files' reader live in their own modules; their names are used from here.
-from game.film import (  # noqa: F401  (the catalogue's names, used from game.catalogue too)
-    CHARACTER_ID_RE,
-    FILM_ID_RE,
-    FOLDER_RE,
-    HUB_REPO_RE,
-    LOCAL_NAME_MAX,
-    NAME_MAX,
-    NAME_SEPARATORS,
-    PACKAGED,
-    SUGGESTION_MAX,
-    Character,
-    Film,
-    LocalNames,
-    fold,
-    locale_key,
-)
-from game.films_file import (  # noqa: F401  (the catalogue's names, used from game.catalogue too)
-    KNOWN_FIELDS,
-    LOCAL_FIELDS,
-    REQUIRED,
-    SUGGESTION_FIELDS,
+# The data types and the files' reader live in their own modules; the names callers take from
+# the catalogue are re-exported here.
+from game.film import NAME_SEPARATORS, PACKAGED, Character, Film, fold  # noqa: F401
+from game.films_file import (  # noqa: F401
     CatalogueError,
     load_catalogue,
     packaged_films,
