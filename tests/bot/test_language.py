@@ -14,9 +14,10 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
 from db.models import ChannelSettings, GuildSettings
-from i18n import catalogs, locales
+from i18n import locales
 from i18n.pseudo import CLOSE, OPEN
 from tests.bot.helpers import answer, audit_actions, field, say
+from tests.i18n.helpers import catalogs_in
 
 RIGHTS = "You need the Manage Server permission or the bot's admin role"
 
@@ -46,12 +47,9 @@ def french(tmp_path_factory):
     (folder / "fr" / "LC_MESSAGES").mkdir(parents=True)
     with (folder / "fr" / "LC_MESSAGES" / "messages.po").open("wb") as f:
         write_po(f, fr)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", folder)
-        catalogs.reload()
+    with catalogs_in(folder):
         assert locales.shipped() == ("en", "fr")
         yield folder
-    catalogs.reload()
 
 
 async def _settings(sessions, guild_id: int, channel_id: int) -> tuple[str | None, str | None]:

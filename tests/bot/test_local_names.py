@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from babel.messages.catalog import Catalog
 
-from i18n import catalogs, locales
+from i18n import locales
 from tests.bot.helpers import say, setup_game
 from tests.fake_discord import interactions as it
-from tests.i18n.helpers import write_catalog
+from tests.i18n.helpers import catalogs_in, write_catalog
 
 
 @pytest.fixture
@@ -25,15 +25,9 @@ def ja_catalog(tmp_path: Path) -> Iterator[Path]:
     po = Catalog(locale="ja", domain=locales.DOMAIN)
     po.add("fly on broomstick", "ほうきで飛ぶ", context="motion")
     po.add("sky", "空", context="background")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", root)
-        catalogs.reload()
-        try:
-            write_catalog(root, "ja", po)
-            yield root
-        finally:
-            catalogs.reload()
-    catalogs.reload()
+    with catalogs_in(root):
+        write_catalog(root, "ja", po)
+        yield root
 
 
 async def choices(w, member, command: str, options: dict, focused: str, locale: str = "ja") -> list[dict]:

@@ -24,10 +24,11 @@ from bot import embeds
 from bot.audit import describe
 from bot.modlog import log_embed
 from db.models import AuditLog, Turn
-from i18n import catalogs, locales, use_locale
+from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 from tests.bot.helpers import answer, command, say, setup_game, turns_of
 from tests.fake_discord.interactions import MESSAGE_COMPONENT
+from tests.i18n.helpers import catalogs_in
 
 ACT = {"motion": "walk", "background": "town"}
 # English labels of the status message and the post, none of which may show in the server's language
@@ -51,14 +52,8 @@ def pseudo_catalog(tmp_path: Path, fresh_template) -> Iterator[Path]:
     root.mkdir()
     with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
         write_po(f, fresh_template, width=100)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", root)
-        catalogs.reload()
-        try:
-            yield root
-        finally:
-            catalogs.reload()
-    catalogs.reload()
+    with catalogs_in(root):
+        yield root
 
 
 def pseudo(text: str) -> bool:

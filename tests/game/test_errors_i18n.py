@@ -23,8 +23,9 @@ from animegamer.i18n_cli import KEYWORDS, ROOT
 from game import errors, shot_errors
 from game.sanitize import InputRefused, sanitize_field
 from game.states import describe
-from i18n import catalogs, locales, use_locale
+from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
+from tests.i18n.helpers import catalogs_in
 
 SOURCES = ("game/errors.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
            "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
@@ -82,21 +83,16 @@ def _write(root: Path, locale: str, strings: dict, contexts: dict | None = None)
 
 
 @pytest.fixture
-def catalogs_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Catalog]:
+def catalogs_here(tmp_path: Path) -> Iterator[Catalog]:
     root = tmp_path / "locales"
     root.mkdir()
-    monkeypatch.setattr(locales, "LOCALES_DIR", root)
     pot = _template()
     with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
         write_po(f, pot)
     _write(root, "ja", JA, JA_CONTEXT)
     _write(root, "pl", PL_PLURALS)
-    catalogs.reload()
-    try:
+    with catalogs_in(root):
         yield pot
-    finally:
-        monkeypatch.undo()
-        catalogs.reload()
 
 
 def test_the_refusals_are_extracted(catalogs_here: Catalog):

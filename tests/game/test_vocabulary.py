@@ -11,8 +11,8 @@ from babel.messages.catalog import Catalog
 
 from game import vocabulary
 from game.catalogue import packaged_films
-from i18n import catalogs, locales, use_locale
-from tests.i18n.helpers import write_catalog
+from i18n import locales, use_locale
+from tests.i18n.helpers import catalogs_in, write_catalog
 
 FILMS = packaged_films()
 QIQI, PONYO = FILMS["qiqi"], FILMS["ponyo"]
@@ -41,16 +41,10 @@ def shipped(tmp_path: Path) -> Iterator[Path]:
     """A ja and a fr catalog translating a few suggestions, in a temporary LOCALES_DIR."""
     root = tmp_path / "locales"
     root.mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", root)
-        catalogs.reload()
-        try:
-            write_catalog(root, "ja", catalog("ja", JA))
-            write_catalog(root, "fr", catalog("fr", FR))
-            yield root
-        finally:
-            catalogs.reload()
-    catalogs.reload()
+    with catalogs_in(root):
+        write_catalog(root, "ja", catalog("ja", JA))
+        write_catalog(root, "fr", catalog("fr", FR))
+        yield root
 
 
 def test_shown_translates_each_kind_with_its_context(shipped):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from i18n import catalogs, locales
 from tests.bot.conftest import bot_db, start_bot, world  # noqa: F401  (fixtures shared with the bot tests)
+from tests.i18n.helpers import catalogs_in
 from tests.queue.conftest import qsettings, start_worker  # noqa: F401
 
 
@@ -20,11 +20,5 @@ def catalog_dir(tmp_path: Path) -> Iterator[Path]:
     forgotten before and after: the shipped catalogs are back when the test ends."""
     root = tmp_path / "locales"
     root.mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", root)
-        catalogs.reload()
-        try:
-            yield root
-        finally:
-            catalogs.reload()
-    catalogs.reload()
+    with catalogs_in(root):
+        yield root

@@ -1,13 +1,31 @@
-"""Writing catalogs for the tests with Babel, the way `animegamer i18n` writes them."""
+"""Catalogs for the tests: a temporary catalog directory (`catalogs_in`), and catalogs written
+with Babel, the way `animegamer i18n` writes them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
 from i18n import catalogs, locales
+
+
+@contextmanager
+def catalogs_in(root: Path) -> Iterator[Path]:
+    """i18n.locales.LOCALES_DIR pointed at `root` and the compiled catalogs forgotten, for the
+    block; the shipped catalogs (never written) are back afterwards."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(locales, "LOCALES_DIR", root)
+        catalogs.reload()
+        try:
+            yield root
+        finally:
+            catalogs.reload()
+    catalogs.reload()
 
 
 def write_pot(root: Path, pot: Catalog) -> Path:

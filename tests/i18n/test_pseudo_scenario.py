@@ -38,10 +38,11 @@ from sqlalchemy import func, select
 from animegamer import i18n_cli
 from db.models import Turn
 from game.catalogue import packaged_films
-from i18n import catalogs, locales
+from i18n import locales
 from i18n.pseudo import OPEN, pseudo
 from tests.bot.helpers import command, say
 from tests.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
+from tests.i18n.helpers import catalogs_in
 from tests.i18n.visible import BACKTICKS, Leftover, Shown, leftovers, phrases_pattern, shown_texts
 
 FILMS_TOML = Path(__file__).resolve().parents[2] / "game" / "films.toml"
@@ -55,15 +56,13 @@ def fresh_template():
 
 
 @pytest.fixture
-def pseudo_catalog_dir(tmp_path: Path, fresh_template, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def pseudo_catalog_dir(tmp_path: Path, fresh_template) -> Iterator[Path]:
     root = tmp_path / "i18n-locales"
     root.mkdir()
     with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
         write_po(f, fresh_template, width=100)
-    monkeypatch.setattr(locales, "LOCALES_DIR", root)
-    catalogs.reload()
-    yield root
-    catalogs.reload()
+    with catalogs_in(root):
+        yield root
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from game.catalogue import FILMS
 from i18n import catalogs, locales, use_locale
 from i18n.pseudo import pseudo
 from play import language
+from tests.i18n.helpers import catalogs_in
 from tests.play.conftest import running_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,14 +72,8 @@ def catalog_dir(tmp_path: Path) -> Iterator[Path]:
     (root / "messages.pot").write_bytes(template_po())
     write_catalog(root, "ja", {**JA, VOTES: ["%(n)s 票"]})
     write_catalog(root, "ru", {VOTES: RU_VOTES})
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(locales, "LOCALES_DIR", root)
-        catalogs.reload()
-        try:
-            yield root
-        finally:
-            catalogs.reload()
-    catalogs.reload()
+    with catalogs_in(root):
+        yield root
 
 
 @pytest.fixture
