@@ -26,7 +26,6 @@ from game.content_rules import NEUTRAL_NAME
 from game.errors import turn_status as status_label
 from game.sanitize import clean_text
 from game.states import STATE_NAMES, CharacterState, bar, state_label
-from game.turn_texts import LOST_TURN
 from i18n import Lazy, _, locales, pgettext, use_locale
 from i18n.formatting import number, percent
 from i18n.translate import Lp_
@@ -155,10 +154,7 @@ def stage_text(stage: str) -> str:
 
 def failure_text(error: str | None) -> str:
     """A failed turn's stored reason in the current language (game.turn_texts), escaped for display."""
-    if error and error not in ("failed", LOST_TURN) and not turn_texts.is_known_failure(error):
-        # TRANSLATORS: %(reason)s is the generator's own explanation, in English
-        return _("The generator reported: %(reason)s", reason=esc(error))
-    return turn_texts.failure_text(error)
+    return turn_texts.failure_text(error, quote=esc)
 
 
 def turn_status(status: str) -> str:

@@ -9,6 +9,7 @@ failed)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from game.errors import catalog_text
 from i18n import _
@@ -21,8 +22,9 @@ _GENERIC_FAILURE = re.compile(
 )
 
 
-def failure_text(error: str | None) -> str:
-    """A failed turn's stored reason in the current language (not escaped for Markdown)."""
+def failure_text(error: str | None, quote: Callable[[str], str] = str) -> str:
+    """A failed turn's stored reason in the current language; a reason the worker does not write
+    in a fixed form is quoted through `quote` (the bot escapes it for Markdown)."""
     if not error or error == "failed":
         return _("The generator gave no reason.")
     if error == LOST_TURN:
@@ -32,12 +34,7 @@ def failure_text(error: str | None) -> str:
         return _("The generator failed on this turn (%(kind)s). Try again, or ask a moderator to check the worker's log.",
                  kind=m["kind"])
     # TRANSLATORS: %(reason)s is the generator's own explanation, in English
-    return _("The generator reported: %(reason)s", reason=error)
-
-
-def is_known_failure(error: str) -> bool:
-    """A stored reason the worker writes in a fixed form (translated rather than quoted)."""
-    return error == LOST_TURN or _GENERIC_FAILURE.fullmatch(error) is not None
+    return _("The generator reported: %(reason)s", reason=quote(error))
 
 
 def reason_text(reason: str | None) -> str:
