@@ -2,8 +2,9 @@
 
 - Ephemeral answers, buttons' answers, modals and autocomplete follow `interaction.locale` (the
   member's Discord client language). `adopt(interaction)` makes it current for the rest of the
-  interaction's task; the command tree, every view, button and modal call it from their
-  interaction check (`LocalizedView`, `LocalizedItem`, `LocalizedModal`), before any handler.
+  interaction's task; the command tree and every button (`LocalizedItem`: the bot's buttons are
+  DynamicItems) call it from their interaction check, before any handler. A view or modal added
+  later calls it from its own interaction_check.
 - Public messages (turn posts, status messages, vote rounds, notices, announcements) follow the
   server: the channel's `/admin language`, else the server's, else the guild's `preferred_locale`
   (Discord's "Server Primary Language" in Community servers), else English. Code that posts
@@ -64,20 +65,6 @@ async def public_for(interaction: discord.Interaction) -> str:
 
     return await server_language(bot_of(interaction), interaction.guild_id, interaction.channel_id,
                                  guild_locale=interaction.guild_locale)
-
-
-class LocalizedView(discord.ui.View):
-    """A view whose callbacks answer in the member's language."""
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        adopt(interaction)
-        return True
-
-
-class LocalizedModal(discord.ui.Modal):
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        adopt(interaction)
-        return True
 
 
 class LocalizedItem:
