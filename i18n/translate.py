@@ -91,7 +91,7 @@ class Lazy:
         return str(self) == str(other)
 
     def __hash__(self) -> int:
-        return hash(self.msgid)
+        return hash(str(self))  # equal to the text it renders (__eq__), so hashed as that text
 
     def __add__(self, other: object) -> str:
         return str(self) + str(other)
