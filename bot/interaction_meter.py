@@ -38,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from bot.ack_gate import AckGate
 from bot.metrics import OUTCOMES, BotMetrics, interaction_command, interaction_kind
 
 STALE = 900.0  # seconds: an interaction's token lives 15 minutes
@@ -67,6 +68,7 @@ class InteractionMeter:
     def __init__(self, metrics: BotMetrics) -> None:
         self.metrics = metrics
         self._tracked: collections.OrderedDict[int, _Tracked] = collections.OrderedDict()
+        self.gate = AckGate()  # commands' work yields to acknowledgements in flight (bot.ack_gate)
 
     def __len__(self) -> int:
         return len(self._tracked)
@@ -80,6 +82,7 @@ class InteractionMeter:
         now = time.perf_counter()
         self._forget_stale(now)
         self._tracked[int(interaction.id)] = _Tracked(interaction, kind, now)
+        self.gate.received(int(interaction.id))
 
     def _forget_stale(self, now: float) -> None:
         stale = []
@@ -120,6 +123,7 @@ class InteractionMeter:
 
     def _ack(self, t: _Tracked, at: float) -> None:
         t.acked = True
+        self.gate.answered(int(t.interaction.id))
         self.metrics.acknowledged(t.kind, at - t.received)
 
     # --- outcome
@@ -151,4 +155,5 @@ class InteractionMeter:
         self._tracked.pop(int(t.interaction.id), None)
         if not t.acked and t.headers_at is not None:  # answered without a body: its headers are the answer
             self._ack(t, t.headers_at)
+        self.gate.answered(int(t.interaction.id))  # answered or not, its handler is done
         self.metrics.interaction(t.kind, interaction_command(t.interaction), t.outcome)

@@ -15,6 +15,7 @@ import discord
 
 from bot import audit as bot_audit
 from bot import checks, context, locale, replies
+from bot.ack_gate import think
 from bot.embeds import esc, fit_label
 from bot.locale import LocalizedItem
 from db import sessions as game_sessions
@@ -72,7 +73,7 @@ class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], temp
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            await interaction.response.defer(ephemeral=True, thinking=True)
+            await think(interaction)
             await interaction.followup.send(await self.act(interaction, context.bot_of(interaction)), ephemeral=True)
         except Exception as e:
             await replies.report(interaction, e)

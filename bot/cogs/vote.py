@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot import audit as bot_audit
 from bot import checks, context, locale, replies
+from bot.ack_gate import think
 from bot.cogs.play import act_fields, split_names, with_cleaning_notes, with_note
 from bot.embeds import (
     DESCRIPTION_MAX,
@@ -133,7 +134,7 @@ class VoteButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], templ
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = context.bot_of(interaction)
         try:
-            await interaction.response.defer(ephemeral=True, thinking=True)
+            await think(interaction)
             cog = bot.get_cog("Vote")
             if not isinstance(cog, Vote):  # the button is registered by the cog, removed with it
                 raise RuntimeError("a vote button was clicked while the Vote cog is not loaded")
@@ -263,7 +264,7 @@ class Vote(commands.Cog):
         time_of_day: app_commands.Range[str, 0, 100] | None = None,
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        await think(interaction)
         automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
@@ -283,7 +284,7 @@ class Vote(commands.Cog):
 
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")
     async def open_now(self, interaction: discord.Interaction) -> None:
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             rnd, created = await votes.open_round(s, gs, by=interaction.user.id)
@@ -298,7 +299,7 @@ class Vote(commands.Cog):
         self, interaction: discord.Interaction, enabled: bool,
         seconds: app_commands.Range[int, votes.MIN_ROUND_SECONDS, votes.MAX_ROUND_SECONDS] | None = None,
     ) -> None:
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             cfg, voided = await votes.set_mode(s, context.guild_id(interaction), context.channel_id(interaction), enabled, seconds)
             await bot_audit.record(s, interaction, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
