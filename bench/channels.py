@@ -215,7 +215,9 @@ async def run(args) -> None:
             spy = None
             if args.py_spy:
                 spy_bin = shutil.which("py-spy") or str(Path(ROOT) / ".venv/bin/py-spy")
-                fmt = ["--format", "raw"] if args.py_spy.endswith(".txt") else []  # collapsed stacks
+                fmt = (["--format", "raw"] if args.py_spy.endswith(".txt")  # collapsed stacks
+                       else ["--format", "speedscope"] if args.py_spy.endswith(".json")  # samples in time order
+                       else [])
                 spy = subprocess.Popen([spy_bin, "record", "-o", args.py_spy, "--pid", str(bot_pid), "--rate", "1000",
                                         "--nonblocking", *fmt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 await asyncio.sleep(1.0)
@@ -330,7 +332,7 @@ def main() -> None:
     p.add_argument("--delay", type=float, default=0.4, help="seconds the preview backend takes per turn")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--steps", type=int, choices=(1, 2, 3), default=3, help="1: /game start only, 2: and /game join, 3: and /act")
-    p.add_argument("--py-spy", metavar="SVG", help="record a py-spy flame graph of the bot process meanwhile (.txt: collapsed stacks)")
+    p.add_argument("--py-spy", metavar="SVG", help="record a py-spy flame graph of the bot process meanwhile (.txt: collapsed stacks, .json: speedscope)")
     asyncio.run(run(p.parse_args()))
 
 
