@@ -1,7 +1,8 @@
 """The compose file's monitoring profile (docker/compose.yaml, docker/monitoring/): every metric the
 Grafana dashboard and the alert rules use is one the processes export; the profile's services,
 mounts and scrape targets fit the compose file; the rules pass `promtool check rules` where
-promtool is installed, and `docker compose --profile monitoring config` where the compose plugin is.
+promtool is installed, and `docker compose --profile monitoring config` where compose is (the
+plugin, or docker-compose 1.29).
 
 The exported metrics come from `exposition_texts()`, which scrapes the real processes' /metrics
 once a turn went through them: the bot (AnimeGamerBot on the fake Discord, /metrics on its health
@@ -473,15 +474,36 @@ def test_promtool_checks_the_rules_and_the_config(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_docker_compose_config_is_valid():
+def _compose_command() -> tuple[list[str], bool] | None:
+    """docker's compose plugin (v2), else the standalone docker-compose 1.29 (Debian bookworm's
+    package; .ci/run installs it where apt can): (command, whether it is v1); None: neither."""
     docker = shutil.which("docker")
-    if docker is None:
-        pytest.skip("docker is not installed")
-    if subprocess.run([docker, "compose", "version"], capture_output=True, timeout=60).returncode != 0:
-        pytest.skip("docker's compose plugin is not installed")
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True, timeout=60).returncode == 0:
+        return [docker, "compose"], False
+    v1 = shutil.which("docker-compose")
+    return ([v1], True) if v1 else None
+
+
+def test_docker_compose_config_is_valid():
+    """Compose itself reads the file with the monitoring profile: its schema, the interpolation of
+    its variables, the profile's services."""
+    found = _compose_command()
+    if found is None:
+        pytest.skip("neither docker's compose plugin nor docker-compose is installed")
+    cmd, v1 = found
+    source = DOCKER / "compose.yaml"
+    if v1:  # 1.29 predates the top-level `name` (the project's name; v2 reads it): the rest is checked
+        raw = yaml.safe_load(source.read_text())
+        assert raw.pop("name") == "animegamer"
+        source = DOCKER / f".compose-v1-{os.getpid()}.yaml"  # beside the original: relative paths stay right
+        source.write_text(yaml.safe_dump(raw, sort_keys=False))
     env = {**os.environ, "POSTGRES_PASSWORD": "dummy"}
-    r = subprocess.run(
-        [docker, "compose", "-f", str(DOCKER / "compose.yaml"), "--profile", "monitoring", "config", "-q"],
-        capture_output=True, text=True, env=env, timeout=120,
-    )
+    try:
+        r = subprocess.run([*cmd, "-f", str(source), "--project-directory", str(DOCKER), "--profile", "monitoring", "config"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        if v1:
+            source.unlink()
     assert r.returncode == 0, r.stderr
+    services = yaml.safe_load(r.stdout)["services"]
+    assert {"prometheus", "grafana", "bot", "postgres"} <= set(services)  # the profile's services are in
