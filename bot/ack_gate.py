@@ -1,5 +1,7 @@
-"""Acknowledgements before work: a command's work after its own acknowledgement waits (briefly)
-until every interaction received before that moment has been acknowledged too.
+"""Acknowledgements before work. Every command and button starts with `think`: a private
+deferral ("thinking"), sent in order of arrival at most SENDING_AT_ONCE at a time, as one bare POST;
+then its work waits (briefly) until every interaction received before that moment has been
+acknowledged too.
 
 Why: one event loop carries every interaction. Under a burst (500 channels starting a game at the
 same moment) each acknowledgement needs a few turns of the loop (a new connection: connect, the
@@ -7,6 +9,12 @@ transport, the request), and every turn also ran the database work of the comman
 acknowledged, so the burst's last acknowledgements waited behind the first ones' work
 (bench/channels.py). Discord expires an interaction not acknowledged within 3 s; the work after
 an acknowledgement has 15 minutes. So the work yields to the acknowledgements still in flight.
+
+In order rather than all at once: each acknowledgement needs a few turns of the loop, and with
+all 500 in flight every turn carried all of them, so the first left as late as the last, and each
+opened its own connection. In slots, released when the request's body has left (not at Discord's
+answer, a round trip later), they leave in order of arrival and reuse the connections the earlier
+ones freed.
 
 Bounded both ways: a command waits only for interactions received before it asked (never for
 later arrivals, so a steady stream cannot starve it), at most `limit` seconds, and an interaction
@@ -18,27 +26,59 @@ Receipts and acknowledgements come from bot.interaction_meter, which sees both.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import heapq
 import itertools
 
+import aiohttp
 import discord
+import discord.http
 
 from bot import context
 
 ACK_DEADLINE = 3.0  # seconds: Discord's deadline for an interaction's first answer
 WAIT_LIMIT = 1.0  # seconds: the longest a command's work yields to other acknowledgements
+SENDING_AT_ONCE = 32  # acknowledgements being sent at a time (8 and 32 measured alike)
+# The body discord.py's defer(ephemeral=True, thinking=True) sends, for commands, buttons and modals alike.
+THINKING_PRIVATELY = b'{"type":5,"data":{"flags":64}}'
 
 
 async def think(interaction: discord.Interaction) -> None:
     """Every command's and button's first step: acknowledge privately, Discord showing "thinking"
     until the answer follows; then yield to the acknowledgements still in flight."""
-    await interaction.response.defer(ephemeral=True, thinking=True)
-    await context.bot_of(interaction).interaction_meter.gate.wait()
+    gate = context.bot_of(interaction).interaction_meter.gate
+    async with gate.sending(int(interaction.id)):
+        if not await _defer_bare(interaction):
+            await interaction.response.defer(ephemeral=True, thinking=True)
+    await gate.wait()
+
+
+async def _defer_bare(interaction: discord.Interaction) -> bool:
+    """The deferral as one POST on discord.py's own session (its connections, its proxy, the
+    interaction meter's tracing). Without `with_response` Discord answers 204 and no body: nothing
+    to parse into the callback response and message objects that discord.py's defer asks for and a
+    deferral never reads (the larger part of that defer's CPU under a burst, bench/channels.py).
+    False on any failure: discord.py's defer then sends it, with its retries and its errors (an
+    expired interaction's NotFound)."""
+    http = interaction._state.http
+    url = f"{discord.http.Route.BASE}/interactions/{interaction.id}/{interaction.token}/callback"
+    headers = {"Content-Type": "application/json", "User-Agent": http.user_agent}
+    try:
+        async with interaction._session.post(url, data=THINKING_PRIVATELY, headers=headers,
+                                             proxy=http.proxy, proxy_auth=http.proxy_auth) as r:
+            if not 200 <= r.status < 300:
+                return False
+    except (TimeoutError, aiohttp.ClientError):
+        return False
+    # What discord.py's defer records: the response is done, follow-ups edit the "thinking" message.
+    interaction.response._response_type = discord.InteractionResponseType.deferred_channel_message
+    return True
 
 
 class AckGate:
-    def __init__(self) -> None:
+    def __init__(self, slots: int = SENDING_AT_ONCE) -> None:
+        self._slots = slots
         self._seq = itertools.count(1)
         self._last = 0  # sequence number of the latest receipt
         self._pending: dict[int, int] = {}  # interaction id -> its receipt's sequence number
@@ -46,6 +86,39 @@ class AckGate:
         self._oldest: list[int] = []  # heap of pending sequence numbers, answered ones popped lazily
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (received up to, tie, future)
         self._tie = itertools.count()
+        self._sending: set[int] = set()  # interactions whose acknowledgement holds a slot
+        self._slot_waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+
+    @contextlib.asynccontextmanager
+    async def sending(self, interaction_id: int):
+        """A slot to send the interaction's acknowledgement in, in order of asking; freed when its
+        body has left (`answered`) or when the block ends, whichever comes first."""
+        if len(self._sending) < self._slots and not self._slot_waiters:
+            self._sending.add(interaction_id)
+        else:
+            handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._slot_waiters.append((interaction_id, handed))
+            try:
+                await handed  # _free_slot hands this one its slot
+            except asyncio.CancelledError:
+                if handed.done() and not handed.cancelled():
+                    self._free_slot(interaction_id)
+                raise
+        try:
+            yield
+        finally:
+            self._free_slot(interaction_id)
+
+    def _free_slot(self, interaction_id: int) -> None:
+        if interaction_id not in self._sending:
+            return
+        self._sending.discard(interaction_id)
+        while self._slot_waiters:
+            waiting_id, handed = self._slot_waiters.popleft()
+            if not handed.done():  # not cancelled meanwhile
+                self._sending.add(waiting_id)
+                handed.set_result(None)
+                return
 
     def pending(self) -> int:
         return len(self._pending)
@@ -60,6 +133,7 @@ class AckGate:
 
     def answered(self, interaction_id: int) -> None:
         """Acknowledged, ended unanswered, or past Discord's deadline (repeated calls are no-ops)."""
+        self._free_slot(interaction_id)
         seq = self._pending.pop(interaction_id, None)
         if seq is None:
             return

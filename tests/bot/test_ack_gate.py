@@ -1,7 +1,9 @@
-"""bot.ack_gate: a command's work after its acknowledgement waits for the interactions received
-before it to be acknowledged, never for later ones, never past its limit, and an interaction that
-is never answered stops counting at Discord's deadline. On the real bot, the meter feeds it:
-receipts from the client's dispatch, acknowledgements from the callback POST."""
+"""bot.ack_gate: acknowledgements are sent in order of asking, a bounded number at a time, each
+slot freed as its body leaves; a command's work after its acknowledgement waits for the
+interactions received before it to be acknowledged, never for later ones, never past its limit,
+and an interaction that is never answered stops counting at Discord's deadline. On the real bot,
+the meter feeds it (receipts from the client's dispatch, acknowledgements from the callback POST),
+and a deferral the bare POST could not send goes out through discord.py's defer."""
 
 from __future__ import annotations
 
@@ -69,6 +71,34 @@ async def test_many_waiters_released_in_order_of_their_receipts():
         assert [w.done() for w in waiters] == [j <= i for j in range(1, 6)]
 
 
+async def test_acknowledgements_take_slots_in_order_of_asking():
+    gate = AckGate(slots=2)
+    order: list[int] = []
+    release: dict[int, asyncio.Event] = {i: asyncio.Event() for i in range(1, 6)}
+
+    async def send(i: int) -> None:
+        async with gate.sending(i):
+            order.append(i)
+            await release[i].wait()
+
+    tasks = [asyncio.ensure_future(send(i)) for i in range(1, 6)]
+    await asyncio.sleep(0.01)
+    assert order == [1, 2]  # two slots
+    gate.answered(2)  # 2's body left: its slot goes to the next in line although its block goes on
+    await asyncio.sleep(0.01)
+    assert order == [1, 2, 3]
+    release[1].set()  # 1's block ended
+    await asyncio.sleep(0.01)
+    assert order == [1, 2, 3, 4]
+    tasks[4].cancel()  # 5 gives up waiting: it takes no slot and holds none
+    for i in (2, 3, 4):
+        release[i].set()
+    await asyncio.gather(*tasks[:4])
+    assert order == [1, 2, 3, 4]
+    async with gate.sending(6), gate.sending(7):  # every slot free again
+        pass
+
+
 async def test_a_burst_on_the_real_bot_is_acknowledged_then_answered(world, start_bot):
     w = world
     bot = await start_bot()
@@ -80,3 +110,17 @@ async def test_a_burst_on_the_real_bot_is_acknowledged_then_answered(world, star
         text, embeds, ephemeral = await answer(h)
         assert ephemeral and "/game start" in text + str(embeds)
     assert bot.interaction_meter.gate.pending() == 0  # each receipt was matched by its acknowledgement
+    for h in handles:  # one bare POST each, no callback body asked for
+        assert [c.request.query.get("with_response") for c in h.callbacks] == [None]
+
+
+async def test_a_deferral_the_bare_post_could_not_send_goes_out_through_discord_py(world, start_bot):
+    w = world
+    await start_bot()
+    w.server.fail_next("POST", route="/interactions/{interaction_id}/{token}/callback", status=503)
+    h = await w.server.slash(w.guild, w.games, w.alice, "help", {})
+    first = await h.wait_response(timeout=5)
+    assert first.type == DEFERRED_CHANNEL_MESSAGE and first.ephemeral
+    assert first.request.query.get("with_response") == "1"  # discord.py's defer sent it
+    text, embeds, ephemeral = await answer(h)
+    assert ephemeral and "/game start" in text + str(embeds)
