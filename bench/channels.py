@@ -134,6 +134,23 @@ class Driver:
                 await self._watch(n * (step + 1), timeout, follow=False)
 
 
+async def _quiet(idle_share: float = 0.85, window: float = 0.5, limit: float = 30.0) -> tuple[float, float]:
+    """Wait until the machine's CPUs were idle for `idle_share` of a `window` (the processes just
+    started, the previous run's Postgres work, done), at most `limit` s. Returns (seconds waited,
+    the last window's idle share)."""
+    import psutil
+
+    t0 = time.monotonic()
+    while True:
+        before = psutil.cpu_times()
+        await asyncio.sleep(window)
+        after = psutil.cpu_times()
+        busy = sum(after) - sum(before)
+        idle = ((after.idle - before.idle) / busy) if busy > 0 else 1.0
+        if idle >= idle_share or time.monotonic() - t0 >= limit:
+            return time.monotonic() - t0, idle
+
+
 def _cpu_seconds(bot_pid: int, worker_pid: int | None) -> dict[str, float]:
     """CPU time (user + system) so far of the bot, this process (Discord and its members), the
     worker and every Postgres process."""
@@ -221,6 +238,7 @@ async def run(args) -> None:
                 spy = subprocess.Popen([spy_bin, "record", "-o", args.py_spy, "--pid", str(bot_pid), "--rate", "1000",
                                         "--nonblocking", *fmt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 await asyncio.sleep(1.0)
+            waited, idle = await _quiet()
             load_before = os.getloadavg()
             cpu_before = _cpu_seconds(bot_pid, worker_proc.pid if worker_proc else None)
 
@@ -265,7 +283,8 @@ async def run(args) -> None:
 
             print(f"{args.channels} channels in {args.guilds} guild(s), mode {args.mode}, "
                   f"preview worker: {f'yes (delay {args.delay:.1f} s)' if args.worker else 'no'}; "
-                  f"{os.cpu_count()} CPUs, load average before {load_before[0]:.2f}")
+                  f"{os.cpu_count()} CPUs, load average before {load_before[0]:.2f}; waited {waited:.1f} s for the CPUs "
+                  f"to be {idle:.0%} idle")
             print(f"interactions: {len(responded)} acknowledged / {sent} sent ({sent - len(responded)} not), "
                   f"{len(driver.answered)} answered; acts queued: {queued}")
             if driver.push_errors:
