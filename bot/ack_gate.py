@@ -1,7 +1,13 @@
-"""Acknowledgements before work. Every command and button starts with `think`: a private
-deferral ("thinking"), sent in order of arrival at most SENDING_AT_ONCE at a time, as one bare POST;
-then its work waits (briefly) until every interaction received before that moment has been
-acknowledged too.
+"""Acknowledgements before work. The command tree acknowledges every slash and context-menu
+command before it looks the command up (`acknowledge_command`, from GameTree.interaction_check),
+unless the command answers itself (`@answers_itself`: a first answer with a view, say); every
+button starts with `think` itself. `think` is a private deferral ("thinking"), sent in order of
+arrival at most SENDING_AT_ONCE at a time, as one bare POST; then the work waits (briefly) until
+every interaction received before that moment has been acknowledged too.
+
+Before the look-up: the arguments' conversion, the cog's and the command's checks and the
+handler then run after every earlier arrival was acknowledged, not in front of them. A check that
+refuses, or an argument that does not convert, answers through the follow-up (bot.replies).
 
 Why: one event loop carries every interaction. Under a burst (500 channels starting a game at the
 same moment) each acknowledgement needs a few turns of the loop (a new connection: connect, the
@@ -42,6 +48,22 @@ WAIT_LIMIT = 1.0  # seconds: the longest a command's work yields to other acknow
 SENDING_AT_ONCE = 32  # acknowledgements being sent at a time (8 and 32 measured alike)
 # The body discord.py's defer(ephemeral=True, thinking=True) sends, for commands, buttons and modals alike.
 THINKING_PRIVATELY = b'{"type":5,"data":{"flags":64}}'
+
+
+def answers_itself(func):
+    """Marks a command whose handler gives the first answer itself (not acknowledged by the tree)."""
+    func.__answers_itself__ = True
+    return func
+
+
+async def acknowledge_command(interaction: discord.Interaction) -> None:
+    """The tree's acknowledgement of an application command (not of its autocomplete)."""
+    if interaction.type is not discord.InteractionType.application_command or interaction.response.is_done():
+        return
+    command = interaction.command
+    if command is not None and getattr(command.callback, "__answers_itself__", False):
+        return
+    await think(interaction)
 
 
 async def think(interaction: discord.Interaction) -> None:

@@ -16,7 +16,6 @@ from discord.ext import commands
 from bot import audit as bot_audit
 from bot import checks, context, locale
 from bot import modlog as modlog_setup
-from bot.ack_gate import think
 from bot.choices import character_choices, film_choices
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from db import audit, content_filters, guilds
@@ -84,7 +83,6 @@ class Admin(commands.Cog):
     @app_commands.describe(film="The film", scope="The whole server (default) or only this channel")
     @app_commands.autocomplete(film=film_choices)
     async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
-        await think(interaction)
         channel_id = context.channel_id(interaction) if scope == "channel" else None
         async with self._writing(interaction) as s:
             chosen = await guilds.set_film(s, context.guild_id(interaction), film, channel_id=channel_id)
@@ -99,7 +97,6 @@ class Admin(commands.Cog):
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
     @app_commands.autocomplete(character=character_choices)
     async def character(self, interaction: discord.Interaction, character: str, enabled: bool) -> None:
-        await think(interaction)
         async with self._writing(interaction) as s:
             cast = await guilds.set_character_enabled(
                 s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction), character, enabled
@@ -123,7 +120,6 @@ class Admin(commands.Cog):
         backlog: app_commands.Range[int, 1, 100] | None = None,
         max_length: app_commands.Range[int, 40, 2000] | None = None,
     ) -> None:
-        await think(interaction)
         async with self._writing(interaction) as s:
             change = await guilds.set_limits(
                 s, self.bot.settings, context.guild_id(interaction),
@@ -142,7 +138,6 @@ class Admin(commands.Cog):
     async def role(
         self, interaction: discord.Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
     ) -> None:
-        await think(interaction)
         async with self._writing(interaction) as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
@@ -154,7 +149,6 @@ class Admin(commands.Cog):
     @filters.command(name="add", description="Block a word or phrase in instructions here (*term* anywhere, term* prefix, *term suffix)")
     @app_commands.describe(term="A word or phrase of at most 60 characters; no star: the whole word only")
     async def filter_add(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
-        await think(interaction)
         async with self._writing(interaction) as s:
             added = await content_filters.add(s, context.guild_id(interaction), term, interaction.user.id)
             await bot_audit.record(s, interaction, "filter_add", added)
@@ -163,7 +157,6 @@ class Admin(commands.Cog):
     @filters.command(name="remove", description="Unblock a word or phrase of this server's filter")
     @app_commands.describe(term="The term as it was added (/admin filter list shows them)")
     async def filter_remove(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
-        await think(interaction)
         async with self._writing(interaction) as s:
             removed = await content_filters.remove(s, context.guild_id(interaction), term)
             await bot_audit.record(s, interaction, "filter_remove", removed)
@@ -171,7 +164,6 @@ class Admin(commands.Cog):
 
     @filters.command(name="list", description="This server's blocked words and phrases")
     async def filter_list(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             terms = await content_filters.terms(s, context.guild_id(interaction))
         if not terms:
@@ -195,7 +187,6 @@ class Admin(commands.Cog):
     @admin.command(name="log-channel", description="Where admin and moderator actions, refusals, removals and reports are posted")
     @app_commands.describe(channel="The moderation log channel (leave it out to turn the log off)")
     async def log_channel(self, interaction: discord.Interaction, channel: discord.TextChannel | None = None) -> None:
-        await think(interaction)
         if channel is not None:
             modlog_setup.require_postable(interaction, channel)
         async with self._writing(interaction) as s:
@@ -215,7 +206,6 @@ class Admin(commands.Cog):
     )
     @app_commands.choices(language=LANGUAGE_CHOICES)
     async def language(self, interaction: discord.Interaction, language: str, channel: discord.TextChannel | None = None) -> None:
-        await think(interaction)
         guild_id = context.guild_id(interaction)
         chosen = None if language == AUTOMATIC else language
         channel_id = None if channel is None else channel.id
@@ -241,7 +231,6 @@ class Admin(commands.Cog):
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
     async def show(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             recent = await audit.recent(s, context.guild_id(interaction), limit=10)

@@ -10,7 +10,6 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context
-from bot.ack_gate import think
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
 from db import games as past_games
 from game.catalogue import FILMS
@@ -59,7 +58,6 @@ class Games(commands.Cog):
     @app_commands.command(name="games", description="This channel's games, past and present, with their turn counts")
     @app_commands.guild_only()
     async def games(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             found = await past_games.channel_games(s, context.channel_id(interaction))
         e = discord.Embed(title=_("Games in this channel"), colour=INFO)

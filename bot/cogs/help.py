@@ -14,7 +14,6 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks, context
-from bot.ack_gate import think
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
 from db import guilds, votes
 from db import sessions as game_sessions
@@ -143,7 +142,6 @@ class Help(commands.Cog):
     @app_commands.command(name="help", description="The commands you can use here, with examples from this channel's film")
     @app_commands.guild_only()
     async def help(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             gs = await game_sessions.live_session(s, context.channel_id(interaction))

@@ -13,7 +13,6 @@ from discord.ext import commands
 from bot import audit as bot_audit
 from bot import checks, context, locale
 from bot import removal as shot_removal
-from bot.ack_gate import think
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, esc, fit
 from db import guilds
 from db import sessions as game_sessions
@@ -63,7 +62,6 @@ class Moderation(commands.Cog):
     @mod.command(name="pause", description="Pause the game: no new turns until it is resumed")
     @app_commands.describe(reason="Shown to the players")
     async def pause(self, interaction: discord.Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
-        await think(interaction)
         await self._reason_allowed(interaction, reason)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
@@ -79,7 +77,6 @@ class Moderation(commands.Cog):
 
     @mod.command(name="resume", description="Resume a paused game")
     async def resume(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             await game_sessions.set_paused(s, gs, False)
@@ -89,7 +86,6 @@ class Moderation(commands.Cog):
 
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
     async def reset(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), lock=True)
             waiting = [t for t in await turn_service.pending_turns(s, gs.id) if t.status == "queued"]
@@ -114,7 +110,6 @@ class Moderation(commands.Cog):
     async def cancel(
         self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200] | None = None
     ) -> None:
-        await think(interaction)
         await self._reason_allowed(interaction, reason)
         by = interaction.user.display_name
         with use_locale(await locale.public_for(interaction)):  # stored on the turn and shown on its status message
@@ -136,7 +131,6 @@ class Moderation(commands.Cog):
     @mod.command(name="kick", description="Remove a player from the game (their character becomes free)")
     @app_commands.describe(player="The player")
     async def kick(self, interaction: discord.Interaction, player: discord.User) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             if await game_sessions.player_of(s, gs.id, player.id) is None:
@@ -157,7 +151,6 @@ class Moderation(commands.Cog):
     async def remove(
         self, interaction: discord.Interaction, turn: app_commands.Range[int, 1], reason: app_commands.Range[str, 1, 200]
     ) -> None:
-        await think(interaction)
         await self._reason_allowed(interaction, reason)  # shown on the post
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))

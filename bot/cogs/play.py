@@ -17,7 +17,6 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import checks, context, locale
-from bot.ack_gate import think
 from bot.choices import catalogue_choices, film_choices, join_choices, others_choices, split_names
 from bot.embeds import CONTENT_MAX, fit, history_embed, person, states_embed
 from bot.export import ExportLimiter, export_session
@@ -121,7 +120,6 @@ class Play(commands.Cog):
     @app_commands.describe(film="The film to play (admins only; default: the film configured here)")
     @app_commands.autocomplete(film=film_choices)
     async def start(self, interaction: discord.Interaction, film: str | None = None) -> None:
-        await think(interaction)
         automod = await self.bot.automod.for_interaction(interaction)
         async with self.bot.db.sessions.begin() as s:
             cfg = await self._config(s, interaction)
@@ -140,7 +138,6 @@ class Play(commands.Cog):
     @app_commands.describe(character="A free character of this channel's cast")
     @app_commands.autocomplete(character=join_choices)
     async def join(self, interaction: discord.Interaction, character: str) -> None:
-        await think(interaction)
         automod = await self.bot.automod.for_interaction(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
@@ -160,7 +157,6 @@ class Play(commands.Cog):
 
     @game.command(name="leave", description="Stop playing your character")
     async def leave(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             p = await game_sessions.leave(s, gs, interaction.user.id)
@@ -183,7 +179,6 @@ class Play(commands.Cog):
         time_of_day: app_commands.Range[str, 0, 100] | None = None,
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
-        await think(interaction)
         automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
@@ -222,7 +217,6 @@ class Play(commands.Cog):
     @app_commands.command(name="status", description="Every character's stamina, social and entertainment")
     @app_commands.guild_only()
     async def status(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             states = await game_sessions.states(s, gs.id)
@@ -241,7 +235,6 @@ class Play(commands.Cog):
     async def history(
         self, interaction: discord.Interaction, count: app_commands.Range[int, 1, 25] = 10, game: app_commands.Range[int, 1] | None = None
     ) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             gs = await self._game(s, interaction, game)
             turns = await turn_service.history(s, gs.id, count)
@@ -252,7 +245,6 @@ class Play(commands.Cog):
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
     @app_commands.guild_only()
     async def queue(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             pending = await turn_service.pending_turns(s, gs.id)
@@ -268,7 +260,6 @@ class Play(commands.Cog):
     @app_commands.guild_only()
     @app_commands.describe(game="A game's number from /games (default: the current game)")
     async def export(self, interaction: discord.Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
-        await think(interaction)
         # What cannot be served says why before the rate limit applies: no game, no finished shot.
         async with self.bot.db.sessions() as s:
             gs = await self._game(s, interaction, game)

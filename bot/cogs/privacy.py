@@ -17,7 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context, replies
-from bot.ack_gate import think
+from bot.ack_gate import answers_itself
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
 from bot.locale import LocalizedItem
 from db import departures
@@ -114,12 +114,12 @@ class Privacy(commands.Cog):
 
     @privacy.command(name="show", description="What this bot stores about you, here and in all servers")
     async def show(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions() as s:
             found = await member_data.stored(s, interaction.user.id, context.guild_id(interaction))
         await interaction.followup.send(embed=stored_embed(found), ephemeral=True)
 
     @privacy.command(name="delete", description="Delete what this bot stores about you, in every server")
+    @answers_itself  # the confirmation, with its button, is the first answer
     async def delete(self, interaction: discord.Interaction) -> None:
         context.guild_id(interaction)
         e = discord.Embed(title=_("Delete your data?"), colour=FAILED, description=str(CONFIRM_TEXT))

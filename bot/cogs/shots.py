@@ -20,7 +20,6 @@ from discord.ext import commands
 from bot import audit as bot_audit
 from bot import context, locale
 from bot import removal as shot_removal
-from bot.ack_gate import think
 from bot.embeds import person
 from db import modlog as modlog_db
 from db import turn_reads
@@ -82,7 +81,6 @@ class Shots(commands.Cog):
         return turn
 
     async def remove_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
-        await think(interaction)
         turn = await self._shot(interaction, message)
         with use_locale(await locale.public_for(interaction)):
             reason = str(MENU_REASON)
@@ -90,7 +88,6 @@ class Shots(commands.Cog):
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
     async def report_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
-        await think(interaction)
         guild_id = context.guild_id(interaction)
         turn = await self._shot(interaction, message)
         if turn.removed_at is not None:

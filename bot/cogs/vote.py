@@ -264,7 +264,6 @@ class Vote(commands.Cog):
         time_of_day: app_commands.Range[str, 0, 100] | None = None,
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
-        await think(interaction)
         automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
@@ -284,7 +283,6 @@ class Vote(commands.Cog):
 
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")
     async def open_now(self, interaction: discord.Interaction) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
             rnd, created = await votes.open_round(s, gs, by=interaction.user.id)
@@ -299,7 +297,6 @@ class Vote(commands.Cog):
         self, interaction: discord.Interaction, enabled: bool,
         seconds: app_commands.Range[int, votes.MIN_ROUND_SECONDS, votes.MAX_ROUND_SECONDS] | None = None,
     ) -> None:
-        await think(interaction)
         async with self.bot.db.sessions.begin() as s:
             cfg, voided = await votes.set_mode(s, context.guild_id(interaction), context.channel_id(interaction), enabled, seconds)
             await bot_audit.record(s, interaction, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)

@@ -12,7 +12,7 @@ import asyncio
 from bot import ack_gate
 from bot.ack_gate import AckGate
 from tests.bot.helpers import answer
-from tests.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
+from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
 
 
 async def _started(coro) -> asyncio.Task:
@@ -124,3 +124,19 @@ async def test_a_deferral_the_bare_post_could_not_send_goes_out_through_discord_
     assert first.request.query.get("with_response") == "1"  # discord.py's defer sent it
     text, embeds, ephemeral = await answer(h)
     assert ephemeral and "/game start" in text + str(embeds)
+
+
+async def test_the_tree_acknowledges_before_the_checks_unless_the_command_answers_itself(world, start_bot):
+    w = world
+    await start_bot()
+    # carol has no rights: the admin cog's check refuses, after the tree's acknowledgement
+    h = await w.server.slash(w.guild, w.games, w.carol, "admin film", {"film": "qiqi"})
+    first = await h.wait_response(timeout=5)
+    assert first.type == DEFERRED_CHANNEL_MESSAGE and first.ephemeral
+    text, _, ephemeral = await answer(h)
+    assert ephemeral and "Manage Server" in text
+    # /privacy delete's first answer is its confirmation with a button (marked answers_itself)
+    h = await w.server.slash(w.guild, w.games, w.alice, "privacy delete", {})
+    first = await h.wait_response(timeout=5)
+    assert first.type == CHANNEL_MESSAGE and first.ephemeral
+    assert any(c.startswith("ag:privacy:delete:") for c in first.message.custom_ids)
