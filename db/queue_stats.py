@@ -10,7 +10,7 @@ clock, so the bot's clock does not skew them.
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import GameSession, Turn
@@ -21,11 +21,16 @@ WAITING = "queued"
 async def waiting_by_film(s: AsyncSession) -> dict[str, tuple[int, float]]:
     """{film id: (turns waiting, seconds since the oldest of them was submitted)}; films with
     nothing waiting are left out."""
+    rows = await s.execute(_query())
+    return {film: (int(n), max(0.0, float(age or 0.0))) for film, n, age in rows}
+
+
+def _query() -> Select:
+    """Waiting turns per film: count and oldest age (ix_turns_waiting serves the WHERE)."""
     oldest = func.extract("epoch", func.now() - func.min(Turn.created_at))
-    rows = await s.execute(
+    return (
         select(GameSession.film_id, func.count(), oldest)
         .join(GameSession, GameSession.id == Turn.session_id)
         .where(Turn.status == WAITING)
         .group_by(GameSession.film_id)
     )
-    return {film: (int(n), max(0.0, float(age or 0.0))) for film, n, age in rows}

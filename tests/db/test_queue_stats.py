@@ -94,3 +94,25 @@ async def test_waiting_turns_per_film_with_the_oldest_age(sessions):
         assert await turns.start_turn(s, fresh.id, 2) is not None
     async with sessions() as s:
         assert "ponyo" not in await queue_stats.waiting_by_film(s)
+
+
+async def test_the_gauges_query_reads_the_waiting_turns_index(sessions):
+    """Scraped every few seconds: on a history of finished turns the plan reaches the few queued
+    ones through ix_turns_waiting (a partial index on status = 'queued') rather than reading every
+    turn ever played."""
+    from sqlalchemy import text
+
+    gs = await _game(sessions, 10, "qiqi")
+    turn = await _submit(sessions, gs)
+    columns = [c.name for c in Turn.__table__.columns if c.name not in ("id", "seq", "status")]
+    async with sessions.begin() as s:  # 20,000 finished turns, copies of the queued one
+        await s.execute(text(
+            f"INSERT INTO turns ({', '.join(columns)}, seq, status) "
+            f"SELECT {', '.join(columns)}, seq + g, 'done' FROM turns, generate_series(1, 20000) g WHERE id = :id"
+        ), {"id": turn.id})
+    async with sessions() as s:
+        await s.execute(text("ANALYZE turns"))
+        compiled = queue_stats._query().compile(compile_kwargs={"literal_binds": True})
+        plan = "\n".join(row[0] for row in await s.execute(text(f"EXPLAIN {compiled}")))
+    assert "ix_turns_waiting" in plan, plan
+    assert "Seq Scan on turns" not in plan, plan
