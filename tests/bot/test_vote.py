@@ -9,6 +9,7 @@ from sqlalchemy import func, select, text, update
 from db.models import Turn, VoteBallot, VoteRound
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import say, status_message, turns_of
+from tests.queue.helpers import wait_until
 
 
 def round_messages(w, channel=None):
@@ -192,9 +193,14 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
     await w.server.wait_until(lambda: status_message(w, 1).embeds[0]["title"] == "Turn #1 · queued")
     (turn,) = await turns_of(sessions)
     assert turn.author_id == w.carol.id
-    async with sessions() as s:
-        rnd = (await s.scalars(select(VoteRound))).one()
-    assert rnd.turn_id == turn.id and rnd.result_shown_at is not None
+
+    async def shown():  # recorded after Discord answered the edit, so a moment after the fake saw it
+        async with sessions() as s:
+            rnd = (await s.scalars(select(VoteRound))).one()
+        return rnd if rnd.result_shown_at is not None else None
+
+    rnd = await wait_until(shown, timeout=10)
+    assert rnd.turn_id == turn.id
     assert w.server.unhandled == []
 
 
