@@ -14,7 +14,7 @@ from discord.ext import commands
 from discord.gateway import DiscordWebSocket
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot import ack_gate, health, locale, replies
+from bot import ack_gate, context, health, locale, replies
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
@@ -95,6 +95,7 @@ def freeze_startup_objects(*, again: bool = False) -> None:
 class GameTree(app_commands.CommandTree):
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         locale.adopt(interaction)  # answers, autocomplete and errors in the member's language
+        context.bot_of(interaction).interaction_meter.handled_in_current_task(interaction)
         await ack_gate.acknowledge_command(interaction)  # before the look-up, the checks and the handler
         return True
 

@@ -23,8 +23,10 @@ not the moment our code asked for it.
 Outcome: "ok" unless bot.replies.report said "refused" (a game rule or a check) or "error" (a bug,
 an outage). It is counted once, when the task that answered (or reported) ends: a button that
 defers first and fails afterwards counts once, as refused or error, never as ok and then error;
-and a command's outcome is final once its invoker (its error handler included) is done. An
-interaction that got neither an answer nor a report is not counted; it is forgotten after STALE s.
+and a command's outcome is final once its invoker (its error handler included) is done. A
+command or autocomplete whose tree task ended with neither an answer nor a report counts as an
+error then (discord.py drops an autocomplete callback's error); any other interaction left
+unanswered is not counted, and is forgotten after STALE s.
 """
 
 from __future__ import annotations
@@ -125,6 +127,25 @@ class InteractionMeter:
         t.acked = True
         self.gate.answered(int(t.interaction.id))
         self.metrics.acknowledged(t.kind, at - t.received)
+
+    def handled_in_current_task(self, interaction: Any) -> None:
+        """The current task handles the interaction (the command tree's, for commands and
+        autocomplete). If it ends with neither an answer nor a report, the interaction is counted
+        as an error then and stops holding the ack gate: discord.py logs and drops an autocomplete
+        callback's error, and the member's menu says loading the options failed."""
+        task = asyncio.current_task()
+        if task is None:
+            return
+        interaction_id = int(interaction.id)
+
+        def ended(_task: asyncio.Task) -> None:
+            t = self._tracked.get(interaction_id)
+            if t is not None and not t.finishing and not t.acked:
+                t.outcome = "error"
+                self._finish(t)
+            self.gate.answered(interaction_id)
+
+        task.add_done_callback(ended)
 
     # --- outcome
 

@@ -10,7 +10,7 @@ What each metric measures:
 
 - animegamer_bot_interactions_total{kind,command,outcome}: interactions handled. kind: command,
   component, autocomplete, modal; outcome: ok (answered), refused (a game rule or a check said
-  no, answered with the reason), error (a bug or an outage; the member saw the error reply).
+  no, answered with the reason), error (a bug or an outage; the member saw the error reply, or an autocomplete got no answer).
 - animegamer_bot_ack_seconds{kind}: from the interaction reaching the bot to its first response
   (reply, defer, modal, autocomplete choices) being sent. Discord's limit is 3 s.
 - animegamer_bot_post_lag_seconds: from a turn's finish (turns.finished_at) to its post sent.

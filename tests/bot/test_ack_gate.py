@@ -11,7 +11,7 @@ import asyncio
 
 from bot import ack_gate
 from bot.ack_gate import AckGate
-from tests.bot.helpers import answer
+from tests.bot.helpers import answer, say
 from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
 
 
@@ -140,3 +140,30 @@ async def test_the_tree_acknowledges_before_the_checks_unless_the_command_answer
     first = await h.wait_response(timeout=5)
     assert first.type == CHANNEL_MESSAGE and first.ephemeral
     assert any(c.startswith("ag:privacy:delete:") for c in first.message.custom_ids)
+
+
+async def test_an_autocomplete_that_fails_is_an_error_and_stops_counting_when_its_handler_ends(world, start_bot, monkeypatch, caplog):
+    """discord.py logs and drops an autocomplete callback's error: no answer ever goes out. When
+    the tree's task ends, the meter counts it as an error and the gate lets go of it (not at the
+    deadline), so other commands' work does not wait for it."""
+    w = world
+    bot = await start_bot()
+
+    async def down(*args, **kwargs):
+        raise RuntimeError("the configuration is unreachable")
+
+    monkeypatch.setattr(bot.config, "live_game", down)
+    monkeypatch.setattr(ack_gate, "ACK_DEADLINE", 60.0)  # only the task's end can release it here
+    await say(w, w.erin, "admin film", {"film": "qiqi"})
+    h = await w.server.autocomplete(w.guild, w.games, w.alice, "game join", {"character": "q"}, focused="character")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while "Ignoring exception in autocomplete" not in caplog.text and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    assert "Ignoring exception in autocomplete" in caplog.text  # the callback failed, as discord.py reports it
+    await asyncio.sleep(0.05)  # the task's done callbacks
+    assert not h.responded
+    assert bot.interaction_meter.gate.pending() == 0
+    await asyncio.wait_for(bot.interaction_meter.gate.wait(limit=5), 0.5)  # nothing holds work back
+    labels = {"kind": "autocomplete", "command": "game join", "outcome": "error"}
+    assert bot.metrics.registry.get_sample_value("animegamer_bot_interactions_total", labels) == 1.0
