@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import heapq
 import itertools
 
 import aiohttp
@@ -103,11 +102,10 @@ class AckGate:
         self._slots = slots
         self._seq = itertools.count(1)
         self._last = 0  # sequence number of the latest receipt
-        self._pending: dict[int, int] = {}  # interaction id -> its receipt's sequence number
-        self._pending_seqs: set[int] = set()
-        self._oldest: list[int] = []  # heap of pending sequence numbers, answered ones popped lazily
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (received up to, tie, future)
-        self._tie = itertools.count()
+        # interaction id -> its receipt's sequence number, in order of receipt: the first is the oldest
+        self._pending: collections.OrderedDict[int, int] = collections.OrderedDict()
+        # (received up to, future), in order of asking: `received up to` never decreases
+        self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         self._sending: set[int] = set()  # interactions whose acknowledgement holds a slot
         self._slot_waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
 
@@ -146,23 +144,19 @@ class AckGate:
         return len(self._pending)
 
     def received(self, interaction_id: int) -> None:
-        seq = self._last = next(self._seq)
-        self._pending[interaction_id] = seq
-        self._pending_seqs.add(seq)
-        heapq.heappush(self._oldest, seq)
+        self._last = next(self._seq)
+        self._pending[interaction_id] = self._last
         with contextlib.suppress(RuntimeError):  # no running loop (a unit test): no deadline
             asyncio.get_running_loop().call_later(ACK_DEADLINE, self.answered, interaction_id)
 
     def answered(self, interaction_id: int) -> None:
         """Acknowledged, ended unanswered, or past Discord's deadline (repeated calls are no-ops)."""
         self._free_slot(interaction_id)
-        seq = self._pending.pop(interaction_id, None)
-        if seq is None:
+        if self._pending.pop(interaction_id, None) is None:
             return
-        self._pending_seqs.discard(seq)
         oldest = self._oldest_pending()
         while self._waiters and self._waiters[0][0] < oldest:
-            fut = heapq.heappop(self._waiters)[2]
+            fut = self._waiters.popleft()[1]
             if not fut.done():
                 fut.set_result(None)
 
@@ -171,12 +165,10 @@ class AckGate:
         if self._oldest_pending() > self._last:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (self._last, next(self._tie), fut))
+        self._waiters.append((self._last, fut))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(fut, limit)
 
     def _oldest_pending(self) -> int:
         """The sequence number of the oldest receipt still pending (past the latest when none is)."""
-        while self._oldest and self._oldest[0] not in self._pending_seqs:
-            heapq.heappop(self._oldest)
-        return self._oldest[0] if self._oldest else self._last + 1
+        return next(iter(self._pending.values()), self._last + 1)

@@ -140,10 +140,9 @@ class InteractionMeter:
 
         def ended(_task: asyncio.Task) -> None:
             t = self._tracked.get(interaction_id)
-            if t is not None and not t.finishing and not t.acked:
+            if t is not None and not t.finishing and not t.acked:  # otherwise the gate has it, or will
                 t.outcome = "error"
-                self._finish(t)
-            self.gate.answered(interaction_id)
+                self._finish(t)  # which releases the gate
 
         task.add_done_callback(ended)
 
