@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import discord
 import pytest
-from babel.messages.pofile import write_po
 
-from animegamer import i18n_cli
 from bot import embeds
 from bot.audit import describe
 from bot.modlog import log_embed
@@ -28,7 +25,7 @@ from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 from tests.bot.helpers import answer, command, say, setup_game, turns_of
 from tests.fake_discord.interactions import MESSAGE_COMPONENT
-from tests.i18n.helpers import catalogs_in
+from tests.i18n.helpers import current_template, pseudo_catalogs
 
 ACT = {"motion": "walk", "background": "town"}
 # English labels of the status message and the post, none of which may show in the server's language
@@ -38,21 +35,12 @@ ENGLISH = re.compile(r"\b(?:Turn|Author|Queue position|Progress|Note|Motion scop
 
 @pytest.fixture(scope="module")
 def fresh_template():
-    """The template of the code as it is now (its strings and the slash commands'), built once, in a
-    thread: template() runs the command tree in an event loop of its own."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(i18n_cli.template).result()
+    return current_template()
 
 
 @pytest.fixture
 def pseudo_catalog(tmp_path: Path, fresh_template) -> Iterator[Path]:
-    """The pseudo-locale built from the fresh template (i18n.locales.LOCALES_DIR pointed at a
-    temporary directory holding only messages.pot); the shipped catalogs are back afterwards."""
-    root = tmp_path / "i18n-locales"
-    root.mkdir()
-    with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
-        write_po(f, fresh_template, width=100)
-    with catalogs_in(root):
+    with pseudo_catalogs(tmp_path, fresh_template) as root:
         yield root
 
 

@@ -1,9 +1,11 @@
-"""Catalogs for the tests: a temporary catalog directory (`catalogs_in`), and catalogs written
-with Babel, the way `animegamer i18n` writes them."""
+"""Catalogs for the tests: a temporary catalog directory (`catalogs_in`), the pseudo-locale of the
+code as it is now (`current_template`, `pseudo_catalogs`), and catalogs written with Babel, the
+way `animegamer i18n` writes them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
+from animegamer import i18n_cli
 from i18n import catalogs, locales
 
 
@@ -26,6 +29,25 @@ def catalogs_in(root: Path) -> Iterator[Path]:
         finally:
             catalogs.reload()
     catalogs.reload()
+
+
+def current_template() -> Catalog:
+    """The template of the code as it is now (its strings and the slash commands'), built in a
+    thread: template() runs the command tree in an event loop of its own."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(i18n_cli.template).result()
+
+
+@contextmanager
+def pseudo_catalogs(tmp_path: Path, pot: Catalog) -> Iterator[Path]:
+    """The pseudo-locale built from `pot`: LOCALES_DIR pointed at a temporary directory holding
+    only messages.pot, for the block; the shipped catalogs are back afterwards."""
+    root = tmp_path / "i18n-locales"
+    root.mkdir()
+    with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
+        write_po(f, pot, width=100)
+    with catalogs_in(root):
+        yield root
 
 
 def write_pot(root: Path, pot: Catalog) -> Path:

@@ -31,19 +31,18 @@ from typing import Any
 import babel
 import discord
 import pytest
-from babel.messages.pofile import write_po
 from discord import app_commands
 from sqlalchemy import func, select
 
-from animegamer import i18n_cli
 from db.models import Turn
 from game.catalogue import packaged_films
 from i18n import locales
 from i18n.pseudo import OPEN, pseudo
 from tests.bot.helpers import command, say
 from tests.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
-from tests.i18n.helpers import catalogs_in
+from tests.i18n.helpers import current_template, pseudo_catalogs
 from tests.i18n.visible import BACKTICKS, Leftover, Shown, leftovers, phrases_pattern, shown_texts
+from tests.queue.helpers import wait_until
 
 FILMS_TOML = Path(__file__).resolve().parents[2] / "game" / "films.toml"
 SCENARIO_SECONDS = 60
@@ -51,17 +50,12 @@ SCENARIO_SECONDS = 60
 
 @pytest.fixture(scope="module")
 def fresh_template():
-    """The template of the code as it is now (code strings and slash commands), built once."""
-    return i18n_cli.template()
+    return current_template()
 
 
 @pytest.fixture
 def pseudo_catalog_dir(tmp_path: Path, fresh_template) -> Iterator[Path]:
-    root = tmp_path / "i18n-locales"
-    root.mkdir()
-    with (root / f"{locales.DOMAIN}.pot").open("wb") as f:
-        write_po(f, fresh_template, width=100)
-    with catalogs_in(root):
+    with pseudo_catalogs(tmp_path, fresh_template) as root:
         yield root
 
 
@@ -210,17 +204,6 @@ async def _posted(sessions, n: int) -> bool:
         return (await s.scalar(select(func.count()).select_from(Turn).where(Turn.posted_at.is_not(None))) or 0) >= n
 
 
-async def _wait(predicate, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = await predicate()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 async def play_scenario(w, sessions, typed: Typed) -> None:
     server = w.server
 
@@ -279,7 +262,7 @@ async def play_scenario(w, sessions, typed: Typed) -> None:
     await run(w.alice, "act", {"motion": "fly on broomstick", "background": "sky", "adverb": "quickly", "time": "night"})
     await run(w.bob, "act", {"motion": "talk", "background": "bakery", "with": "Qiqi"})
     await run(w.bob, "queue")
-    await _wait(lambda: _posted(sessions, 2), 30, "turns #1 and #2 posted")
+    await wait_until(lambda: _posted(sessions, 2), 30, 0.1, what="turns #1 and #2 posted")
 
     # what players read
     for member, name, options in ((w.bob, "status", {}), (w.alice, "history", {"count": 5}), (w.alice, "queue", {}),
@@ -318,8 +301,8 @@ async def play_scenario(w, sessions, typed: Typed) -> None:
         (m, vote), *_ = _custom_ids(w, "ag:vote:")
         h = await server.click(m, member, vote)
         await _followup(h)
-    await _wait(lambda: _turns_more(sessions, before), 15, "the round's winning turn")
-    await _wait(lambda: _posted(sessions, 3), 30, "the round's turn posted")
+    await wait_until(lambda: _turns_more(sessions, before), 15, 0.1, what="the round's winning turn")
+    await wait_until(lambda: _posted(sessions, 3), 30, 0.1, what="the round's turn posted")
     await run(w.erin, "vote mode", {"enabled": False})
 
     # the game's clips in one video, then bob leaves

@@ -51,8 +51,9 @@ async def turn_rows(sessions, session_id: int | None = None) -> list[Turn]:
         return list((await s.scalars(q)).all())
 
 
-async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05):
-    """Poll an async predicate until it is truthy; fail the test after `timeout` seconds."""
+async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):
+    """Poll an async predicate until it is truthy (and return its value); fail the test after
+    `timeout` seconds, naming `what` was awaited."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -60,7 +61,7 @@ async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05):
         if value:
             return value
         if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
+            raise AssertionError(f"{what} not met within {timeout} s")
         await asyncio.sleep(interval)
 
 
