@@ -2,7 +2,7 @@
 command before it looks the command up (`acknowledge_command`, from GameTree.interaction_check),
 unless the command answers itself (`@answers_itself`: a first answer with a view, say); every
 button starts with `think` itself. `think` is a private deferral ("thinking"), sent in order of
-arrival at most SENDING_AT_ONCE at a time, as one bare POST; then the work waits (briefly) until
+arrival at most SENDING_AT_ONCE at a time, as one bare POST (bot.discord_adapter); then the work waits (briefly) until
 every interaction received before that moment has been acknowledged too.
 
 Before the look-up: the arguments' conversion, the cog's and the command's checks and the
@@ -36,17 +36,13 @@ import collections
 import contextlib
 import itertools
 
-import aiohttp
 import discord
-import discord.http
 
-from bot import context
+from bot import context, discord_adapter
 
 ACK_DEADLINE = 3.0  # seconds: Discord's deadline for an interaction's first answer
 WAIT_LIMIT = 1.0  # seconds: the longest a command's work yields to other acknowledgements
 SENDING_AT_ONCE = 32  # acknowledgements being sent at a time (8 and 32 measured alike)
-# The body discord.py's defer(ephemeral=True, thinking=True) sends, for commands, buttons and modals alike.
-THINKING_PRIVATELY = b'{"type":5,"data":{"flags":64}}'
 
 
 def answers_itself(func):
@@ -70,31 +66,9 @@ async def think(interaction: discord.Interaction) -> None:
     until the answer follows; then yield to the acknowledgements still in flight."""
     gate = context.bot_of(interaction).interaction_meter.gate
     async with gate.sending(int(interaction.id)):
-        if not await _defer_bare(interaction):
+        if not await discord_adapter.defer_thinking_privately(interaction):
             await interaction.response.defer(ephemeral=True, thinking=True)
     await gate.wait()
-
-
-async def _defer_bare(interaction: discord.Interaction) -> bool:
-    """The deferral as one POST on discord.py's own session (its connections, its proxy, the
-    interaction meter's tracing). Without `with_response` Discord answers 204 and no body: nothing
-    to parse into the callback response and message objects that discord.py's defer asks for and a
-    deferral never reads (the larger part of that defer's CPU under a burst, bench/channels.py).
-    False on any failure: discord.py's defer then sends it, with its retries and its errors (an
-    expired interaction's NotFound)."""
-    http = interaction._state.http
-    url = f"{discord.http.Route.BASE}/interactions/{interaction.id}/{interaction.token}/callback"
-    headers = {"Content-Type": "application/json", "User-Agent": http.user_agent}
-    try:
-        async with interaction._session.post(url, data=THINKING_PRIVATELY, headers=headers,
-                                             proxy=http.proxy, proxy_auth=http.proxy_auth) as r:
-            if not 200 <= r.status < 300:
-                return False
-    except (TimeoutError, aiohttp.ClientError):
-        return False
-    # What discord.py's defer records: the response is done, follow-ups edit the "thinking" message.
-    interaction.response._response_type = discord.InteractionResponseType.deferred_channel_message
-    return True
 
 
 class AckGate:

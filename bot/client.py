@@ -11,7 +11,6 @@ from datetime import timedelta
 import discord
 from discord import app_commands
 from discord.ext import commands
-from discord.gateway import DiscordWebSocket
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import ack_gate, context, health, locale, replies
@@ -159,18 +158,6 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self._health_runner = None
         self.health_port: int | None = None
         self._was_ready = False
-
-    @property
-    def ws(self) -> DiscordWebSocket | None:
-        """One gateway socket, for code that knows one connection (bot.health's gateway state): the
-        first of this process's shards whose socket is not open, else the first shard's; None before
-        a shard started. The sharded client keeps a socket per shard and never sets Client.ws."""
-        sockets = [self._get_websocket(shard_id=shard_id) for shard_id in sorted(self.shards)]
-        return next((ws for ws in sockets if not ws.open), sockets[0] if sockets else None)
-
-    @ws.setter
-    def ws(self, value: DiscordWebSocket | None) -> None:  # Client.__init__ sets it to None; nothing else does here
-        pass
 
     async def setup_hook(self) -> None:
         for ext in EXTENSIONS:

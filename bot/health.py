@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from bot.metrics import gateway_shards
+
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
     from bot.metrics import BotMetrics
@@ -30,9 +32,9 @@ CHECK_TIMEOUT = 3.0  # seconds for the database's SELECT 1
 
 
 def gateway_state(bot: AnimeGamerBot) -> str:
-    """'connected' while the bot's gateway socket is open after READY."""
-    ws = bot.ws
-    if bot.is_closed() or not bot.is_ready() or ws is None or not ws.open:
+    """'connected' while every shard's gateway socket of this process is open after READY."""
+    shards = gateway_shards(bot)
+    if bot.is_closed() or not shards or not all(connected for _, _, connected in shards):
         return "disconnected"
     return "connected"
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -115,16 +115,28 @@ def interaction_command(interaction: Any) -> str:
     return component_family(custom_id if isinstance(custom_id, str) else None)
 
 
-def gateway_shards(client: Any) -> list[ShardState]:
-    """Each shard's (id, latency, connected) of a discord.py client: every shard of an
-    AutoShardedClient, else the one connection (its shard_id, or 0)."""
-    shards = getattr(client, "shards", None)
-    ready = bool(client.is_ready())
-    if isinstance(shards, Mapping) and shards:
-        return [(sid, info.latency, ready and not info.is_closed()) for sid, info in sorted(shards.items())]
-    ws = getattr(client, "ws", None)
-    connected = ready and not client.is_closed() and ws is not None and bool(getattr(ws, "open", False))
-    return [(getattr(client, "shard_id", None) or 0, client.latency, connected)]
+class Shard(Protocol):
+    """What the gauges read of one shard (discord.py's ShardInfo)."""
+
+    @property
+    def latency(self) -> float: ...
+
+    def is_closed(self) -> bool: ...
+
+
+class ShardedGateway(Protocol):
+    """What the gauges read of the client (discord.py's AutoShardedClient)."""
+
+    @property
+    def shards(self) -> Mapping[int, Shard]: ...
+
+    def is_ready(self) -> bool: ...
+
+
+def gateway_shards(client: ShardedGateway) -> list[ShardState]:
+    """Each of the client's shards: (id, latency, connected: its socket open after READY)."""
+    ready = client.is_ready()
+    return [(sid, info.latency, ready and not info.is_closed()) for sid, info in sorted(client.shards.items())]
 
 
 class GatewayCollector(Collector):
@@ -244,7 +256,7 @@ class BotMetrics:
         """Read the edit scheduler's queue depth from `depth()` at every scrape."""
         self.edit_queue_depth.set_function(depth)
 
-    def watch_gateway(self, client: Any) -> None:
+    def watch_gateway(self, client: ShardedGateway) -> None:
         """Read the gateway's latency and state from this discord client at every scrape."""
         self.gateway.source = lambda: gateway_shards(client)
 

@@ -127,27 +127,20 @@ class _Shard:
 
 
 class _Client:
-    """What gateway_shards reads of a discord.py client: a plain one, or a sharded one (`shards`)."""
+    """What gateway_shards reads of a discord.py AutoShardedClient."""
 
-    def __init__(self, *, shards=None, latency=0.05, ready=True, closed=False, shard_id=None) -> None:
-        if shards is not None:
-            self.shards = shards
-        self.latency, self._ready, self._closed, self.shard_id = latency, ready, closed, shard_id
-        self.ws = types.SimpleNamespace(open=not closed)
+    def __init__(self, shards, *, ready=True) -> None:
+        self.shards, self._ready = shards, ready
 
     def is_ready(self) -> bool:
         return self._ready
 
-    def is_closed(self) -> bool:
-        return self._closed
 
-
-def test_gateway_shards_of_plain_and_sharded_clients():
-    assert gateway_shards(_Client(latency=0.04)) == [(0, 0.04, True)]
-    assert gateway_shards(_Client(ready=False, shard_id=3)) == [(3, 0.05, False)]
-    assert gateway_shards(_Client(closed=True)) == [(0, 0.05, False)]
-    sharded = _Client(shards={5: _Shard(0.2, closed=True), 4: _Shard(0.1, closed=False)})
+def test_gateway_shards_of_a_sharded_client():
+    sharded = _Client({5: _Shard(0.2, closed=True), 4: _Shard(0.1, closed=False)})
     assert gateway_shards(sharded) == [(4, 0.1, True), (5, 0.2, False)]
+    assert gateway_shards(_Client({3: _Shard(0.05, closed=False)}, ready=False)) == [(3, 0.05, False)]
+    assert gateway_shards(_Client({})) == []
 
 
 def _samples(text: str) -> dict[tuple[str, frozenset], float]:

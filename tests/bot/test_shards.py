@@ -225,7 +225,7 @@ async def test_the_bot_unsharded_runs_every_recommended_shard(world, start_bot):
     assert {g.id for g in bot.guilds} == {world.guild.id, other.id}
     assert bot.shards_claim.everything and bot.shards_claim.owns(other.id)
     assert gateway_state(bot) == "connected"
-    # /healthz's gateway state follows the shard's socket (bot.ws stands for it).
+    # /healthz's gateway state follows the shard's socket.
     server.gateway.refusing = True
     await server.drop_gateway()
     await server.wait_until(lambda: gateway_state(bot) == "disconnected", 10, "the shard seen down")
