@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import discord
 
 from i18n import locales
-from i18n.translate import set_locale, use_locale
+from i18n.context import set_locale, use_locale
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot

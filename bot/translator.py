@@ -18,7 +18,8 @@ from discord import app_commands
 from discord.app_commands import TranslationContextLocation as Where
 
 from i18n import locales
-from i18n.translate import pgettext, use_locale
+from i18n.context import use_locale
+from i18n.translate import pgettext
 
 log = logging.getLogger(__name__)
 

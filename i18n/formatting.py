@@ -11,7 +11,7 @@ from babel.lists import format_list
 from babel.numbers import format_decimal, format_percent
 
 from i18n import locales
-from i18n.translate import current_locale
+from i18n.context import current_locale
 
 
 def _loc() -> str:

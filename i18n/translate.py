@@ -1,4 +1,4 @@
-"""Translating in the current locale: `_`, `ngettext`, `pgettext`, lazy `L_`, and `use_locale`.
+"""Translating in the current locale (i18n.context): `_`, `ngettext`, `pgettext`, lazy `L_`.
 
 Placeholders are the gettext way, `%(name)s`, filled after translation so that a translator can
 move them; Babel's python-format checker then holds every translation to the same names. A count
@@ -8,37 +8,11 @@ passed to ngettext is available to the message as `%(n)s`, formatted for the loc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
-from i18n import locales
 from i18n.catalogs import translations
-
-_current: ContextVar[str] = ContextVar("animegamer_locale", default=locales.SOURCE)
-
-
-def current_locale() -> str:
-    return _current.get()
-
-
-def set_locale(tag: object) -> str:
-    """Make a locale current for the rest of this task (the bot's interaction checks); returns
-    the catalog chosen."""
-    locale = locales.resolve(tag)
-    _current.set(locale)
-    return locale
-
-
-@contextmanager
-def use_locale(tag: object) -> Iterator[str]:
-    """`with use_locale(guild_language): ...` renders everything inside in that locale."""
-    token = _current.set(locales.resolve(tag))
-    try:
-        yield _current.get()
-    finally:
-        _current.reset(token)
+from i18n.context import current_locale
+from i18n.formatting import number
 
 
 def _fill(text: str, params: dict[str, Any]) -> str:
@@ -48,18 +22,16 @@ def _fill(text: str, params: dict[str, Any]) -> str:
 
 
 def _(msgid: str, /, **params: Any) -> str:
-    return _fill(translations(_current.get()).gettext(msgid), params)
+    return _fill(translations(current_locale()).gettext(msgid), params)
 
 
 def pgettext(context: str, msgid: str, /, **params: Any) -> str:
-    return _fill(translations(_current.get()).pgettext(context, msgid), params)
+    return _fill(translations(current_locale()).pgettext(context, msgid), params)
 
 
 def ngettext(singular: str, plural: str, n: int, /, **params: Any) -> str:
-    from i18n.formatting import number
-
     params.setdefault("n", number(n))
-    return _fill(translations(_current.get()).ngettext(singular, plural, n), params)
+    return _fill(translations(current_locale()).ngettext(singular, plural, n), params)
 
 
 def N_(msgid: str, /) -> str:

@@ -28,7 +28,7 @@ from babel.messages.extract import extract_from_file
 
 from i18n import current_locale, locales
 from i18n.catalogs import translations
-from i18n.translate import use_locale
+from i18n.context import use_locale
 from play.services import services
 
 COOKIE = "lang"

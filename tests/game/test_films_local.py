@@ -14,7 +14,7 @@ from game.catalogue import (
     use_films,
 )
 from game.instruction import build_instruction
-from i18n import translate, use_locale
+from i18n import context, use_locale
 
 LOCALES = ("ja", "zh_CN", "zh_TW", "ko", "pt_BR", "es", "fr", "de", "ru")
 
@@ -59,11 +59,11 @@ def test_a_member_s_locale_finds_its_names_or_its_language_s_or_english():
     assert qiqi.character_name_in("gone", "ja") == "gone"  # a withdrawn character: its id
     with use_locale("en"):
         assert qiqi.title_in() == qiqi.title
-    token = translate._current.set("ja")  # as adopt() sets it once a ja catalog ships
+    token = context._current.set("ja")  # as adopt() sets it once a ja catalog ships
     try:  # the default locale is the current one
         assert qiqi.title_in() == "魔女の宅急便" and qiqi.character_name_in("qiqi") == "キキ"
     finally:
-        translate._current.reset(token)
+        context._current.reset(token)
 
 
 def test_a_character_is_found_by_any_of_its_names():

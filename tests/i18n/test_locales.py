@@ -17,7 +17,8 @@ from babel.messages.catalog import Catalog
 from babel.numbers import format_decimal
 
 from i18n import L_, N_, _, current_locale, formatting, locales, ngettext, pgettext, pseudo, use_locale
-from i18n.translate import Ln_, Lp_, set_locale
+from i18n.context import set_locale
+from i18n.translate import Ln_, Lp_
 from tests.i18n.discord_rules import name_problem
 from tests.i18n.helpers import write_catalog, write_pot
 
