@@ -1,25 +1,136 @@
-"""Audit-log entries for actions taken through Discord: the actor and place come from the interaction.
+"""The audit log as the bot writes and shows it: one registry of the audited actions, each with
+its code, its title and colour in the moderation log channel, and its sentences with named
+parameters.
 
-What is stored stays as it was recorded (codes, English names the bot chose, what people typed);
-`describe` renders an entry in the current language: the member's in /admin show, the server's in
-the moderation log channel (bot.modlog)."""
+An entry is stored as codes and values (its action's code, a target, details: ids, numbers, what
+people typed), never as a sentence; `describe` renders it in the current language, the member's in
+/admin show, the server's in the moderation log channel (bot.modlog). The play page keeps no
+audit log.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 import babel
 import discord
 
 from bot import context
+from bot.embeds import FAILED, INFO, PREVIEW
 from db import audit
-from game.content_rules import OPERATOR, SERVER_FILTER
+from game.content_rules import rule_set_label
 from game.errors import ContentRefused
-from i18n import _, current_locale, locales, ngettext, pgettext, use_locale
+from i18n import L_, Lazy, _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number
+from i18n.translate import Ln_, Lp_
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One way to say an action: `text` names its parameters (`%(who)s`, the actor, always); it
+    is said when the entry has every one of them, and its target is `if_target` (when given) and
+    its details hold `if_detail` (a (key, value) pair, when given). A plural text counts `n`."""
+
+    text: Lazy
+    if_target: str | None = None
+    if_detail: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """An audited action: `title` and `colour` in the moderation log, `target`: the parameter its
+    stored target fills, `sentences`: the first that fits the entry is said."""
+
+    title: Lazy
+    colour: int
+    sentences: tuple[Sentence, ...]
+    target: str | None = None
+
+
+def _says(*texts: Lazy | Sentence) -> tuple[Sentence, ...]:
+    return tuple(t if isinstance(t, Sentence) else Sentence(t) for t in texts)
+
+
+_REFUSED = Lp_("moderation log", "Instruction refused")
+ACTIONS: dict[str, Action] = {
+    "set_film": Action(Lp_("moderation log", "Set film"), INFO, _says(
+        Sentence(L_("%(who)s set the film to %(film)s in this channel"), if_detail=("scope", "channel")),
+        L_("%(who)s set the film to %(film)s")), target="film"),
+    "enable_character": Action(Lp_("moderation log", "Enable character"), INFO, _says(
+        L_("%(who)s made %(character)s playable")), target="character"),
+    "disable_character": Action(Lp_("moderation log", "Disable character"), INFO, _says(
+        L_("%(who)s made %(character)s unplayable")), target="character"),
+    "set_limits": Action(Lp_("moderation log", "Set limits"), INFO, _says(
+        L_("%(who)s set the limits (%(limits)s)"), L_("%(who)s set the limits (unchanged)"))),
+    "add_admin_role": Action(Lp_("moderation log", "Add admin role"), INFO, _says(
+        L_("%(who)s gave the bot's admin rights to %(role)s")), target="role"),
+    "add_moderator_role": Action(Lp_("moderation log", "Add moderator role"), INFO, _says(
+        L_("%(who)s gave the bot's moderator rights to %(role)s")), target="role"),
+    "remove_admin_role": Action(Lp_("moderation log", "Remove admin role"), INFO, _says(
+        L_("%(who)s took the bot's admin rights from %(role)s")), target="role"),
+    "remove_moderator_role": Action(Lp_("moderation log", "Remove moderator role"), INFO, _says(
+        L_("%(who)s took the bot's moderator rights from %(role)s")), target="role"),
+    "pause": Action(Lp_("moderation log", "Pause"), INFO, _says(
+        L_("%(who)s paused the game (%(reason)s)"), L_("%(who)s paused the game"))),
+    "resume": Action(Lp_("moderation log", "Resume"), INFO, _says(L_("%(who)s resumed the game"))),
+    "reset": Action(Lp_("moderation log", "Reset"), INFO, _says(
+        Ln_("%(who)s reset the game (%(n)s waiting turn cancelled)",
+            "%(who)s reset the game (%(n)s waiting turns cancelled)", 0))),
+    "cancel_turn": Action(Lp_("moderation log", "Cancel turn"), INFO, _says(
+        L_("%(who)s cancelled %(turn)s (%(reason)s)"), L_("%(who)s cancelled %(turn)s")), target="turn"),
+    "regenerate_turn": Action(Lp_("moderation log", "Regenerate turn"), INFO, _says(
+        L_("%(who)s regenerated %(turn)s")), target="turn"),
+    "kick": Action(Lp_("moderation log", "Kick"), INFO, _says(L_("%(who)s removed %(player)s from the game")), target="player"),
+    "instruction_refused": Action(_REFUSED, PREVIEW, _says(
+        L_("%(who)s had an instruction refused by %(rules)s in %(command)s")), target="command"),
+    "reason_refused": Action(Lp_("moderation log", "Reason refused"), PREVIEW, _says(
+        L_("%(who)s had a reason refused by %(rules)s in %(command)s")), target="command"),
+    "filter_add": Action(Lp_("moderation log", "Filter add"), INFO, _says(
+        L_("%(who)s added %(term)s to this server's filter")), target="term"),
+    "filter_remove": Action(Lp_("moderation log", "Filter remove"), INFO, _says(
+        L_("%(who)s removed %(term)s from this server's filter")), target="term"),
+    "remove_shot": Action(Lp_("moderation log", "Shot removed"), FAILED, _says(
+        Sentence(L_("%(who)s removed %(turn)s (their own)"), if_detail=("by", "author")),
+        L_("%(who)s removed %(turn)s (%(reason)s)"), L_("%(who)s removed %(turn)s")), target="turn"),
+    "report_shot": Action(Lp_("moderation log", "Shot reported"), PREVIEW, _says(
+        L_("%(who)s reported %(turn)s by %(author)s")), target="turn"),
+    "log_channel": Action(Lp_("moderation log", "Log channel"), INFO, _says(
+        L_("%(who)s set the moderation log to %(channel)s"),
+        L_("%(who)s turned the moderation log off")), target="channel"),
+    "vote_mode": Action(Lp_("moderation log", "Vote mode"), INFO, _says(
+        Sentence(L_("%(who)s turned vote mode on (%(seconds)s s rounds)"), if_target="on"),
+        Sentence(L_("%(who)s turned vote mode on"), if_target="on"),
+        Sentence(L_("%(who)s turned vote mode off"), if_target="off"))),
+    # /admin language: a catalog's code, or "auto" (Discord's server language); `channel` in details
+    "set_language": Action(Lp_("moderation log", "Language"), INFO, _says(
+        Sentence(L_("%(who)s made the public posts in %(channel)s follow the server's language"), if_target="auto"),
+        Sentence(L_("%(who)s made the public posts follow Discord's server language"), if_target="auto"),
+        L_("%(who)s set the language of the public posts in %(channel)s to %(language)s"),
+        L_("%(who)s set the language of the public posts to %(language)s")), target="language"),
+}
+# Any other text the content rules refused (`<what>_refused`, bot.audit.record_refusal).
+TEXT_REFUSED = Action(_REFUSED, PREVIEW, _says(L_("%(who)s had a text refused by %(rules)s in %(command)s")),
+                      target="command")
+
+
+def action_of(code: str) -> Action | None:
+    return ACTIONS.get(code) or (TEXT_REFUSED if code.endswith("_refused") else None)
+
+
+def title_of(code: str) -> tuple[str, int]:
+    """An action's title in the moderation log (in the current language) and its colour."""
+    action = action_of(code)
+    if action is not None:
+        return str(action.title), action.colour
+    # TRANSLATORS: the title of a moderation log entry the bot has no title for; %(action)s is its code
+    return _("Action: %(action)s", action=_name(code.replace("_", " "))), INFO
+
+
+# --- recording
 
 
 async def record(s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
@@ -49,9 +160,12 @@ async def record_refusal(interaction: discord.Interaction, refused: ContentRefus
 
 
 def _source(text) -> str:
-    """Text as stored: in the source language (a lazy rule-set name is rendered in English)."""
+    """A rule set's name as stored: game.content_rules names rule sets by their English name."""
     with use_locale(locales.SOURCE):
         return str(text)
+
+
+# --- the parameters, from what is stored
 
 
 def _name(text) -> str:
@@ -60,7 +174,8 @@ def _name(text) -> str:
     return discord.utils.escape_mentions(discord.utils.escape_markdown(str(text or "")))
 
 
-def _user(user_id, name) -> str:
+def user_text(user_id, name) -> str:
+    """A member: a mention (which never pings in an embed) and the name stored at the time."""
     return f"<@{int(user_id)}> ({_name(name)})" if str(user_id or "").isdigit() else _name(name)
 
 
@@ -68,32 +183,18 @@ def _role(role_id, name) -> str:
     return f"<@&{int(role_id)}> ({_name(name)})" if str(role_id or "").isdigit() else _name(name)
 
 
-_TURN = re.compile(r"turn #(?P<seq>\d+)")
-_AUTOMOD = re.compile(r"this server's AutoMod rule (?P<name>.+)", re.S)
+def _channel(channel_id) -> str | None:
+    return f"<#{int(channel_id)}>" if str(channel_id or "").isdigit() else None
 
 
-def target_text(target) -> str:
-    """An entry's stored target for display: a turn (stored as `turn #N`) in the current language,
-    anything else as typed."""
-    m = _TURN.fullmatch(str(target or ""))
-    if m is not None:
-        return _("turn #%(seq)s", seq=int(m["seq"]))
-    return _name(target)
+def turn_text(seq) -> str:
+    """A turn, stored as its number in the session."""
+    return _("turn #%(seq)s", seq=int(seq)) if str(seq or "").isdigit() else _name(seq)
 
 
 def rule_set_text(stored) -> str:
-    """A rule set's stored name (game.content_rules names them in English) in the current language."""
-    text = str(stored or "")
-    if text == _source(OPERATOR):
-        return _("the operator's rules")
-    if text == _source(SERVER_FILTER):
-        return _("this server's filter")
-    m = _AUTOMOD.fullmatch(text)
-    if m is not None:
-        if m["name"] == "without a name":
-            return _("this server's AutoMod rule without a name")
-        return _("this server's AutoMod rule %(name)s", name=_name(m["name"]))
-    return _name(text)
+    """A rule set's stored name (game.content_rules) in the current language."""
+    return _name(rule_set_label(str(stored))) if stored else ""
 
 
 def language_name(code) -> str:
@@ -105,7 +206,21 @@ def language_name(code) -> str:
         return _name(code)
 
 
-def _limits(d: dict) -> str:
+def _film(film_id) -> str:
+    from game.catalogue import FILMS
+
+    film = FILMS.get(film_id) if film_id else None
+    return film.title_in() if film else _name(film_id)
+
+
+def _character(character_id) -> str:
+    from game.catalogue import FILMS
+
+    return _name(next((f.character_name_in(c.id) for f in FILMS.values() for c in f.characters
+                       if c.id == character_id), character_id))
+
+
+def _limits(d: dict) -> str | None:
     """The limits an admin set (`/admin limits`), as a list in the current language."""
     parts = []
     if isinstance(d.get("cooldown"), (int, float)):
@@ -115,116 +230,76 @@ def _limits(d: dict) -> str:
     if isinstance(d.get("max_length"), (int, float)):
         parts.append(ngettext("length %(n)s character", "length %(n)s characters", int(d["max_length"])))
     # TRANSLATORS: what separates the items of a short list ("cooldown 30 s, backlog 2")
-    return pgettext("list separator", ", ").join(parts)
+    return pgettext("list separator", ", ").join(parts) or None
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) else 0
+
+
+# The target's rendering, by the parameter it fills (Action.target); None: the parameter is absent.
+_TARGETS = {
+    "film": lambda t, d: _film(t),
+    "character": lambda t, d: _character(t),
+    "role": lambda t, d: _role(t, d.get("role")),
+    "turn": lambda t, d: turn_text(t),
+    "player": lambda t, d: user_text(t, d.get("player")),
+    "command": lambda t, d: _name(t),
+    "term": lambda t, d: _name(t),
+    "channel": lambda t, d: _channel(t),
+    "language": lambda t, d: language_name(t),
+}
+# Parameters from the details (the stored keys they read).
+_DETAILS = {
+    "reason": lambda d: _name(d["reason"]) if d.get("reason") else None,
+    "rules": lambda d: rule_set_text(d.get("rule_set")),
+    "limits": _limits,
+    "n": lambda d: _count(d.get("cancelled", 0)),
+    "author": lambda d: user_text(d.get("author_id"), d.get("author")),
+    "channel": lambda d: _channel(d.get("channel")),
+    "seconds": lambda d: number(d["round_seconds"]) if isinstance(d.get("round_seconds"), (int, float)) else None,
+}
+
+
+def _fits(sentence: Sentence, params: dict, target, details: dict) -> bool:
+    if sentence.if_target is not None and target != sentence.if_target:
+        return False
+    if sentence.if_detail is not None and details.get(sentence.if_detail[0]) != sentence.if_detail[1]:
+        return False
+    return all(params.get(name) is not None for name in _placeholders(sentence.text))
+
+
+def _placeholders(text: Lazy) -> set[str]:
+    return set(re.findall(r"%\((\w+)\)s", text.msgid + (text.plural or "")))
 
 
 def _what(entry, who: str) -> str:
     """The entry as a sentence about its actor `who`, in the current language."""
-    from game.catalogue import FILMS
-
-    d = entry.details or {}
-    action, target = entry.action, entry.target
-    reason = _name(d["reason"]) if d.get("reason") else None
-    if action == "set_film":
-        film = FILMS.get(target) if target else None
-        title = film.title_in() if film else _name(target)
-        if d.get("scope") == "channel":
-            return _("%(who)s set the film to %(film)s in this channel", who=who, film=title)
-        return _("%(who)s set the film to %(film)s", who=who, film=title)
-    if action in ("enable_character", "disable_character"):
-        character = _name(next((f.character_name_in(c.id) for f in FILMS.values() for c in f.characters if c.id == target),
-                               target))
-        if action == "enable_character":
-            return _("%(who)s made %(character)s playable", who=who, character=character)
-        return _("%(who)s made %(character)s unplayable", who=who, character=character)
-    if action == "set_limits":
-        limits = _limits(d)
-        if not limits:
-            return _("%(who)s set the limits (unchanged)", who=who)
-        return _("%(who)s set the limits (%(limits)s)", who=who, limits=limits)
-    if action in ("add_admin_role", "add_moderator_role", "remove_admin_role", "remove_moderator_role"):
-        role = _role(target, d.get("role"))
-        return {
-            "add_admin_role": lambda: _("%(who)s gave the bot's admin rights to %(role)s", who=who, role=role),
-            "add_moderator_role": lambda: _("%(who)s gave the bot's moderator rights to %(role)s", who=who, role=role),
-            "remove_admin_role": lambda: _("%(who)s took the bot's admin rights from %(role)s", who=who, role=role),
-            "remove_moderator_role": lambda: _("%(who)s took the bot's moderator rights from %(role)s", who=who, role=role),
-        }[action]()
-    if action == "pause":
-        if reason:
-            return _("%(who)s paused the game (%(reason)s)", who=who, reason=reason)
-        return _("%(who)s paused the game", who=who)
-    if action == "resume":
-        return _("%(who)s resumed the game", who=who)
-    if action == "reset":
-        cancelled = d.get("cancelled", 0)
-        cancelled = cancelled if isinstance(cancelled, int) else 0
-        return ngettext("%(who)s reset the game (%(n)s waiting turn cancelled)",
-                        "%(who)s reset the game (%(n)s waiting turns cancelled)", cancelled, who=who)
-    if action == "cancel_turn":
-        if reason:
-            return _("%(who)s cancelled %(turn)s (%(reason)s)", who=who, turn=target_text(target), reason=reason)
-        return _("%(who)s cancelled %(turn)s", who=who, turn=target_text(target))
-    if action == "regenerate_turn":
-        return _("%(who)s regenerated %(turn)s", who=who, turn=target_text(target))
-    if action == "kick":
-        return _("%(who)s removed %(player)s from the game", who=who, player=_user(target, d.get("player")))
-    if action == "instruction_refused":
-        return _("%(who)s had an instruction refused by %(rules)s in %(command)s", who=who,
-                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
-    if action == "reason_refused":
-        return _("%(who)s had a reason refused by %(rules)s in %(command)s", who=who,
-                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
-    if action.endswith("_refused"):
-        return _("%(who)s had a text refused by %(rules)s in %(command)s", who=who,
-                 rules=rule_set_text(d.get("rule_set")), command=_name(target))
-    if action == "filter_add":
-        return _("%(who)s added %(term)s to this server's filter", who=who, term=_name(target))
-    if action == "filter_remove":
-        return _("%(who)s removed %(term)s from this server's filter", who=who, term=_name(target))
-    if action == "remove_shot":
-        if d.get("by") == "author":
-            return _("%(who)s removed %(turn)s (their own)", who=who, turn=target_text(target))
-        if reason:
-            return _("%(who)s removed %(turn)s (%(reason)s)", who=who, turn=target_text(target), reason=reason)
-        return _("%(who)s removed %(turn)s", who=who, turn=target_text(target))
-    if action == "report_shot":
-        return _("%(who)s reported %(turn)s by %(author)s", who=who, turn=target_text(target),
-                 author=_user(d.get("author_id"), d.get("author")))
-    if action == "log_channel":
-        if str(target or "").isdigit():
-            channel = f"<#{int(target)}>"
-            return _("%(who)s set the moderation log to %(channel)s", who=who, channel=channel)
-        return _("%(who)s turned the moderation log off", who=who)
-    if action == "set_language":  # /admin language: a catalog's name, or "auto" (Discord's server language)
-        channel = f"<#{int(d['channel'])}>" if str(d.get("channel") or "").isdigit() else None
-        if target == "auto":
-            if channel:
-                return _("%(who)s made the public posts in %(channel)s follow the server's language", who=who, channel=channel)
-            return _("%(who)s made the public posts follow Discord's server language", who=who)
-        if channel:
-            return _("%(who)s set the language of the public posts in %(channel)s to %(language)s", who=who,
-                     channel=channel, language=language_name(target))
-        return _("%(who)s set the language of the public posts to %(language)s", who=who, language=language_name(target))
-    if action == "vote_mode":
-        if target == "on":
-            seconds = d.get("round_seconds")
-            if isinstance(seconds, (int, float)):
-                return _("%(who)s turned vote mode on (%(seconds)s s rounds)", who=who, seconds=number(seconds))
-            return _("%(who)s turned vote mode on", who=who)
-        if target == "off":
-            return _("%(who)s turned vote mode off", who=who)
-    if target:
+    action = action_of(entry.action)
+    if action is not None:
+        d = entry.details if isinstance(entry.details, dict) else {}
+        params: dict[str, object] = {"who": who, **{name: read(d) for name, read in _DETAILS.items()}}
+        if action.target is not None:
+            params[action.target] = _TARGETS[action.target](entry.target, d) if entry.target else None
+        for sentence in action.sentences:
+            if _fits(sentence, params, entry.target, d):
+                named = {k: v for k, v in params.items() if k in _placeholders(sentence.text)}
+                if sentence.text.plural is not None:
+                    n = int(named.pop("n"))  # type: ignore[arg-type]
+                    return ngettext(sentence.text.msgid, sentence.text.plural, n, **named)
+                return _(sentence.text.msgid, **named)
+    code = _name(entry.action.replace("_", " "))
+    if entry.target:
         # TRANSLATORS: an audit entry the bot has no sentence for: its actor, its action's code and target
-        return _("%(who)s: %(action)s (%(target)s)", who=who, action=_name(action.replace("_", " ")), target=_name(target))
-    return _("%(who)s: %(action)s", who=who, action=_name(action.replace("_", " ")))
+        return _("%(who)s: %(action)s (%(target)s)", who=who, action=code, target=_name(entry.target))
+    return _("%(who)s: %(action)s", who=who, action=code)
 
 
 def describe(entry) -> str:
     """One audit-log entry as /admin show lists it, in the current language: when, who (a mention,
     which never pings in an embed, and the name stored at the time), what, where; ids only inside
     mentions."""
-    what = _what(entry, _user(entry.actor_id, entry.actor_name))
+    what = _what(entry, user_text(entry.actor_id, entry.actor_name))
     if entry.channel_id:
         channel = f"<#{entry.channel_id}>"
         # TRANSLATORS: an audit entry (a sentence) and the channel where it happened

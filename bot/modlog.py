@@ -23,14 +23,13 @@ import discord
 
 from bot import audit as bot_audit
 from bot import locale
-from bot.audit import _user as user_text  # a mention (never pings in an embed) and the name at the time
-from bot.audit import rule_set_text, target_text
+from bot.audit import rule_set_text, title_of, turn_text, user_text
 from bot.edits import post_channel
-from bot.embeds import FAILED, INFO, PREVIEW, esc, fit, fit_embed
+from bot.embeds import esc, fit, fit_embed
 from db import audit, modlog, notify
 from db.models import AuditLog
 from game.shot_errors import LogChannelUnusable
-from i18n import Lazy, _
+from i18n import _
 from i18n.translate import Lp_
 
 if TYPE_CHECKING:
@@ -38,41 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REFUSED = "instruction_refused"  # recorded by the content rules (db.content_filters, game.instruction)
-TITLES: dict[str, tuple[Lazy, int]] = {
-    "remove_shot": (Lp_("moderation log", "Shot removed"), FAILED),
-    "report_shot": (Lp_("moderation log", "Shot reported"), PREVIEW),
-    REFUSED: (Lp_("moderation log", "Instruction refused"), PREVIEW),
-    "reason_refused": (Lp_("moderation log", "Reason refused"), PREVIEW),
-    "set_film": (Lp_("moderation log", "Set film"), INFO),
-    "enable_character": (Lp_("moderation log", "Enable character"), INFO),
-    "disable_character": (Lp_("moderation log", "Disable character"), INFO),
-    "set_limits": (Lp_("moderation log", "Set limits"), INFO),
-    "add_admin_role": (Lp_("moderation log", "Add admin role"), INFO),
-    "add_moderator_role": (Lp_("moderation log", "Add moderator role"), INFO),
-    "remove_admin_role": (Lp_("moderation log", "Remove admin role"), INFO),
-    "remove_moderator_role": (Lp_("moderation log", "Remove moderator role"), INFO),
-    "pause": (Lp_("moderation log", "Pause"), INFO),
-    "resume": (Lp_("moderation log", "Resume"), INFO),
-    "reset": (Lp_("moderation log", "Reset"), INFO),
-    "cancel_turn": (Lp_("moderation log", "Cancel turn"), INFO),
-    "regenerate_turn": (Lp_("moderation log", "Regenerate turn"), INFO),
-    "kick": (Lp_("moderation log", "Kick"), INFO),
-    "filter_add": (Lp_("moderation log", "Filter add"), INFO),
-    "filter_remove": (Lp_("moderation log", "Filter remove"), INFO),
-    "log_channel": (Lp_("moderation log", "Log channel"), INFO),
-    "vote_mode": (Lp_("moderation log", "Vote mode"), INFO),
-    "set_language": (Lp_("moderation log", "Language"), INFO),
-}
-
-
-def title_of(action: str) -> tuple[str, int]:
-    """An audit action's title in the log channel (in the current language) and its colour."""
-    known = TITLES.get(action)
-    if known is not None:
-        return str(known[0]), known[1]
-    # TRANSLATORS: the title of a moderation log entry the bot has no title for; %(action)s is its code
-    return _("Action: %(action)s", action=esc(action.replace("_", " "))), INFO
+REFUSED = "instruction_refused"  # recorded by the content rules (bot.audit.record_refusal)
 
 
 def jump_url(guild_id: int, channel_id: object, message_id: object) -> str | None:
@@ -98,7 +63,7 @@ def log_embed(entry: AuditLog) -> discord.Embed:
     e = discord.Embed(title=title, description=fit(bot_audit.describe(entry), 2500), colour=colour)
     if entry.action in ("remove_shot", "report_shot"):
         url = jump_url(entry.guild_id, d.get("game_channel_id"), d.get("message_id"))
-        shot = target_text(entry.target) if entry.target else _("the shot")
+        shot = turn_text(entry.target) if entry.target else _("the shot")
         e.add_field(name=_("Shot"), value=f"[{shot}]({url})" if url else shot, inline=True)
         if d.get("author") is not None:
             e.add_field(name=_("Its author"), value=user_text(d.get("author_id"), d.get("author")), inline=True)

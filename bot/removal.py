@@ -87,7 +87,7 @@ async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: 
         await removal.take_down_turns(s, [turn.id], reason=reason, by_id=user.id, by_name=user.display_name)
         message_id = turn.posted_message_id or turn.status_message_id
         await bot_audit.record(
-            s, interaction, "remove_shot", f"turn #{turn.seq}",
+            s, interaction, "remove_shot", str(turn.seq),
             turn_id=turn.id, reason=reason, by="author" if by_author else "moderator", via=via,
             author_id=str(turn.author_id), author=turn.author_name,
             game_channel_id=str(gs.channel_id), message_id=None if message_id is None else str(message_id),

@@ -50,7 +50,7 @@ async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, ver
 async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action: str) -> None:
     """A moderator acting on someone else's turn is a moderation action: audit it."""
     if interaction.user.id != turn.author_id:
-        await bot_audit.record(s, interaction, action, f"turn #{turn.seq}", turn_id=turn.id, via="button")
+        await bot_audit.record(s, interaction, action, str(turn.seq), turn_id=turn.id, via="button")
 
 
 class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], template=r"ag:(?:cancel|regen):(?P<turn>\d+)"):

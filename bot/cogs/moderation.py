@@ -121,7 +121,7 @@ class Moderation(commands.Cog):
             gs = await game_sessions.require_session(s, context.channel_id(interaction))
             row = await turn_service.turn_by_seq(s, gs.id, turn)
             await self.bot.queue.cancel_queued_turn(s, row, stored)
-            await bot_audit.record(s, interaction, "cancel_turn", f"turn #{row.seq}", turn_id=row.id, reason=reason)
+            await bot_audit.record(s, interaction, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
         self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=fit(note, FIELD_VALUE_MAX), channel_id=gs.channel_id),
                              f"close-turn-{row.id}")
         by_shown, seq = self._by(interaction), row.seq

@@ -99,7 +99,7 @@ class Shots(commands.Cog):
         async with self.bot.db.sessions.begin() as s:
             gs = await turn_reads.session_of(s, turn)
             await bot_audit.record(
-                s, interaction, "report_shot", f"turn #{turn.seq}",
+                s, interaction, "report_shot", str(turn.seq),
                 turn_id=turn.id, author_id=str(turn.author_id), author=turn.author_name,
                 game_channel_id=str(gs.channel_id), message_id=str(message.id),
             )

@@ -162,7 +162,7 @@ async def test_turn_post_and_status_message_in_the_servers_language(world, start
 
 
 def test_moderation_log_entry_in_the_servers_language(pseudo_catalog):
-    entry = AuditLog(id=7, guild_id=1, channel_id=2, actor_id=3, actor_name="dave", action="remove_shot", target="turn #4",
+    entry = AuditLog(id=7, guild_id=1, channel_id=2, actor_id=3, actor_name="dave", action="remove_shot", target="4",
                      details={"reason": "spoilers", "author_id": "5", "author": "alice", "game_channel_id": "2",
                               "message_id": "6", "by": "moderator"},
                      created_at=datetime(2026, 1, 1, tzinfo=UTC))

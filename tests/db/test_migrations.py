@@ -53,3 +53,31 @@ async def test_models_and_migrations_agree(database_url):
             assert await conn.run_sync(diff) == []
     finally:
         await engine.dispose()
+
+
+async def test_audit_turn_targets_become_numbers_and_still_render():
+    """Revision 0011: entries written before it named a turn `turn #4`; after it the target is the
+    number, and the entry reads as it did."""
+    from bot.audit import describe
+    from db.models import AuditLog
+
+    with fresh_database("agmig") as url:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine, "0010")
+            async with engine.begin() as conn:
+                await conn.execute(text(
+                    "INSERT INTO audit_log (guild_id, actor_id, actor_name, action, target, details) VALUES "
+                    "(1, 3, 'dave', 'cancel_turn', 'turn #4', '{\"reason\": \"spoilers\"}'), "
+                    "(1, 3, 'dave', 'filter_add', 'turn #4', '{}')"))
+            await upgrade(engine, "0011")
+            async with engine.connect() as conn:
+                rows = (await conn.execute(text("SELECT action, target, details FROM audit_log ORDER BY id"))).all()
+            assert [(a, t) for a, t, _ in rows] == [("cancel_turn", "4"), ("filter_add", "turn #4")]  # a term stays as typed
+            entry = AuditLog(guild_id=1, actor_id=3, actor_name="dave", action=rows[0][0], target=rows[0][1], details=rows[0][2])
+            assert describe(entry) == "<@3> (dave) cancelled turn #4 (spoilers)"
+            await downgrade(engine, "0010")
+            async with engine.connect() as conn:
+                assert (await conn.scalar(text("SELECT target FROM audit_log WHERE action = 'cancel_turn'"))) == "turn #4"
+        finally:
+            await engine.dispose()

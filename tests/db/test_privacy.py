@@ -108,7 +108,7 @@ async def _world(sessions):
         await audit.record(s, guild_id=G1, actor_id=ALICE, actor_name="alice-wonder", action="set_film", target="qiqi")
         await audit.record(s, guild_id=G1, actor_id=DAVE, actor_name="dave", action="kick", target=str(ALICE),
                            details={"player": "alice-wonder", "character": "qiqi"})
-        await audit.record(s, guild_id=G1, actor_id=DAVE, actor_name="dave", action="cancel_turn", target="turn #4",
+        await audit.record(s, guild_id=G1, actor_id=DAVE, actor_name="dave", action="cancel_turn", target="4",
                            details={"reason": "for alice-wonder"})
         await audit.record(s, guild_id=G1, actor_id=ALICE, actor_name="alice-wonder", action="instruction_refused", target="/act",
                            details={"rule_set": "server", "term": "spoilers", "text": "secretly dance with spoilers"})
