@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,6 +17,41 @@ from game.states import CharacterState, Prediction
 
 # progress(fraction 0..1, stage label such as "mllm", "denoise 12/50", "vae", "encode")
 ProgressCallback = Callable[[float, str], None]
+
+
+class PreviewSink(Protocol):
+    """Where a turn's stages hand pictures of the clip forming (inference.previews.TurnPreviews).
+    It decides whether one is due, and makes the still off the caller's thread."""
+
+    def offer(self, step: int, total: int, picture: Callable[[], Any]) -> None:
+        """At `step` of `total`: if a preview is due, call `picture()` (an RGB image: uint8
+        (H, W, 3), or a float (3, H, W) tensor in [-1, 1]) and make a still of it."""
+
+    def callback_on_step_end(self, pipe: Any, step_index: int, timestep: int, callback_kwargs: dict) -> dict:
+        """diffusers' step callback for one clip: offers pipe.preview_rgb(callback_kwargs["x0"])."""
+        ...
+
+
+class Progress:
+    """A ProgressCallback that carries the turn's preview sink down to the stage that can make
+    previews (the decoder's steps, the preview backend's frames). Plain callables work too: they
+    carry none."""
+
+    def __init__(self, report: ProgressCallback, previews: PreviewSink | None = None) -> None:
+        self.report = report
+        self.previews = previews
+
+    def __call__(self, fraction: float, stage: str) -> None:
+        self.report(fraction, stage)
+
+
+def previews_of(progress: ProgressCallback | None) -> PreviewSink | None:
+    return getattr(progress, "previews", None)
+
+
+def scaled(progress: ProgressCallback, start: float, span: float) -> Progress:
+    """progress(start + span * f) for f in 0..1, keeping its preview sink."""
+    return Progress(lambda f, stage: progress(start + span * max(0.0, min(1.0, f)), stage), previews_of(progress))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contracts.turn import ProgressCallback, TurnRequest, TurnResult
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult, scaled
 from game.motion import motion_scope
 from game.states import Prediction
 from inference.backend import BackendError, BatchClipDecoder, ClipDecoder
@@ -60,10 +60,7 @@ def play_turn(
     progress(0.1, "decode")
     t1 = time.perf_counter()
 
-    def decoder_progress(fraction: float, label: str) -> None:
-        progress(0.1 + 0.8 * max(0.0, min(1.0, fraction)), label)
-
-    frames, fps, extra = decode(rep, scope, request.seed, decoder_progress)
+    frames, fps, extra = decode(rep, scope, request.seed, scaled(progress, 0.1, 0.8))  # keeps its previews
     timings.update(extra)
     timings["decode"] = time.perf_counter() - t1
     progress(0.9, "encode")

@@ -3,7 +3,9 @@ per DiT forward) for the turns that wait on the same decoder, instead of B calls
 GPU lock. Used by the one-film backend and, grouped by film, by the multi-film backend.
 
 A turn's progress callback raising (the turn was cancelled) fails that turn alone: its error is
-handed back to its own thread and the batch goes on for the others.
+handed back to its own thread and the batch goes on for the others. A turn whose progress carries
+a preview sink (contracts.turn.Progress) gets its own row of each step's clean-latent estimate,
+through the decoder's diffusers-shaped step callback, when the decoder takes one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contracts.turn import ProgressCallback
+from contracts.turn import ProgressCallback, previews_of
 from inference.backend import BatchClipDecoder, ClipDecoder
 
 # One turn's share of a batch: (representation, motion scope, seed, progress callback).
@@ -37,7 +39,18 @@ def decode_together(decoder: ClipDecoder, items: Sequence[ClipItem]) -> list[Cli
                 except Exception as e:  # noqa: BLE001  (handed back to that turn's thread)
                     errors[i] = e
 
-    frames, timings = decoder.decode_batch_timed(list(reps), list(scopes), list(seeds), progress)
+    sinks = [previews_of(cb) for cb in callbacks]
+
+    def on_step_end(pipe, step_index: int, timestep: int, tensors: dict) -> dict:
+        for i, sink in enumerate(sinks):  # each turn sees its own row (a sink never raises)
+            if sink is not None and i not in errors:
+                sink.callback_on_step_end(pipe, step_index, timestep, {k: v[i : i + 1] for k, v in tensors.items()})
+        return {}
+
+    steps = {}
+    if any(sinks) and "x0" in getattr(decoder, "callback_tensor_inputs", ()):
+        steps = {"callback_on_step_end": on_step_end, "callback_on_step_end_tensor_inputs": ("x0",)}
+    frames, timings = decoder.decode_batch_timed(list(reps), list(scopes), list(seeds), progress, **steps)
     stage = {f"decode_{k}": v for k, v in timings.items()}
     return [(frames[i], dict(stage), errors.get(i)) for i in range(len(items))]
 

@@ -14,6 +14,7 @@ covers is an error, never silently dropped. Output:
     OUT_DIR/transformer/{config.json, diffusion_pytorch_model.safetensors}  AnimeGamerTransformer3DModel
     OUT_DIR/vae/{config.json, diffusion_pytorch_model.safetensors}          AutoencoderKLCogVideoX
     OUT_DIR/decoder.json                                                    clip settings
+    OUT_DIR/preview_rgb.json                                                latents -> preview colours (latent_preview)
     OUT_DIR/conversion_account.json
 
 The reading of the checkpoints (convert_checkpoints), the DiT key map with its LoRA merge
@@ -45,6 +46,7 @@ from .convert_checkpoints import (
 )
 from .convert_dit import LORA_ALPHA, convert_transformer_state_dict
 from .convert_vae import convert_vae_state_dict, load_diffusers_vae_dir, load_vae, sat_vae_key_to_diffusers
+from .latent_preview import fit_latent_rgb
 from .transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 from .vae import COGVIDEOX_VAE_CONFIG
 
@@ -147,6 +149,9 @@ def convert_decoder(
 
     _write_model_dir(dit_model, dit, os.path.join(out_dir, "transformer"), torch_dtype)
     _write_model_dir(vae_model, vae, os.path.join(out_dir, "vae"), torch_dtype)
+    del vae
+    # The preview map (latent_preview), fitted once from the VAE just written, in float32.
+    fit_latent_rgb(AutoencoderKLCogVideoX.from_pretrained(os.path.join(out_dir, "vae"), torch_dtype=torch.float32)).save(out_dir)
     report = {
         "source": {"decoder": os.path.abspath(sat_path), "vae": os.path.abspath(vae_file)},
         "dtype": dtype,

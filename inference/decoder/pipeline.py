@@ -4,6 +4,11 @@ Own sampling loop rather than diffusers' CogVideoXPipeline, which can pass neith
 scope nor precomputed context tokens. Satisfies inference.backend.ClipDecoder; MP4 encoding is the
 backend's (one place), not the decoder's.
 
+Steps follow diffusers' pipeline convention: `callback_on_step_end(pipe, step_index, timestep,
+callback_kwargs)` after each step, with the tensors named in `callback_on_step_end_tensor_inputs`
+("latents", and "x0": the step's guided estimate of the clean latents); it may return a
+replacement for "latents". `preview_rgb` turns an x0 into a rough picture (latent_preview).
+
 Several sessions' clips are decoded as one batch (`decode_batch`: B sessions x 2 guidance
 branches per DiT forward); a lock keeps two calls from sharing the GPU unbatched, and each call
 returns its own timings.
@@ -16,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -24,7 +29,8 @@ import torch
 from contracts.turn import ProgressCallback
 
 from .diffusers_api import AutoencoderKLCogVideoX, cache_context, dit_config, reset_cache_state, to_device, vae_config
-from .sampler import DEFAULT_GUIDANCE, Guidance, SeededNoise, sample_released, sample_stock
+from .latent_preview import LatentRGB, fit_latent_rgb, load_or_fit
+from .sampler import DEFAULT_GUIDANCE, Guidance, SeededNoise, StepEnd, sample_released, sample_stock
 from .schedule import DEFAULT_STEPS
 from .speed import SpeedReport, apply_speed
 from .transformer import AnimeGamerTransformer3DModel
@@ -35,9 +41,13 @@ log = logging.getLogger(__name__)
 SAMPLERS = ("released", "stock")
 DENOISE_SHARE = 0.9  # of a clip's progress; the VAE takes the rest
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+# callback_on_step_end(pipe, step_index, timestep, callback_kwargs) -> replacements or None
+StepCallback = Callable[["AnimeGamerDecoder", int, int, dict[str, torch.Tensor]], "dict[str, torch.Tensor] | None"]
 
 
 class AnimeGamerDecoder:
+    callback_tensor_inputs = ("latents", "x0")  # what a step callback may ask for (diffusers: _callback_tensor_inputs)
+
     def __init__(
         self,
         transformer: AnimeGamerTransformer3DModel,
@@ -49,6 +59,7 @@ class AnimeGamerDecoder:
         height: int = 480,
         width: int = 720,
         fps: int = 8,
+        preview_map: LatentRGB | None = None,
     ):
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
@@ -68,6 +79,21 @@ class AnimeGamerDecoder:
         self.context_shape = (dit.max_text_seq_length, dit.text_embed_dim)
         self.speed_report = SpeedReport("exact")  # set by prepare()
         self._gpu = threading.Lock()  # one decode at a time: concurrent turns come as one batch
+        self.preview_map = preview_map  # fitted on first use if not given (load_decoder gives it)
+        self._num_timesteps = self.steps
+
+    @property
+    def num_timesteps(self) -> int:
+        """Steps of the current (or last) sampling run, as diffusers' pipelines say it."""
+        return self._num_timesteps
+
+    def preview_rgb(self, x0: torch.Tensor, frame: int = 0) -> torch.Tensor:
+        """A rough picture of one clip's `frame` from a clean-latent estimate (1, T, C, h, w) or
+        (T, C, h, w): (3, h, w) in about [-1, 1], on the latents' device, made without the VAE."""
+        if self.preview_map is None:
+            self.preview_map = fit_latent_rgb(self.vae)
+        frames = x0[0] if x0.dim() == 5 else x0
+        return self.preview_map.project(frames[frame])
 
     @property
     def device(self) -> torch.device:
@@ -89,9 +115,12 @@ class AnimeGamerDecoder:
         motion_scopes: Sequence[float],
         seeds: Sequence[int],
         progress: ProgressCallback | None = None,
+        callback_on_step_end: StepCallback | None = None,
+        callback_on_step_end_tensor_inputs: Sequence[str] = ("latents",),
     ) -> np.ndarray:
         """B clips at once as uint8 (B, T, H, W, 3); row i equals decode(rep_i, scope_i, seed_i)."""
-        return self.decode_batch_timed(representations, motion_scopes, seeds, progress)[0]
+        return self.decode_batch_timed(representations, motion_scopes, seeds, progress,
+                                       callback_on_step_end, callback_on_step_end_tensor_inputs)[0]
 
     def decode_batch_timed(
         self,
@@ -99,9 +128,11 @@ class AnimeGamerDecoder:
         motion_scopes: Sequence[float],
         seeds: Sequence[int],
         progress: ProgressCallback | None = None,
+        callback_on_step_end: StepCallback | None = None,
+        callback_on_step_end_tensor_inputs: Sequence[str] = ("latents",),
     ) -> tuple[np.ndarray, dict[str, float]]:
         """decode_batch, plus this call's timings: seconds of denoise and vae, the batch size, and
-        the seconds spent waiting for the GPU lock."""
+        the seconds spent waiting for the GPU lock. callback_on_step_end: see the module's doc."""
         reps = np.asarray(representations, dtype=np.float32)
         b = reps.shape[0]
         if reps.shape[1:] != self.context_shape:
@@ -112,7 +143,8 @@ class AnimeGamerDecoder:
         with self._gpu:
             t0 = time.perf_counter()
             noise = SeededNoise(seeds, self.latent_shape, self.device)
-            latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress)
+            latents = self.sample_latents(torch.from_numpy(reps), motion_scopes, noise, progress,
+                                          callback_on_step_end, callback_on_step_end_tensor_inputs)
             if latents.is_cuda:  # honest stage timings
                 torch.cuda.synchronize(latents.device)
             t1 = time.perf_counter()
@@ -146,8 +178,11 @@ class AnimeGamerDecoder:
         motion_scopes: Sequence[float],
         noise,
         progress: ProgressCallback | None = None,
+        callback_on_step_end: StepCallback | None = None,
+        callback_on_step_end_tensor_inputs: Sequence[str] = ("latents",),
     ) -> torch.Tensor:
         """Latents (B, T, C, h, w) from contexts (B, 226, D); `noise.draw()` supplies all randomness."""
+        on_step_end = self._step_end(callback_on_step_end, callback_on_step_end_tensor_inputs)
         b = representations.shape[0]
         device = self.device
         # Batch layout of the release's guider: all unconditional rows, then all conditional ones.
@@ -166,11 +201,28 @@ class AnimeGamerDecoder:
             if progress is not None:
                 progress(DENOISE_SHARE * done / total, f"denoise {done}/{total}")
 
-        run = sample_released if self.sampler == "released" else sample_stock
+        self._num_timesteps = self.steps
         try:
-            return run(model_fn, noise, self.steps, self.guidance, on_step)
+            if self.sampler == "released":
+                return sample_released(model_fn, noise, self.steps, self.guidance, on_step, on_step_end=on_step_end)
+            return sample_stock(model_fn, noise, self.steps, self.guidance, on_step, on_step_end=on_step_end)
         finally:
             reset_cache_state(self.transformer)  # the next clip starts from nothing cached
+
+    def _step_end(self, callback: StepCallback | None, tensor_inputs: Sequence[str]) -> StepEnd | None:
+        """The sampler's per-step hook calling a diffusers-shaped callback with the named tensors. A
+        callback object with `tensor_inputs` (diffusers' PipelineCallback) names its own."""
+        if callback is None:
+            return None
+        names = tuple(getattr(callback, "tensor_inputs", None) or tensor_inputs)
+        unknown = [n for n in names if n not in self.callback_tensor_inputs]
+        if unknown:
+            raise ValueError(f"callback_on_step_end_tensor_inputs must be among {self.callback_tensor_inputs}, got {unknown}")
+
+        def on_step_end(i: int, t: int, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+            return callback(self, i, t, {n: tensors[n] for n in names})
+
+        return on_step_end
 
 
 def compiles(decoder) -> bool:
@@ -238,6 +290,7 @@ def load_decoder(
         fps=settings.get("fps", 8),
     )
     prepare(decoder, device, speed=speed, low_vram=low_vram, attention_backend=attention_backend, runs_on=runs_on)
+    decoder.preview_map = load_or_fit(model_dir, decoder.vae)  # after prepare: a fit runs where the VAE now is
     return decoder
 
 

@@ -30,6 +30,16 @@ from .schedule import DEFAULT_STEPS, GUIDANCE, ReleasedSchedule, dynamic_cfg_sca
 
 ModelFn = Callable[[torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]
 StepCallback = Callable[[int, int], None]  # (steps done, total)
+# After each step: (step index, timestep, {"latents": x, "x0": the guided clean estimate}); may
+# return replacements ({"latents": ...}) as diffusers' callback_on_step_end may.
+StepEnd = Callable[[int, int, dict[str, torch.Tensor]], "dict[str, torch.Tensor] | None"]
+
+
+def _step_end(on_step_end: StepEnd | None, i: int, t: int, x: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
+    if on_step_end is None:
+        return x
+    out = on_step_end(i, t, {"latents": x, "x0": x0}) or {}
+    return out.get("latents", x)
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,7 @@ def sample_released(
     guidance: Guidance = DEFAULT_GUIDANCE,
     on_step: StepCallback | None = None,
     schedule: ReleasedSchedule | None = None,
+    on_step_end: StepEnd | None = None,
 ) -> torch.Tensor:
     """Run the released sampler; `noise.draw()` supplies x_T and every step's noise."""
     sched = schedule or released_schedule(num_steps)
@@ -129,6 +140,7 @@ def sample_released(
                 x0_d = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0
                 x = m1 * x - m2 * x0_d + s * noise.draw()
             old_x0 = x0
+        x = _step_end(on_step_end, i, t, x, x0)
         if on_step is not None:
             on_step(i + 1, n)
     return x
@@ -158,6 +170,7 @@ def sample_stock(
     num_steps: int = DEFAULT_STEPS,
     guidance: Guidance = DEFAULT_GUIDANCE,
     on_step: StepCallback | None = None,
+    on_step_end: StepEnd | None = None,
 ) -> torch.Tensor:
     """diffusers' CogVideoXDPMScheduler (as the stock CogVideoX pipeline drives it), guiding v.
 
@@ -183,6 +196,7 @@ def sample_stock(
             generator=noise.generators,
             return_dict=False,
         )
+        x = _step_end(on_step_end, i, t, x, old_x0)
         if on_step is not None:
             on_step(i + 1, num_steps)
     return x

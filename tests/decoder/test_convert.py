@@ -21,6 +21,7 @@ from inference.decoder.convert import (
     convert_transformer_state_dict,
     convert_vae_state_dict,
 )
+from inference.decoder.latent_preview import LatentRGB
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.vae import latent_chunks
 from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
@@ -90,6 +91,14 @@ def test_every_key_is_accounted_for(converted_dir, sat_sd, files):
     assert on_disk["transformer"]["summary"] == report["transformer"]["summary"]
     for part in ("transformer", "vae"):
         assert sorted(os.listdir(out / part)) == ["config.json", "diffusion_pytorch_model.safetensors"]
+
+
+def test_conversion_stores_the_preview_map_and_loading_uses_it(converted_dir):
+    out, _ = converted_dir
+    stored = LatentRGB.load(str(out))
+    assert stored is not None and stored.weight.shape == (4, 3)
+    dec = load_decoder(str(out), device="cpu", dtype="fp32")
+    assert dec.preview_map is not None and np.array_equal(dec.preview_map.weight, stored.weight)
 
 
 def test_lora_is_merged_with_scale_one_over_rank(converted, sat_sd):
