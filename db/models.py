@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -70,6 +71,7 @@ class GuildSettings(Base):
     backlog_cap: Mapped[int | None] = mapped_column(Integer)
     log_channel_id: Mapped[int | None] = mapped_column(BigInteger)  # the moderation log (/admin log-channel)
     language: Mapped[str | None] = mapped_column(String(16))  # public posts' locale (/admin language); NULL: Discord's
+    previews: Mapped[bool | None] = mapped_column(Boolean)  # previews while a turn runs (/admin previews); NULL: the operator's
     updated_at: Mapped[datetime] = _now()
 
 
@@ -216,6 +218,10 @@ class Turn(Base):
     is_preview: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
     representation: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     mp4: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    # The latest preview of the clip while it is made (a small WebP, db.turn_previews), its number
+    # in the turn (1, 2, ...); cleared when the turn ends.
+    preview: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    preview_no: Mapped[int | None] = mapped_column(SmallInteger)
     mp4_size: Mapped[int | None] = mapped_column(Integer)
     clip_seconds: Mapped[float | None] = mapped_column(Float)  # the clip's length (frames / fps)
     blobs_pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

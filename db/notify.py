@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 TURN_FINISHED = "animegamer_turn_finished"  # done or failed: {"turn_id", "session_id", "channel_id", "status"}
-TURN_PROGRESS = "animegamer_turn_progress"  # {"turn_id", "session_id", "channel_id", "progress", "stage"}
+TURN_PROGRESS = "animegamer_turn_progress"  # {"turn_id", "session_id", "channel_id", "progress", "stage"[, "preview": its number]}
 TURN_QUEUED = "animegamer_turn_queued"  # {"turn_id", "session_id", "channel_id"}; also on cancel
 SESSION_CHANGED = "animegamer_session_changed"  # {"session_id", "channel_id", "event"}
 CONFIG_CHANGED = "animegamer_config_changed"  # guild or channel settings written: {"guild_id"}

@@ -74,21 +74,26 @@ async def start_turn(s: AsyncSession, turn_id: int, history_window: int) -> Turn
     )
 
 
-async def record_progress(s: AsyncSession, turn_id: int, fraction: float, stage: str) -> None:
+async def record_progress(s: AsyncSession, turn_id: int, fraction: float, stage: str,
+                          preview: tuple[int, bytes] | None = None) -> None:
+    """Store a running turn's progress, and with it a new preview (its number in the turn, the
+    still: db.turn_previews); the NOTIFY says the preview's number, listeners read the still."""
     fraction = max(0.0, min(1.0, fraction))
     stage = free_text(stage, STAGE_LEN) or ""
+    values: dict = {"progress": fraction, "progress_stage": stage}
+    if preview is not None:
+        values.update(preview_no=preview[0], preview=preview[1])
     row = (
         await s.execute(
-            update(Turn)
-            .where(Turn.id == turn_id, Turn.status == "running")
-            .values(progress=fraction, progress_stage=stage)
-            .returning(Turn.session_id)
+            update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(**values).returning(Turn.session_id)
         )
     ).first()
     if row is not None:
         gs = await session_by_id(s, row.session_id)
+        extra = {} if preview is None else {"preview": preview[0]}
         await notify.notify(
-            s, notify.TURN_PROGRESS, turn_id=turn_id, session_id=gs.id, channel_id=gs.channel_id, progress=fraction, stage=stage
+            s, notify.TURN_PROGRESS, turn_id=turn_id, session_id=gs.id, channel_id=gs.channel_id, progress=fraction, stage=stage,
+            **extra,
         )
 
 
@@ -114,6 +119,7 @@ async def complete_turn(s: AsyncSession, turn_id: int, result: TurnResult, backe
     turn.status = "done"
     turn.progress = 1.0
     turn.progress_stage = "done"
+    turn.preview = turn.preview_no = None  # the clip replaces its preview
     turn.motion_level, turn.delta_social = p.motion_level, p.social
     turn.delta_entertainment, turn.delta_stamina = p.entertainment, p.stamina
     turn.motion_scope = result.motion_scope
@@ -138,6 +144,7 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
     gs = await session_by_id(s, turn.session_id)
     turn.status = "failed"
     turn.error = free_text(error, ERROR_LEN) or "failed"
+    turn.preview = turn.preview_no = None
     turn.finished_at = func.now()
     await s.flush()
     await notify.notify(s, notify.TURN_FINISHED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id, status="failed")
@@ -147,5 +154,6 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
 async def requeue_turn(s: AsyncSession, turn_id: int) -> bool:
     """Put a running turn back to queued (its worker stopped before finishing)."""
     return bool(await rowcount(
-        s, update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(status="queued", progress=0, progress_stage=None)
+        s, update(Turn).where(Turn.id == turn_id, Turn.status == "running").values(status="queued", progress=0, progress_stage=None,
+                                                                                   preview=None, preview_no=None)
     ))

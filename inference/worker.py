@@ -3,7 +3,8 @@
 It serves the queues of one or more films with one backend, loaded once. Each turn runs in a
 thread (the event loop stays free for procrastinate's heartbeats and the progress writes);
 progress is stored on the turn at most once per `progress_interval` (db.turns.record_progress,
-which also NOTIFYs); the result is written in one transaction with its NOTIFY
+which also NOTIFYs), with the latest preview of the clip when a new one was made (previews are
+made in their own thread, inference.previews, when the turn's server wants them); the result is written in one transaction with its NOTIFY
 (db.turns.complete_turn). A failure is recorded on the turn with a message for the players,
 and the job ends normally, which releases the session's lock: the next turn uses the last good
 turn as its context.
@@ -35,7 +36,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import text
 
-from contracts.turn import TurnRequest
+from contracts.turn import Progress, TurnRequest
+from db import turn_previews
 from db import turns as turn_service
 from db.runtime import open_database
 from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
@@ -44,6 +46,7 @@ from inference import mp4, queue
 from inference.backend import Backend, BackendError
 from inference.backends import make_backend
 from inference.metrics import Slots, WorkerMetrics, decoder_preset, start_server
+from inference.previews import PreviewPolicy, Still, TurnPreviews
 from inference.procrastinate_adapter import TurnWorker
 from settings import Settings
 
@@ -78,8 +81,10 @@ class TurnRunner:
 
     def __init__(self, *, sessions, backend: Backend, settings: Settings, metrics: WorkerMetrics,
                  executor: concurrent.futures.Executor, progress_interval: float, concurrency: int,
-                 db_status: DatabaseStatus | None = None, give_up=lambda: False) -> None:
+                 db_status: DatabaseStatus | None = None, give_up=lambda: False,
+                 preview_executor: concurrent.futures.Executor | None = None) -> None:
         self.sessions = sessions
+        self.preview_executor = preview_executor  # None: no previews
         self.db_status = db_status
         self.give_up = give_up
         self.backend = backend
@@ -131,23 +136,26 @@ class TurnRunner:
         turn_id, film = request.turn_id, request.film_id
         abort = threading.Event()
         latest: list[tuple[float, str] | None] = [None]
+        still: list[Still | None] = [None]  # the latest preview made (set in the previews' thread)
 
         def progress(fraction: float, stage: str) -> None:  # runs in the backend's thread
             if abort.is_set():
                 raise TurnAborted()
             latest[0] = (float(fraction), str(stage))
 
+        previews = await self._previews(turn_id, still.__setitem__)
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, self.backend.generate, request, progress)
+        future = loop.run_in_executor(self.executor, self.backend.generate, request, Progress(progress, previews))
         try:
-            sent = None
+            sent, sent_still = None, None
             while not future.done():
                 await asyncio.wait({future}, timeout=self.progress_interval)
-                current = latest[0]
-                if current is not None and current != sent and not future.done():
-                    sent = current
+                current, new_still = latest[0], still[0]
+                fresh = new_still if new_still is not sent_still else None  # a still is stored once
+                if current is not None and (current != sent or fresh is not None) and not future.done():
+                    sent, sent_still = current, new_still
                     self.metrics.progress.labels(slot=str(slot)).set(current[0])
-                    await self._store_progress(turn_id, *current)
+                    await self._store_progress(turn_id, *current, fresh, previews)
             result = future.result()
         except asyncio.CancelledError:
             # The shutdown grace is over: stop the backend and hand the turn back.
@@ -181,11 +189,29 @@ class TurnRunner:
         log.info("turn %d done in %.2f s", turn_id, elapsed)
         return "done"
 
-    async def _store_progress(self, turn_id: int, fraction: float, stage: str) -> None:
+    async def _previews(self, turn_id: int, keep) -> TurnPreviews | None:
+        """The turn's preview maker, if previews are on (the operator's default, the server's
+        choice); `keep(0, still)` is called in the previews' thread with each still."""
+        s = self.settings
+        if self.preview_executor is None or s.preview_max == 0:
+            return None
+        try:
+            async with self.sessions() as db:
+                wanted = await turn_previews.wanted(db, turn_id, s.previews)
+        except Exception as e:  # noqa: BLE001  (no previews is no harm)
+            log.info("turn %d: no previews (%s)", turn_id, e)
+            return None
+        return None if not wanted else TurnPreviews(turn_id, lambda made: keep(0, made), self.preview_executor, PreviewPolicy(s.preview_interval, s.preview_max))
+
+    async def _store_progress(self, turn_id: int, fraction: float, stage: str, still: Still | None = None,
+                              previews: TurnPreviews | None = None) -> None:
+        preview = None if still is None else (still.number, still.data)
         try:
             async with self.sessions() as s, s.begin():
-                await turn_service.record_progress(s, turn_id, fraction, stage)
+                await turn_service.record_progress(s, turn_id, fraction, stage, preview)
         except Exception as e:  # progress is a courtesy: never fail a turn for it
+            if preview is not None and previews is not None:
+                previews.failed("stored")
             if is_transient(e):
                 if self.db_status is not None:
                     self.db_status.failed(e)
@@ -258,6 +284,7 @@ class Worker:
         self._stop_deadline: float | None = None  # after this, database writes stop being retried
         self._loop: asyncio.AbstractEventLoop | None = None
         self._turns: TurnWorker | None = None
+        self._preview_executor: concurrent.futures.Executor | None = None  # made in run()
 
     def stop(self) -> None:
         """Ask the worker to stop (from any thread); run() returns once it has."""
@@ -302,6 +329,7 @@ class Worker:
         metrics.set_decoder_preset(decoder_preset(self.backend, self.settings.decoder_speed))
         self.db_status.on_change = lambda up: metrics.database_up.set(1 if up else 0)
         executor = concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="turn")
+        self._preview_executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="preview")
         http = None
         try:
             # Metrics and signals first: /healthz answers (503) while a model loads for minutes.
@@ -328,6 +356,7 @@ class Worker:
             if http is not None:
                 await http.cleanup()
             executor.shutdown(wait=False, cancel_futures=True)
+            self._preview_executor.shutdown(wait=False, cancel_futures=True)
         log.info("worker stopped")
 
     def _check_gpu_memory(self) -> None:
@@ -386,7 +415,7 @@ class Worker:
         runner = TurnRunner(
             sessions=db.sessions, backend=backend, settings=self.settings, metrics=metrics,
             executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
-            db_status=self.db_status, give_up=self._giving_up,
+            db_status=self.db_status, give_up=self._giving_up, preview_executor=self._preview_executor,
         )
         app = queue.make_app(db.url, pool_size=self.concurrency + 3, status=self.db_status, give_up=self._giving_up)
         try:

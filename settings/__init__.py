@@ -110,6 +110,11 @@ class Settings(BaseSettings):
     # exact: bit-identical to the released math; fast: compiled, fused (rounding-level changes);
     # fastest: also FP8 linears and a first-block cache (lossy). See docs/performance.md.
     decoder_speed: Literal["exact", "fast", "fastest"] = "exact"
+    # Previews of the clip while a turn runs (servers choose with /admin previews; this is the
+    # default): at most one per preview_interval seconds, at most preview_max per turn.
+    previews: bool = True
+    preview_interval: float = Field(5.0, ge=0)
+    preview_max: int = Field(4, ge=0, le=20)
     # Where each model runs (unset: `device`). Two GPUs: mllm_device=cuda:0, decoder_device=cuda:1.
     mllm_device: str | None = None
     decoder_device: str | None = None

@@ -8,6 +8,9 @@ Every frame carries a PREVIEW banner, and the result is flagged `is_preview`.
 
 The state values come from game.preview_rules (documented word rules), so games played on the
 preview behave plausibly. `render=False` skips the clip (benchmarks of the queue).
+
+Like the model, it offers previews of the clip while it draws it (when the worker asks for them):
+the frame just drawn, blurred less as the clip nears its end, as a picture forming.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from contracts.turn import ProgressCallback, TurnRequest, TurnResult
+from contracts.turn import ProgressCallback, TurnRequest, TurnResult, previews_of
 from game import preview_rules
 from game import states as rules
 from game.motion import motion_scope
@@ -37,6 +41,12 @@ _TIME_TINT = {  # (top, bottom) sky colours by time of day
 }
 _DAY = ((90, 160, 235), (200, 230, 250))
 _CHAR_COLOURS = ((235, 80, 90), (60, 60, 70), (80, 150, 230), (240, 190, 60), (150, 90, 200))
+
+
+def _forming(frame: np.ndarray, done: float) -> np.ndarray:
+    """A preview of the clip so far: the latest frame, blurred less as the clip nears its end."""
+    radius = (1.0 - done) * max(frame.shape[:2]) / 40
+    return np.asarray(Image.fromarray(frame).filter(ImageFilter.GaussianBlur(radius)))
 
 
 def _hue(text: str) -> tuple[int, int, int]:
@@ -87,12 +97,15 @@ class PreviewBackend:
         timings = {"rules": time.perf_counter() - t0}
 
         frames = []
+        previews = previews_of(progress) if self.render else None
         t1 = time.perf_counter()
         for i in range(self.frames):
             if self.delay:
                 time.sleep(self.delay / self.frames)
             if self.render:
                 frames.append(self._frame(request, pred, i))
+            if previews is not None:
+                previews.offer(i + 1, self.frames, partial(_forming, frames[-1], (i + 1) / self.frames))
             progress(0.05 + 0.8 * (i + 1) / self.frames, f"render {i + 1}/{self.frames}")
         timings["render"] = time.perf_counter() - t1
 

@@ -1,0 +1,27 @@
+"""previews while a turn runs: the latest still on the turn, and each server's choice
+
+Revision ID: 0011
+Revises: 0010
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("turns", sa.Column("preview", sa.LargeBinary(), nullable=True))
+    op.add_column("turns", sa.Column("preview_no", sa.SmallInteger(), nullable=True))
+    op.add_column("guild_settings", sa.Column("previews", sa.Boolean(), nullable=True))
+
+
+def downgrade() -> None:
+    op.drop_column("guild_settings", "previews")
+    op.drop_column("turns", "preview_no")
+    op.drop_column("turns", "preview")
