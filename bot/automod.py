@@ -21,14 +21,11 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import discord
+from discord.ext import commands
 
 from game.content_rules import RuleSet, automod_rule_name
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +56,7 @@ def _as_rule(rule: discord.AutoModRule) -> _Rule | None:
 class AutoModRules:
     """Per server: its keyword rules by rule id, when they were read, and whether the bot may read them."""
 
-    def __init__(self, bot: AnimeGamerBot) -> None:
+    def __init__(self, bot: commands.bot.BotBase) -> None:
         self.bot = bot
         self._rules: dict[int, dict[int, _Rule]] = {}
         self._read_at: dict[int, float] = {}

@@ -144,13 +144,13 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
         self.queue = queue or JobQueue()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
-        self.config = ConfigCache(self)  # guild and channel configuration, live sessions' films
+        self.config = ConfigCache(db, settings, metrics)  # guild and channel configuration, live sessions' films
         self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
-        self.edits = EditScheduler(self, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
+        self.edits = EditScheduler(self, metrics, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
         self.board = StatusBoard(self, self.edits)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
-        self.queue_watch = QueueWatch(self)  # the queue gauges and database_up
+        self.queue_watch = QueueWatch(db, metrics)  # the queue gauges and database_up
         metrics.watch_edit_queue(self.edits.pending_count)
         metrics.watch_gateway(self)
         self._sync_commands = sync_commands

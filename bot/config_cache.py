@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bot.metrics import BotMetrics
 from db import guilds
 from db import sessions as game_sessions
 from db.guilds import ChannelConfig
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
+from db.runtime import Database
+from settings import Settings
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,8 @@ class LiveGame:
 
 
 class ConfigCache:
-    def __init__(self, bot: AnimeGamerBot, *, ttl: float = 300.0) -> None:
-        self.bot = bot
+    def __init__(self, db: Database, settings: Settings, metrics: BotMetrics, *, ttl: float = 300.0) -> None:
+        self.db, self.settings, self.metrics = db, settings, metrics
         self.ttl = ttl
         self._configs: dict[tuple[int, int], tuple[float, ChannelConfig]] = {}  # (guild, channel) ->
         self._games: dict[int, tuple[float, LiveGame | None]] = {}  # channel ->
@@ -55,12 +54,12 @@ class ConfigCache:
     async def config(self, guild_id: int, channel_id: int) -> ChannelConfig:
         entry = self._configs.get((guild_id, channel_id))
         hit = entry is not None and self._fresh(entry[0])
-        self.bot.metrics.cache(hit=hit)
+        self.metrics.cache(hit=hit)
         if entry is not None and hit:
             return entry[1]
         stamp = self._config_stamp(guild_id)
-        async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, guild_id, channel_id)
+        async with self.db.sessions() as s:
+            cfg = await guilds.channel_config(s, self.settings, guild_id, channel_id)
         self.loads += 1
         if stamp == self._config_stamp(guild_id):
             self._configs[(guild_id, channel_id)] = (time.monotonic(), cfg)
@@ -69,11 +68,11 @@ class ConfigCache:
     async def live_game(self, channel_id: int) -> LiveGame | None:
         entry = self._games.get(channel_id)
         hit = entry is not None and self._fresh(entry[0])
-        self.bot.metrics.cache(hit=hit)
+        self.metrics.cache(hit=hit)
         if entry is not None and hit:
             return entry[1]
         stamp = (self._generation, self._game_generations.get(channel_id, 0))
-        async with self.bot.db.sessions() as s:
+        async with self.db.sessions() as s:
             gs = await game_sessions.live_session(s, channel_id)
             players = {} if gs is None else {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)}
         self.loads += 1

@@ -26,14 +26,11 @@ import collections
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import discord
 
+from bot.metrics import BotMetrics
 from i18n import Lazy
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +74,8 @@ class _Channel:
 
 
 class EditScheduler:
-    def __init__(self, bot: AnimeGamerBot, *, limit: int = 5, per: float = 5.0) -> None:
-        self.bot = bot
+    def __init__(self, client: discord.Client, metrics: BotMetrics, *, limit: int = 5, per: float = 5.0) -> None:
+        self.client, self.metrics = client, metrics
         self.limit = limit
         self.per = per
         self.gap = per / limit  # spread edits out rather than spending the window at once
@@ -154,7 +151,7 @@ class EditScheduler:
                 continue  # edits may have been replaced or added meanwhile
             message_id = next(iter(ch.pending))
             edit = ch.pending.pop(message_id)
-            self.bot.metrics.edit_waited(time.monotonic() - edit.queued_at)  # queued -> its request starts
+            self.metrics.edit_waited(time.monotonic() - edit.queued_at)  # queued -> its request starts
             try:
                 msg = await self._apply(channel_id, message_id, edit.fields)
             except Exception as e:
@@ -171,9 +168,9 @@ class EditScheduler:
                 ch.done_at.append(time.monotonic())
 
     async def _apply(self, channel_id: int, message_id: int, fields: dict) -> discord.Message:
-        channel = post_channel(self.bot, channel_id)
+        channel = post_channel(self.client, channel_id)
         # Edits, like sends, never ping (PartialMessage.edit does not apply the client's default).
-        fields.setdefault("allowed_mentions", self.bot.allowed_mentions)
+        fields.setdefault("allowed_mentions", self.client.allowed_mentions)
         return await channel.get_partial_message(message_id).edit(**fields)
 
     async def close(self) -> None:

@@ -5,7 +5,7 @@ part's state as JSON, so the cause of a 503 reads off the body.
 
 The same server answers GET /metrics for Prometheus from the bot's own registry (`bot.metrics`, a
 bot.metrics.BotMetrics); the gateway's per-shard latency and state are read from the bot at each
-scrape. A bot without metrics answers 404 there.
+scrape.
 
 A bot cut off from Postgres or Discord keeps running and catches up when they return (the
 notifier sweeps for what it missed); the 503 says it is waiting, it asks for no restart.
@@ -15,23 +15,45 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.metrics import gateway_shards
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
-    from bot.metrics import BotMetrics
+from bot.metrics import BotMetrics, ShardedGateway, gateway_shards
+from db.runtime import Database
 
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT = 3.0  # seconds for the database's SELECT 1
 
 
-def gateway_state(bot: AnimeGamerBot) -> str:
+class Listening(Protocol):
+    @property
+    def live(self) -> bool:
+        """True while the database's notifications are heard."""
+        ...
+
+
+class Watched(ShardedGateway, Protocol):
+    """What /healthz and /metrics read of the bot."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def notifier(self) -> Listening: ...
+
+    @property
+    def metrics(self) -> BotMetrics: ...
+
+    @property
+    def latency(self) -> float: ...
+
+    def is_closed(self) -> bool: ...
+
+
+def gateway_state(bot: Watched) -> str:
     """'connected' while every shard's gateway socket of this process is open after READY."""
     shards = gateway_shards(bot)
     if bot.is_closed() or not shards or not all(connected for _, _, connected in shards):
@@ -39,7 +61,7 @@ def gateway_state(bot: AnimeGamerBot) -> str:
     return "connected"
 
 
-async def health(bot: AnimeGamerBot) -> dict[str, object]:
+async def health(bot: Watched) -> dict[str, object]:
     state: dict[str, object] = {
         "gateway": gateway_state(bot),
         "database": "up" if await bot.db.answers(CHECK_TIMEOUT) else "unreachable",
@@ -51,11 +73,7 @@ async def health(bot: AnimeGamerBot) -> dict[str, object]:
     return state
 
 
-def metrics_of(bot: AnimeGamerBot) -> BotMetrics | None:
-    return getattr(bot, "metrics", None)
-
-
-async def start_server(bot: AnimeGamerBot, host: str, port: int) -> tuple[web.AppRunner, int]:
+async def start_server(bot: Watched, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Serve GET /healthz and GET /metrics; returns the runner (to clean up) and the bound port
     (0: a free one)."""
 
@@ -64,9 +82,7 @@ async def start_server(bot: AnimeGamerBot, host: str, port: int) -> tuple[web.Ap
         return web.json_response(state, status=200 if state["ok"] else 503)
 
     async def metrics_view(request: web.Request) -> web.Response:
-        metrics = metrics_of(bot)
-        if metrics is None:
-            return web.Response(status=404, text="this bot exports no metrics\n")
+        metrics = bot.metrics
         metrics.watch_gateway(bot)  # the shards' latency and state, read as this scrape collects
         body = generate_latest(metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -13,14 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
+from bot.metrics import BotMetrics
 from db.queue_stats import waiting_by_film
+from db.runtime import Database
 from db.transient import is_transient
 from game.catalogue import FILMS
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +27,8 @@ TIMEOUT = 10.0  # seconds for one refresh's query
 
 
 class QueueWatch:
-    def __init__(self, bot: AnimeGamerBot, *, interval: float = INTERVAL) -> None:
-        self.bot = bot
+    def __init__(self, db: Database, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
+        self.db, self.metrics = db, metrics
         self.interval = interval
         self.refreshes = 0  # successful refreshes so far (tests)
         self._task: asyncio.Task | None = None
@@ -49,9 +47,9 @@ class QueueWatch:
     async def refresh(self) -> bool:
         """Read the queues once into the metrics; False (and database_up 0) if the database did
         not answer."""
-        metrics = self.bot.metrics
+        metrics = self.metrics
         try:
-            async with asyncio.timeout(TIMEOUT), self.bot.db.sessions() as s:
+            async with asyncio.timeout(TIMEOUT), self.db.sessions() as s:
                 waiting = await waiting_by_film(s)
         except asyncio.CancelledError:
             raise

@@ -168,9 +168,6 @@ async def test_metrics_endpoint_reads_the_shards_at_scrape_time():
         client.shards[0] = _Shard(0.09, closed=False)  # read again at the next scrape
         s = _samples((await _scrape(port))[2])
         assert s[("animegamer_bot_gateway_latency_seconds", frozenset({("shard", "0")}))] == pytest.approx(0.09)
-        # A bot without metrics (before they are wired): 404, not an empty page.
-        del client.metrics  # type: ignore[attr-defined]
-        assert (await _scrape(port))[0] == 404
     finally:
         await runner.cleanup()
 
@@ -445,9 +442,9 @@ class _Stuck:
 async def test_edit_queue_depth_and_wait():
     m = BotMetrics()
     channel = _Stuck()
-    bot = types.SimpleNamespace(metrics=m, get_channel=lambda cid: None, get_partial_messageable=lambda cid, guild_id=None: channel,
-                                allowed_mentions=None)
-    edits = EditScheduler(bot, limit=100, per=0.01)  # type: ignore[arg-type]
+    client = types.SimpleNamespace(get_channel=lambda cid: None, get_partial_messageable=lambda cid, guild_id=None: channel,
+                                   allowed_mentions=None)
+    edits = EditScheduler(client, m, limit=100, per=0.01)  # type: ignore[arg-type]
     m.watch_edit_queue(edits.pending_count)
     for message_id in (1, 2, 3):
         edits.routine(7, message_id, content="x")
@@ -474,8 +471,7 @@ async def test_the_queue_gauges_say_when_the_database_is_unreachable():
         async def __aexit__(self, *exc):
             return False
 
-    bot = types.SimpleNamespace(metrics=m, db=types.SimpleNamespace(sessions=Down))
-    watch = QueueWatch(bot, interval=0.01)  # type: ignore[arg-type]
+    watch = QueueWatch(types.SimpleNamespace(sessions=Down), m, interval=0.01)  # type: ignore[arg-type]
     assert not await watch.refresh()
     assert _value(m, "animegamer_database_up") == 0
     watch.start()  # the periodic task keeps trying and stops with close()
