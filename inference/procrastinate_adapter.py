@@ -79,19 +79,20 @@ async def cancel_job(s: AsyncSession, job_id: int) -> bool:
     return await s.scalar(text("SELECT procrastinate_cancel_job_v1(:id, false, false)"), {"id": job_id}) is not None
 
 
-async def cancel_jobs_where(s: AsyncSession, where_sql: str, params: dict) -> int:
-    """Cancel the waiting jobs `j` matching a condition (which may join `turns t` on the job's
-    turn id); returns how many were cancelled."""
+async def cancel_stale_jobs(s: AsyncSession, *, lock: str, task: str) -> int:
+    """Cancel the waiting jobs of `task` under `lock` whose turn (`args.turn_id`) no longer waits
+    for them: gone, no longer queued, or queued with another job. Returns how many were cancelled."""
     rows = await s.execute(
         text(
-            f"""
+            """
             SELECT procrastinate_cancel_job_v1(j.id, false, false)
               FROM procrastinate_jobs j
               LEFT JOIN turns t ON t.id = (j.args->>'turn_id')::bigint
-             WHERE j.status = 'todo' AND {where_sql}
+             WHERE j.status = 'todo' AND j.lock = :lock AND j.task_name = :task
+               AND (t.id IS NULL OR t.status <> 'queued' OR t.job_id IS DISTINCT FROM j.id)
             """
         ),
-        params,
+        {"lock": lock, "task": task},
     )
     return sum(1 for (job_id,) in rows if job_id is not None)
 
@@ -227,6 +228,28 @@ async def queued_turn_jobs_ahead(s: AsyncSession, queue: str, task: str, priorit
             {"queue": queue, "task": task, "priority": priority, "id": job_id},
         )
     )
+
+
+async def queued_turn_positions(s: AsyncSession, task: str, turn_ids: list[int]) -> dict[int, int]:
+    """Each of these queued turns' rank among the waiting jobs of `task` on its job's queue, in
+    the order workers take them (priority, then id); turns not waiting are left out."""
+    rows = await s.execute(
+        text(
+            """
+            SELECT turn_id, position FROM (
+                SELECT t.id AS turn_id,
+                       row_number() OVER (PARTITION BY j.queue_name ORDER BY j.priority DESC, j.id) AS position
+                  FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+                 WHERE j.status = 'todo' AND j.task_name = :task
+                   AND j.queue_name IN (SELECT j2.queue_name FROM procrastinate_jobs j2 JOIN turns t2 ON t2.job_id = j2.id
+                                         WHERE t2.id = ANY(:ids))
+            ) ranked
+             WHERE turn_id = ANY(:ids)
+            """
+        ),
+        {"task": task, "ids": turn_ids},
+    )
+    return {r.turn_id: int(r.position) for r in rows}
 
 
 async def job_turn_id(s: AsyncSession, job_id: int) -> int | None:

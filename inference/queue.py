@@ -97,11 +97,7 @@ async def cancel_stale_jobs(s: AsyncSession, session_id: int) -> int:
     """Cancel the waiting jobs of a session whose turns no longer need them (e.g. after
     db.sessions.cancel_pending or reset). Such jobs would only find nothing to do, but they hold
     the session's place in the queue meanwhile."""
-    return await adapter.cancel_jobs_where(
-        s,
-        "j.lock = :lock AND j.task_name = :task AND (t.id IS NULL OR t.status <> 'queued' OR t.job_id IS DISTINCT FROM j.id)",
-        {"lock": session_lock(session_id), "task": GENERATE_TURN},
-    )
+    return await adapter.cancel_stale_jobs(s, lock=session_lock(session_id), task=GENERATE_TURN)
 
 
 async def queue_position(s: AsyncSession, turn: Turn) -> int | None:
@@ -126,23 +122,7 @@ async def queue_positions(s: AsyncSession, turn_ids: Iterable[int]) -> dict[int,
     ids = list(turn_ids)
     if not ids:
         return {}
-    rows = await s.execute(
-        text(
-            """
-            SELECT turn_id, position FROM (
-                SELECT t.id AS turn_id,
-                       row_number() OVER (PARTITION BY j.queue_name ORDER BY j.priority DESC, j.id) AS position
-                  FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
-                 WHERE j.status = 'todo' AND j.task_name = :task
-                   AND j.queue_name IN (SELECT j2.queue_name FROM procrastinate_jobs j2 JOIN turns t2 ON t2.job_id = j2.id
-                                         WHERE t2.id = ANY(:ids))
-            ) ranked
-             WHERE turn_id = ANY(:ids)
-            """
-        ),
-        {"task": GENERATE_TURN, "ids": ids},
-    )
-    return {r.turn_id: int(r.position) for r in rows}
+    return await adapter.queued_turn_positions(s, GENERATE_TURN, ids)
 
 
 # --- retries
