@@ -20,6 +20,7 @@ COPY game/ game/
 COPY db/ db/
 COPY migrations/ migrations/
 COPY inference/ inference/
+COPY service/ service/
 COPY bot/ bot/
 COPY play/ play/
 # Non-editable install without dependencies (they are locked above): the venv alone is copied to

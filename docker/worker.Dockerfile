@@ -40,6 +40,7 @@ COPY game/ game/
 COPY db/ db/
 COPY migrations/ migrations/
 COPY inference/ inference/
+COPY service/ service/
 COPY bot/ bot/
 COPY play/ play/
 # The project itself, from the build context, without dependencies (they are locked above);

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TypedDict
 
 from aiohttp import web
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import guilds, sessions, turns
+from db import sessions, turn_reads
 from db.models import GameSession, Turn
+from db.turns import regenerate_latest
 from game import vocabulary
-from game.catalogue import FILMS, Film, session_film, suggest
-from game.errors import NoFilm, NotJoined, ServiceDown, UnknownCharacter
+from game.catalogue import FILMS, suggest
+from game.errors import ServiceDown
 from game.sanitize import InputRefused, clean_text
 from i18n import N_, _
 from i18n.formatting import number
-from inference import queue as jobs
 from play import media, shapes
 from play.errors import not_found
 from play.events import sse_frame
@@ -43,7 +42,10 @@ from play.requests import (
     TurnsQuery,
     accepts,
 )
-from play.services import PLAY_ADMIN_ID, PLAY_CHANNEL_ID, PLAY_GUILD_ID, PlayServices, channel_config, services
+from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, PlayServices, channel_config, services
+from service import admin, moderation, players
+from service.game import Member
+from service.players import ActFields
 
 STATIC = Path(__file__).resolve().parent / "static"
 HEALTH_TIMEOUT = 2.0  # seconds for the health check's SELECT 1
@@ -53,9 +55,9 @@ routes = web.RouteTableDef()
 
 
 async def _position(svc: PlayServices, s: AsyncSession, t: Turn) -> int | None:
-    if t.status != "queued" or not svc.use_queue:
+    if t.status != "queued":
         return None
-    return await jobs.queue_position(s, t)
+    return await svc.game.jobs.position(s, t)
 
 
 async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: GameSession | None) -> list[dict]:
@@ -64,7 +66,7 @@ async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: 
 
 
 async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSession]:
-    t = await turns.get_turn(s, turn_id)
+    t = await turn_reads.get_turn(s, turn_id)
     if t is None:
         raise not_found(_("There is no such turn."))
     gs = await s.get(GameSession, t.session_id)
@@ -84,24 +86,6 @@ def player_name(raw: str) -> str:
     if len(name) > NAME_MAX:
         raise InputRefused("name", _("is too long (at most %(max)s characters)", max=number(NAME_MAX)))
     return name
-
-
-class ModelTerms(TypedDict):
-    motion: str
-    background: str
-    adverb: str
-    time_of_day: str
-
-
-def model_terms(film: Film, body: ActBody) -> ModelTerms:
-    """The /act fields as the model reads them: a suggestion typed or picked in any shipped
-    language becomes the film's English term; other text goes as typed."""
-    return {
-        "motion": vocabulary.to_model("motions", body.motion, film),
-        "background": vocabulary.to_model("backgrounds", body.background, film),
-        "adverb": vocabulary.to_model("adverbs", body.adverb, film),
-        "time_of_day": vocabulary.to_model("times", body.time_of_day, film),
-    }
 
 
 # --- reading
@@ -137,7 +121,7 @@ async def get_state(request: web.Request, query: StateQuery) -> web.Response:
         if gs is not None:
             players = await sessions.players(s, gs.id)
             states = await sessions.states(s, gs.id)
-            pending = await turns.pending_turns(s, gs.id)
+            pending = await turn_reads.pending_turns(s, gs.id)
         return web.json_response(shapes.state_json(cfg, gs, players, states, pending, query.player, svc.backend))
 
 
@@ -152,7 +136,7 @@ async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
         if gs is None:
             return web.json_response({"session_id": None, "turns": [], "more": False})
         if query.only_pending:
-            rows, more = await turns.pending_turns(s, gs.id), False
+            rows, more = await turn_reads.pending_turns(s, gs.id), False
         else:
             q = select(Turn).where(Turn.session_id == gs.id, Turn.removed_at.is_(None))
             if query.before is not None:
@@ -178,7 +162,7 @@ async def get_video(request: web.Request, path: TurnPath) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s:
         t, _gs = await _turn_in_play(s, path.turn_id)
-        full = await turns.get_turn(s, t.id, blobs=True)
+        full = await turn_reads.get_turn(s, t.id, blobs=True)
         data = full.mp4 if full is not None else None
     if not data:
         raise not_found(_("This turn has no clip (not finished, or pruned)."))
@@ -231,7 +215,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-# --- acting
+# --- acting: parse, call the game service, answer
+
+
+def act_fields(body: ActBody) -> ActFields:
+    return ActFields(body.motion, body.background, body.adverb, body.time_of_day, body.characters)
 
 
 @routes.post("/api/film")
@@ -240,17 +228,7 @@ async def post_film(request: web.Request, body: FilmBody) -> web.Response:
     """Admin: choose the film. A game in progress with another film is reset into the new one;
     its players leave, since the cast changes."""
     svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        film = await guilds.set_film(s, PLAY_GUILD_ID, body.film)
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID, lock=True)
-        if gs is not None and gs.film_id != film.id:
-            fresh = await sessions.reset(s, gs, by=PLAY_ADMIN_ID)
-            for p in await sessions.players(s, fresh.id):
-                await sessions.leave(s, fresh, p.user_id)
-            fresh.film_id = film.id
-            await s.flush()
-            if svc.use_queue:
-                await jobs.cancel_stale_jobs(s, gs.id)
+    film = await admin.set_film(svc.game, PLACE, ADMIN, body.film, restart=True)
     if svc.on_film is not None:
         await svc.on_film(film.id)
     return web.json_response({"ok": True, "film": film.id})
@@ -260,50 +238,29 @@ async def post_film(request: web.Request, body: FilmBody) -> web.Response:
 @accepts(body=CastBody)
 async def post_cast(request: web.Request, body: CastBody) -> web.Response:
     """Admin: enable or disable a playable character."""
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        playable = await guilds.set_character_enabled(
-            s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID, body.character, body.enabled
-        )
+    playable, _cfg = await admin.set_character(services(request).game, PLACE, ADMIN, body.character, body.enabled)
     return web.json_response({"ok": True, "playable": sorted(playable)})
 
 
 @routes.post("/api/start")
 @accepts(body=Empty)
 async def post_start(request: web.Request, body: Empty) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        cfg = await channel_config(s, svc)
-        if cfg.film is None:
-            raise NoFilm()
-        gs = await sessions.start_session(s, PLAY_GUILD_ID, PLAY_CHANNEL_ID, cfg.film, created_by=PLAY_ADMIN_ID)
-    return web.json_response({"ok": True, "session_id": gs.id})
+    done = await players.start(services(request).game, PLACE, ADMIN)
+    return web.json_response({"ok": True, "session_id": done.session.id})
 
 
 @routes.post("/api/join")
 @accepts(body=JoinBody)
 async def post_join(request: web.Request, body: JoinBody) -> web.Response:
-    svc = services(request)
-    name = player_name(body.name)
-    async with svc.db.sessions() as s, s.begin():
-        cfg = await channel_config(s, svc)
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        film = session_film(gs.film_id)
-        cast = cfg.cast_for(film)
-        ch = film.character(body.character)
-        if ch is None or ch not in cast:
-            raise UnknownCharacter(body.character, [c.name for c in cast])
-        p = await sessions.join(s, gs, film, body.player_id, name, ch.id)
+    who = Member(body.player_id, player_name(body.name))
+    p = (await players.join(services(request).game, PLACE, who, body.character)).player
     return web.json_response({"ok": True, "character": p.character_id, "name": p.user_name})
 
 
 @routes.post("/api/leave")
 @accepts(body=LeaveBody)
 async def post_leave(request: web.Request, body: LeaveBody) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        await sessions.leave(s, gs, body.player_id)
+    await players.leave(services(request).game, PLACE, body.player_id)
     return web.json_response({"ok": True})
 
 
@@ -311,47 +268,28 @@ async def post_leave(request: web.Request, body: LeaveBody) -> web.Response:
 @accepts(body=ActBody)
 async def post_act(request: web.Request, body: ActBody) -> web.Response:
     """/act: the acting player's character is in the shot, plus the others chosen."""
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        cfg = await channel_config(s, svc)
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
-        me = await sessions.player_of(s, gs.id, body.player_id)
-        if me is None:
-            raise NotJoined()
-        film = session_film(gs.film_id)
-        ins = cfg.instruction(
-            film,
-            [me.character_id, *body.characters],
-            **model_terms(film, body),
-        )
-        t = await turns.submit_turn(
-            s, gs, author_id=body.player_id, author_name=me.user_name, instruction=ins, limits=cfg.limits,
-            enqueue=svc.enqueue,
-        )
-        result = {"ok": True, "turn_id": t.id, "seq": t.seq, "instruction": ins.text, "notes": list(ins.notes)}
-    return web.json_response(result)
+    done = await players.act(services(request).game, PLACE, Member(body.player_id), act_fields(body))
+    ins = done.instruction
+    return web.json_response({"ok": True, "turn_id": done.turn.id, "seq": done.turn.seq, "instruction": ins.text,
+                              "notes": list(ins.notes)})
 
 
 @routes.post("/api/pause")
 @accepts(body=PauseBody)
 async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
-        await sessions.set_paused(s, gs, body.paused, N_("paused by a moderator") if body.paused else None)
+    game = services(request).game
+    if body.paused:
+        await moderation.pause(game, PLACE, ADMIN, N_("paused by a moderator"))
+    else:
+        await moderation.resume(game, PLACE, ADMIN)
     return web.json_response({"ok": True, "paused": body.paused})
 
 
 @routes.post("/api/reset")
 @accepts(body=Empty)
 async def post_reset(request: web.Request, body: Empty) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, lock=True)
-        fresh = await sessions.reset(s, gs, by=PLAY_ADMIN_ID)
-        if svc.use_queue:  # the old session's turns were cancelled: drop their waiting jobs
-            await jobs.cancel_stale_jobs(s, gs.id)
-    return web.json_response({"ok": True, "session_id": fresh.id})
+    done = await moderation.reset(services(request).game, PLACE, ADMIN)
+    return web.json_response({"ok": True, "session_id": done.fresh.id})
 
 
 @routes.post("/api/regenerate")
@@ -361,7 +299,7 @@ async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s, s.begin():
         gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        t = await turns.regenerate_latest(s, gs, svc.enqueue)
+        t = await regenerate_latest(s, gs, svc.game.jobs.enqueue)
     return web.json_response({"ok": True, "turn_id": t.id, "seq": t.seq})
 
 
@@ -369,10 +307,7 @@ async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
 @accepts(path=TurnPath, body=Empty)
 async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.Response:
     svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
+    async with svc.db.sessions() as s:
         t, _gs = await _turn_in_play(s, path.turn_id)
-        if svc.use_queue:
-            await jobs.cancel_queued_turn(s, t, N_("cancelled by a moderator"))
-        else:
-            await turns.cancel_turn(s, t, N_("cancelled by a moderator"))
+    await moderation.cancel(svc.game, PLACE, ADMIN, turn_id=t.id, stored=N_("cancelled by a moderator"))
     return web.json_response({"ok": True})

@@ -9,22 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import guilds, sessions
 from db.runtime import Database
-from db.turns import Enqueue
 from game.catalogue import FILMS
-from inference import queue as jobs
 from play.events import EventHub
+from service.game import Game, Member, Place
+from service.jobs import QueueJobs, StoredJobs
 from settings import Settings
 
 # Discord snowflakes are far above these, so the page never meets a real guild's rows.
 PLAY_GUILD_ID = 1
 PLAY_CHANNEL_ID = 1
 PLAY_ADMIN_ID = 0  # who "created" a session from the page
+PLACE = Place(PLAY_GUILD_ID, PLAY_CHANNEL_ID)
+ADMIN = Member(PLAY_ADMIN_ID, "")  # whoever opened the page: its admin and moderator
 
 
 @dataclass
@@ -39,9 +42,10 @@ class PlayServices:
     # The name the page was served under (--host), accepted in Host headers besides loopback.
     host: str = "127.0.0.1"
 
-    @property
-    def enqueue(self) -> Enqueue | None:
-        return jobs.make_enqueue() if self.use_queue else None
+    @cached_property
+    def game(self) -> Game:
+        """The game service on the page's database (no audit log: the page has one local admin)."""
+        return Game(self.settings, self.db.sessions, QueueJobs() if self.use_queue else StoredJobs(), audited=False)
 
 
 SERVICES = web.AppKey("services", PlayServices)

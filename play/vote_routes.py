@@ -18,10 +18,11 @@ from aiohttp import web
 from pydantic import Field
 
 from db import sessions, votes
-from game.catalogue import session_film
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
-from play.routes import model_terms, player_name
-from play.services import PLAY_CHANNEL_ID, PLAY_GUILD_ID, SERVICES, channel_config, services
+from play.routes import act_fields, player_name
+from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, PLAY_GUILD_ID, SERVICES, services
+from service import voting
+from service.game import Member
 
 log = logging.getLogger(__name__)
 
@@ -91,62 +92,38 @@ async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
 
 @accepts(body=ModeBody)
 async def post_mode(request: web.Request, body: ModeBody) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        cfg, _ = await votes.set_mode(s, PLAY_GUILD_ID, PLAY_CHANNEL_ID, body.enabled, body.seconds)
+    cfg, _ = await voting.set_mode(services(request).game, PLACE, ADMIN, body.enabled, body.seconds)
     return web.json_response({"ok": True, "enabled": cfg.enabled, "round_seconds": cfg.round_seconds})
 
 
 @accepts(body=OpenBody)
 async def post_open(request: web.Request, body: OpenBody) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
-        rnd, created = await votes.open_round(s, gs, by=body.player_id)
+    rnd, created = await voting.open_round(services(request).game, PLACE, body.player_id)
     return web.json_response({"ok": True, "round_id": rnd.id, "created": created})
 
 
 @accepts(body=ProposeBody)
 async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
-    """A proposal: the /act fields (a joined player's character is in the shot, plus `characters`)."""
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        cfg = await channel_config(s, svc)
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID, active=True)
-        film = session_film(gs.film_id)
-        me = await sessions.player_of(s, gs.id, body.player_id)
-        name = me.user_name if me is not None else player_name(body.name)
-        ins = cfg.instruction(
-            film, votes.shot_characters(me.character_id if me else None, body.characters), **model_terms(film, body),
-        )
-        rnd, number, created = await votes.propose(s, gs, author_id=body.player_id, author_name=name, instruction=ins)
-    return web.json_response({"ok": True, "round_id": rnd.id, "option": number, "instruction": ins.text, "notes": list(ins.notes)})
+    """A proposal: the /act fields (a joined player's character is in the shot, plus `characters`);
+    a tab that has not joined names itself."""
+    who = Member(body.player_id, player_name(body.name) if body.name.strip() else None)
+    done = await voting.propose(services(request).game, PLACE, who, act_fields(body))
+    return web.json_response({"ok": True, "round_id": done.round.id, "option": done.option,
+                              "instruction": done.instruction.text, "notes": list(done.instruction.notes)})
 
 
 @accepts(body=BallotBody)
 async def post_ballot(request: web.Request, body: BallotBody) -> web.Response:
     """One vote per tab and round, for an option number; voting again moves it."""
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        rnd, number = await votes.vote_by_number(s, gs, body.option, body.player_id)
+    rnd, number = await voting.vote_for_option(services(request).game, PLACE, body.option, body.player_id)
     await close_due(request.app)  # the last joined player's vote closes the round at once
     return web.json_response({"ok": True, "round_id": rnd.id, "option": number})
 
 
 async def close_due(app: web.Application) -> int:
-    """Close the page's due rounds; returns how many closed."""
-    svc = app[SERVICES]
-    closed = 0
+    """Close the page's due rounds (their results are read from the rows); returns how many closed."""
     async with app[_LOCK]:
-        async with svc.db.sessions() as s:
-            due = await votes.due_rounds(s, [PLAY_GUILD_ID])
-        for round_id in due:
-            async with svc.db.sessions() as s, s.begin():
-                if await votes.close_round(s, round_id, svc.settings, svc.enqueue) is not None:
-                    await votes.mark_shown(s, round_id)  # the page reads the outcome from the row
-                    closed += 1
-    return closed
+        return len(await voting.close_due(app[SERVICES].game, [PLAY_GUILD_ID], shown=True))
 
 
 _LOCK = web.AppKey("vote_close_lock", asyncio.Lock)

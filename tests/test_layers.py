@@ -1,4 +1,4 @@
-"""The layers only point down: settings <- game <- contracts <- db <- inference <- bot, play <- the
+"""The layers only point down: settings <- game <- contracts <- db <- inference <- service <- bot, play <- the
 CLI (`animegamer`). The contracts live in pyproject.toml ([tool.importlinter]); a back-arrow, such as
 the database layer importing the inference layer, fails this test with import-linter's report."""
 
@@ -22,7 +22,7 @@ def test_a_back_arrow_is_caught(tmp_path):
     """The same contracts on a copy of the tree in which db imports inference: broken."""
     import shutil
 
-    for pkg in ("settings", "game", "contracts", "db", "inference", "bot", "play", "animegamer"):
+    for pkg in ("settings", "game", "contracts", "db", "inference", "service", "bot", "play", "animegamer"):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__", "static"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with (tmp_path / "db" / "turns.py").open("a") as f:

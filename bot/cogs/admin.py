@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import babel
 import discord
@@ -17,6 +17,8 @@ from bot import audit as bot_audit
 from bot import checks, context, locale
 from bot import modlog as modlog_setup
 from bot.choices import character_choices, film_choices
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import Interaction, game_of, member, place
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from db import audit, content_filters, guilds
 from db import modlog as modlog_db
@@ -25,9 +27,7 @@ from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
 from i18n import _, locales, ngettext
 from i18n.formatting import items, number
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
+from service import admin
 
 AUTOMATIC = "auto"  # /admin language's choice for "follow Discord's server language"
 
@@ -63,31 +63,30 @@ class Admin(commands.Cog):
 
     def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
+        self.service = game_of(bot)
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+    async def interaction_check(self, interaction: Interaction) -> bool:
         """Every /admin command: Manage Server or a configured admin role (autocomplete is not checked)."""
         return await checks.require(interaction, "admin")
 
     @contextlib.asynccontextmanager
-    async def _writing(self, interaction: discord.Interaction):
+    async def _writing(self, interaction: Interaction):
         """A transaction that writes the guild's settings; this process's cached configuration
         is dropped once it commits (other processes learn it by NOTIFY)."""
         async with self.bot.db.sessions.begin() as s:
             yield s
         self.bot.config.config_changed(interaction.guild_id)
 
-    async def _done(self, interaction: discord.Interaction, text: str) -> None:
+    async def _done(self, interaction: Interaction, text: str) -> None:
         await interaction.followup.send(text, ephemeral=True)
 
     @admin.command(name="film", description="Choose the film played on this server or in this channel")
     @app_commands.describe(film="The film", scope="The whole server (default) or only this channel")
     @app_commands.autocomplete(film=film_choices)
-    async def film(self, interaction: discord.Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
-        channel_id = context.channel_id(interaction) if scope == "channel" else None
-        async with self._writing(interaction) as s:
-            chosen = await guilds.set_film(s, context.guild_id(interaction), film, channel_id=channel_id)
-            await bot_audit.record(s, interaction, "set_film", chosen.id, scope=scope)
-        if channel_id:
+    async def film(self, interaction: Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
+        chosen = await admin.set_film(self.service, place(interaction), member(interaction), film, channel_only=scope == "channel")
+        self.bot.config.config_changed(interaction.guild_id)
+        if scope == "channel":
             text = _("This channel now plays %(film)s, with its whole cast. New games use it.", film=chosen.title_in())
         else:
             text = _("This server now plays %(film)s, with its whole cast. New games use it.", film=chosen.title_in())
@@ -96,13 +95,9 @@ class Admin(commands.Cog):
     @admin.command(name="character", description="Enable or disable a playable character here")
     @app_commands.describe(character="A character of the film configured here", enabled="Playable or not")
     @app_commands.autocomplete(character=character_choices)
-    async def character(self, interaction: discord.Interaction, character: str, enabled: bool) -> None:
-        async with self._writing(interaction) as s:
-            cast = await guilds.set_character_enabled(
-                s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction), character, enabled
-            )
-            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
-            await bot_audit.record(s, interaction, "enable_character" if enabled else "disable_character", character, cast=sorted(cast))
+    async def character(self, interaction: Interaction, character: str, enabled: bool) -> None:
+        _cast, cfg = await admin.set_character(self.service, place(interaction), member(interaction), character, enabled)
+        self.bot.config.config_changed(interaction.guild_id)
         names = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
         names = names or _("nobody")
         await self._done(interaction, fit(_("Playable here now: %(names)s.", names=names), CONTENT_MAX))
@@ -115,7 +110,7 @@ class Admin(commands.Cog):
     )
     async def limits(
         self,
-        interaction: discord.Interaction,
+        interaction: Interaction,
         cooldown: app_commands.Range[float, 0, 3600] | None = None,
         backlog: app_commands.Range[int, 1, 100] | None = None,
         max_length: app_commands.Range[int, 40, 2000] | None = None,
@@ -136,7 +131,7 @@ class Admin(commands.Cog):
     @admin.command(name="role", description="Give or take the bot's admin or moderator rights from a role")
     @app_commands.describe(kind="Which rights", role="The role", enabled="Give (default) or take away")
     async def role(
-        self, interaction: discord.Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
+        self, interaction: Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
     ) -> None:
         async with self._writing(interaction) as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
@@ -148,7 +143,7 @@ class Admin(commands.Cog):
 
     @filters.command(name="add", description="Block a word or phrase in instructions here (*term* anywhere, term* prefix, *term suffix)")
     @app_commands.describe(term="A word or phrase of at most 60 characters; no star: the whole word only")
-    async def filter_add(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
+    async def filter_add(self, interaction: Interaction, term: app_commands.Range[str, 1, 100]) -> None:
         async with self._writing(interaction) as s:
             added = await content_filters.add(s, context.guild_id(interaction), term, interaction.user.id)
             await bot_audit.record(s, interaction, "filter_add", added)
@@ -156,14 +151,14 @@ class Admin(commands.Cog):
 
     @filters.command(name="remove", description="Unblock a word or phrase of this server's filter")
     @app_commands.describe(term="The term as it was added (/admin filter list shows them)")
-    async def filter_remove(self, interaction: discord.Interaction, term: app_commands.Range[str, 1, 100]) -> None:
+    async def filter_remove(self, interaction: Interaction, term: app_commands.Range[str, 1, 100]) -> None:
         async with self._writing(interaction) as s:
             removed = await content_filters.remove(s, context.guild_id(interaction), term)
             await bot_audit.record(s, interaction, "filter_remove", removed)
         await self._done(interaction, _("No longer blocked: %(term)s", term=esc(removed)))
 
     @filters.command(name="list", description="This server's blocked words and phrases")
-    async def filter_list(self, interaction: discord.Interaction) -> None:
+    async def filter_list(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             terms = await content_filters.terms(s, context.guild_id(interaction))
         if not terms:
@@ -178,7 +173,7 @@ class Admin(commands.Cog):
             await interaction.followup.send(head.strip(), file=discord.File(data, filename="filter.txt"), ephemeral=True)
 
     @filter_remove.autocomplete("term")
-    async def _filter_choices(self, interaction: discord.Interaction, current: str):
+    async def _filter_choices(self, interaction: Interaction, current: str):
         # From the cached configuration (its rule sets include the filter): no query per keystroke.
         cfg = await self.bot.config.config(context.guild_id(interaction), context.channel_id(interaction))
         terms = next((r.terms for r in cfg.content_rules if r.name == SERVER_FILTER), ())
@@ -186,7 +181,7 @@ class Admin(commands.Cog):
 
     @admin.command(name="log-channel", description="Where admin and moderator actions, refusals, removals and reports are posted")
     @app_commands.describe(channel="The moderation log channel (leave it out to turn the log off)")
-    async def log_channel(self, interaction: discord.Interaction, channel: discord.TextChannel | None = None) -> None:
+    async def log_channel(self, interaction: Interaction, channel: discord.TextChannel | None = None) -> None:
         if channel is not None:
             modlog_setup.require_postable(interaction, channel)
         async with self._writing(interaction) as s:
@@ -205,7 +200,7 @@ class Admin(commands.Cog):
         channel="Only this channel (leave it out for the whole server)",
     )
     @app_commands.choices(language=LANGUAGE_CHOICES)
-    async def language(self, interaction: discord.Interaction, language: str, channel: discord.TextChannel | None = None) -> None:
+    async def language(self, interaction: Interaction, language: str, channel: discord.TextChannel | None = None) -> None:
         guild_id = context.guild_id(interaction)
         chosen = None if language == AUTOMATIC else language
         channel_id = None if channel is None else channel.id
@@ -230,7 +225,7 @@ class Admin(commands.Cog):
         await self._done(interaction, text)
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
-    async def show(self, interaction: discord.Interaction) -> None:
+    async def show(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             recent = await audit.recent(s, context.guild_id(interaction), limit=10)
@@ -258,7 +253,7 @@ class Admin(commands.Cog):
         e.add_field(name=_("Recent actions"), value="\n".join(log_lines) or _("none"), inline=False)
         await interaction.followup.send(embed=e, ephemeral=True)
 
-    async def _language_shown(self, s, interaction: discord.Interaction) -> str:
+    async def _language_shown(self, s, interaction: Interaction) -> str:
         """Where the public posts' language here comes from: this channel's choice, the server's,
         or Discord's server language."""
         guild_row = await s.get(GuildSettings, context.guild_id(interaction))

@@ -3,20 +3,17 @@ and starts the next; /history and /export take a game's number from this list.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot import context
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import Interaction
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
 from db import games as past_games
 from game.catalogue import FILMS
 from i18n import _, ngettext
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 SHOWN = 20  # the latest games listed (fewer when their lines overflow the embed's description)
 
@@ -57,7 +54,7 @@ class Games(commands.Cog):
 
     @app_commands.command(name="games", description="This channel's games, past and present, with their turn counts")
     @app_commands.guild_only()
-    async def games(self, interaction: discord.Interaction) -> None:
+    async def games(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             found = await past_games.channel_games(s, context.channel_id(interaction))
         e = discord.Embed(title=_("Games in this channel"), colour=INFO)

@@ -7,22 +7,19 @@ moderators) or a command's `extras["rights"]`, checked with the same functions a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot import checks, context
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import Interaction
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
 from db import guilds, votes
 from db import sessions as game_sessions
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import L_, N_, _, pgettext
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 # The sections' headings (shown translated, with _(); marked here for extraction)
 PLAYING, VOTING, LOOKING = N_("Playing"), N_("Voting"), N_("Looking around")
@@ -141,7 +138,7 @@ class Help(commands.Cog):
 
     @app_commands.command(name="help", description="The commands you can use here, with examples from this channel's film")
     @app_commands.guild_only()
-    async def help(self, interaction: discord.Interaction) -> None:
+    async def help(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             gs = await game_sessions.live_session(s, context.channel_id(interaction))

@@ -3,14 +3,10 @@ chooses the channel (bot.cogs.admin)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from discord.ext import commands
 
+from bot.client import AnimeGamerBot
 from bot.modlog import ModLog
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 
 class ModLogCog(commands.Cog, name="ModLog"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -18,14 +17,13 @@ from discord.ext import commands
 
 from bot import context, replies
 from bot.ack_gate import answers_itself
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
 from bot.locale import LocalizedItem
 from db import departures
 from db import privacy as member_data
 from i18n import L_, _, ngettext, pgettext
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +84,15 @@ class ConfirmDelete(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], te
         self.user_id = user_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+    async def from_custom_id(cls, interaction: Interaction, item: discord.ui.Button, match: re.Match[str]):
         return cls(int(match["user"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def callback(self, interaction: Interaction) -> None:
         try:
             if interaction.user.id != self.user_id:
                 await interaction.response.send_message(_("This button is for the member who asked."), ephemeral=True)
                 return
-            bot = context.bot_of(interaction)
+            bot = interaction.client
             async with bot.db.sessions.begin() as s:
                 _request, new = await member_data.request_deletion(s, self.user_id)
             bot.maintenance.wake_privacy()
@@ -113,14 +111,14 @@ class Privacy(commands.Cog):
         self.bot = bot
 
     @privacy.command(name="show", description="What this bot stores about you, here and in all servers")
-    async def show(self, interaction: discord.Interaction) -> None:
+    async def show(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             found = await member_data.stored(s, interaction.user.id, context.guild_id(interaction))
         await interaction.followup.send(embed=stored_embed(found), ephemeral=True)
 
     @privacy.command(name="delete", description="Delete what this bot stores about you, in every server")
     @answers_itself  # the confirmation, with its button, is the first answer
-    async def delete(self, interaction: discord.Interaction) -> None:
+    async def delete(self, interaction: Interaction) -> None:
         context.guild_id(interaction)
         e = discord.Embed(title=_("Delete your data?"), colour=FAILED, description=str(CONFIRM_TEXT))
         e.set_footer(text=str(POLICY_NOTE))

@@ -11,7 +11,6 @@ delivered report starts it; a refused one costs nothing).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -20,15 +19,14 @@ from discord.ext import commands
 from bot import audit as bot_audit
 from bot import context, locale
 from bot import removal as shot_removal
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import Interaction
 from bot.embeds import person
 from db import modlog as modlog_db
 from db import turn_reads
 from db.models import Turn
 from game.shot_errors import NoLogChannel, NotAShot, ReportCooldown, ShotAlreadyRemoved
 from i18n import L_, _, use_locale
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 REPORT_COOLDOWN = 60.0  # seconds between two reports of one member
 # Stored on the turn and shown on its post (the server's language); "Remove shot" is the menu's name
@@ -73,21 +71,21 @@ class Shots(commands.Cog):
         for menu in self.menus:
             self.bot.tree.remove_command(menu.name, type=menu.type)
 
-    async def _shot(self, interaction: discord.Interaction, message: discord.Message) -> Turn:
+    async def _shot(self, interaction: Interaction, message: discord.Message) -> Turn:
         async with self.bot.db.sessions() as s:
             turn = await turn_reads.turn_by_message(s, context.guild_id(interaction), message.id)
         if turn is None:
             raise NotAShot()
         return turn
 
-    async def remove_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
+    async def remove_shot(self, interaction: Interaction, message: discord.Message) -> None:
         turn = await self._shot(interaction, message)
         with use_locale(await locale.public_for(interaction)):
             reason = str(MENU_REASON)
         done = await shot_removal.remove(self.bot, interaction, turn.id, reason, via="Remove shot")
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
-    async def report_shot(self, interaction: discord.Interaction, message: discord.Message) -> None:
+    async def report_shot(self, interaction: Interaction, message: discord.Message) -> None:
         guild_id = context.guild_id(interaction)
         turn = await self._shot(interaction, message)
         if turn.removed_at is not None:

@@ -13,17 +13,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from bot import audit as bot_audit
-from bot import checks, context, locale, replies
+from bot import checks, locale, replies
 from bot.ack_gate import think
-from bot.cogs.play import act_fields, split_names, with_cleaning_notes, with_note
+from bot.client import AnimeGamerBot
+from bot.cogs.shared import (
+    Interaction,
+    act_fields,
+    announce,
+    by,
+    fields,
+    game_of,
+    member,
+    place,
+    with_cleaning_notes,
+    with_note,
+)
 from bot.embeds import (
     DESCRIPTION_MAX,
     DONE,
@@ -42,17 +51,13 @@ from bot.embeds import (
 from bot.locale import LocalizedItem
 from bot.notices import english_note
 from bot.views import view_of
-from db import guilds, votes
 from db import sessions as game_sessions
-from db import turns as turn_service
-from db.engine import make_engine, make_sessionmaker
-from game.catalogue import display_film, session_film
-from i18n import _, ngettext, pgettext, use_locale
+from db import votes
+from game.catalogue import display_film
+from i18n import _, ngettext, pgettext
 from i18n.formatting import number
 from i18n.translate import Lp_
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
+from service import voting
 
 log = logging.getLogger(__name__)
 
@@ -128,18 +133,16 @@ class VoteButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], templ
         self.proposal_id = proposal_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+    async def from_custom_id(cls, interaction: Interaction, item: discord.ui.Button, match: re.Match[str]):
         return cls(int(match["proposal"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        bot = context.bot_of(interaction)
+    async def callback(self, interaction: Interaction) -> None:
         try:
             await think(interaction)
-            cog = bot.get_cog("Vote")
+            cog = interaction.client.get_cog("Vote")
             if not isinstance(cog, Vote):  # the button is registered by the cog, removed with it
                 raise RuntimeError("a vote button was clicked while the Vote cog is not loaded")
-            async with bot.db.sessions.begin() as s:
-                rnd, option = await votes.vote(s, self.proposal_id, interaction.user.id)
+            rnd, option = await voting.vote(cog.service, self.proposal_id, interaction.user.id)
             await cog.refresh(rnd.id)
             await interaction.followup.send(
                 _("You voted for option %(number)s. You can change your vote until the round closes.", number=option),
@@ -155,19 +158,9 @@ class Vote(commands.Cog):
 
     def __init__(self, bot: AnimeGamerBot) -> None:
         self.bot = bot
+        self.service = game_of(bot)
         self._tick_lock = asyncio.Lock()
         self._locks: dict[int, asyncio.Lock] = {}  # one message update at a time per round
-        self._lookup_engine: AsyncEngine | None = None
-        self._lookups: async_sessionmaker[AsyncSession] | None = None
-
-    def lookups(self) -> async_sessionmaker[AsyncSession]:
-        """Sessions for the check's look-ups (due rounds, results not shown), on a connection of
-        their own: behind a burst of commands queued for the shared pool, a check waited past the
-        next one, which APScheduler then skipped ("maximum number of running instances reached")."""
-        if self._lookups is None:
-            self._lookup_engine = make_engine(self.bot.db.url, pool_size=1, max_overflow=0)
-            self._lookups = make_sessionmaker(self._lookup_engine)
-        return self._lookups
 
     async def cog_load(self) -> None:
         self.bot.add_dynamic_items(VoteButton)
@@ -180,15 +173,14 @@ class Vote(commands.Cog):
         self.bot.remove_dynamic_items(VoteButton)
         if self.bot.maintenance.scheduler.get_job("vote_rounds") is not None:
             self.bot.maintenance.scheduler.remove_job("vote_rounds")
-        if self._lookup_engine is not None:
-            await self._lookup_engine.dispose()
-            self._lookup_engine = self._lookups = None
 
     # --- the round's message
 
     async def refresh(self, round_id: int) -> None:
         """Post or edit the round's message with its current proposals and votes; a finished
-        round's message shows the outcome without buttons, and is then marked shown."""
+        round's message shows the outcome without buttons, and is then marked shown. Edits go
+        through the channel's edit scheduler: an open round's coalesce to the latest; the
+        closing one is final (awaited, ahead of routine edits)."""
         async with self._locks.setdefault(round_id, asyncio.Lock()):
             async with self.bot.db.sessions() as s:
                 v = await votes.view(s, round_id)
@@ -197,14 +189,16 @@ class Vote(commands.Cog):
             async with locale.public(self.bot, rnd.guild_id, rnd.channel_id):  # the message and its buttons' labels
                 embed = round_embed(v, display_film(gs.film_id).title_in())
                 view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
-            channel = self.bot.board.channel(rnd.channel_id, rnd.guild_id)
             try:
                 if rnd.message_id is None:
+                    channel = self.bot.board.channel(rnd.channel_id, rnd.guild_id)
                     msg = await channel.send(embed=embed, view=view) if view else await channel.send(embed=embed)
                     async with self.bot.db.sessions.begin() as s:
                         await votes.set_message(s, rnd.id, msg.id)
+                elif rnd.status == "open":
+                    self.bot.edits.routine(rnd.channel_id, rnd.message_id, embed=embed, view=view)
                 else:
-                    await channel.get_partial_message(rnd.message_id).edit(embed=embed, view=view)
+                    await self.bot.edits.final(rnd.channel_id, rnd.message_id, embed=embed, view=None)
             except (discord.NotFound, discord.Forbidden):
                 pass  # the message was deleted, or the bot may not post here: trying again will not help
             except discord.HTTPException as e:
@@ -224,29 +218,14 @@ class Vote(commands.Cog):
             if not guild_ids:
                 return
             try:
-                async with self.lookups()() as s:
-                    due = await votes.due_rounds(s, guild_ids)
-            except Exception as e:
-                log.warning("looking for due vote rounds failed: %s", e)
-                return
-            for round_id in due:
-                try:
-                    async with self.bot.db.sessions.begin() as s:
-                        closed = await votes.close_round(s, round_id, self.bot.settings, self.bot.queue.enqueue)
-                        turn = position = None
-                        if closed is not None and closed.turn_id is not None:
-                            turn = await turn_service.get_turn(s, closed.turn_id)
-                            position = None if turn is None else await self.bot.queue.position(s, turn)
-                except Exception as e:  # the round stays open; the next check tries again
-                    log.warning("closing vote round %s failed: %s", round_id, e)
-                    continue
-                if turn is not None:
-                    await self.bot.board.announce_queued(turn, position)
-            try:
-                async with self.lookups()() as s:
+                closed = await voting.close_due(self.service, guild_ids)
+                for c in closed:
+                    if c.turn is not None:
+                        await self.bot.board.announce_queued(c.turn, c.position)
+                async with self.bot.db.sessions() as s:
                     unshown = await votes.unshown(s, guild_ids)
             except Exception as e:
-                log.warning("looking for vote results to show failed: %s", e)
+                log.warning("checking vote rounds failed: %s", e)
                 return
             for rnd in unshown:
                 await self.refresh(rnd.id)
@@ -257,35 +236,25 @@ class Vote(commands.Cog):
     @act_fields(others="Characters in the shot besides yours, separated by commas (name one if you play none)")
     async def propose(
         self,
-        interaction: discord.Interaction,
+        interaction: Interaction,
         motion: app_commands.Range[str, 1, 100],
         background: app_commands.Range[str, 1, 100],
         adverb: app_commands.Range[str, 0, 100] | None = None,
         time_of_day: app_commands.Range[str, 0, 100] | None = None,
         others: app_commands.Range[str, 0, 200] | None = None,
     ) -> None:
-        automod = await self.bot.automod.for_interaction(interaction)  # read before the transaction
-        async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
-            film = session_film(gs.film_id)
-            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
-            me = await game_sessions.player_of(s, gs.id, interaction.user.id)
-            names = votes.shot_characters(me.character_id if me else None, split_names(others))
-            ins = cfg.instruction(film, names, motion, background, adverb or "", time_of_day or "", extra_rules=automod)
-            rnd, option, _created = await votes.propose(
-                s, gs, author_id=interaction.user.id, author_name=cfg.shown_name(interaction.user.display_name, automod),
-                instruction=ins,
-            )
-        await self.refresh(rnd.id)
-        text = with_cleaning_notes(_("Your proposal is option %(number)s: %(text)s", number=option, text=esc(ins.text)), ins)
-        note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=film)
+        automod = await self.bot.automod.for_interaction(interaction)
+        done = await voting.propose(self.service, place(interaction), member(interaction),
+                                    fields(motion, background, adverb, time_of_day, others), automod)
+        await self.refresh(done.round.id)
+        text = with_cleaning_notes(_("Your proposal is option %(number)s: %(text)s", number=done.option,
+                                     text=esc(done.instruction.text)), done.instruction.notes)
+        note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=done.film)
         await interaction.followup.send(with_note(text, note), ephemeral=True)
 
     @vote.command(name="open", description="Open a vote round now (the first proposal also opens one)")
-    async def open_now(self, interaction: discord.Interaction) -> None:
-        async with self.bot.db.sessions.begin() as s:
-            gs = await game_sessions.require_session(s, context.channel_id(interaction), active=True)
-            rnd, created = await votes.open_round(s, gs, by=interaction.user.id)
+    async def open_now(self, interaction: Interaction) -> None:
+        rnd, created = await voting.open_round(self.service, place(interaction), interaction.user.id)
         await self.refresh(rnd.id)
         text = _("A vote round is open: propose with /vote propose.") if created else _("A round is already open: vote on its message.")
         await interaction.followup.send(text, ephemeral=True)
@@ -294,28 +263,22 @@ class Vote(commands.Cog):
     @app_commands.describe(enabled="Vote mode on or off", seconds="How long a round stays open (default 120)")
     @checks.rights("admin")
     async def mode(
-        self, interaction: discord.Interaction, enabled: bool,
+        self, interaction: Interaction, enabled: bool,
         seconds: app_commands.Range[int, votes.MIN_ROUND_SECONDS, votes.MAX_ROUND_SECONDS] | None = None,
     ) -> None:
-        async with self.bot.db.sessions.begin() as s:
-            cfg, voided = await votes.set_mode(s, context.guild_id(interaction), context.channel_id(interaction), enabled, seconds)
-            await bot_audit.record(s, interaction, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
+        cfg, voided = await voting.set_mode(self.service, place(interaction), member(interaction), enabled, seconds)
         for rnd in voided:
             await self.refresh(rnd.id)
-        name = esc(interaction.user.display_name)
-        with use_locale(await locale.public_for(interaction)):  # to the channel, in the server's language
-            if enabled:
-                public = _("%(name)s turned on vote mode: propose actions with /vote propose, vote on the round's "
-                           "message; each round lasts %(seconds)s s.", name=name, seconds=number(cfg.round_seconds))
-            else:
-                public = _("%(name)s turned off vote mode: players act with /act again.", name=name)
+        name, seconds = by(interaction), cfg.round_seconds
         if enabled:
-            # TRANSLATORS: %(seconds)s s is a number of seconds ("90 s")
-            private = _("Vote mode is on (%(seconds)s s rounds).", seconds=number(cfg.round_seconds))
+            await announce(interaction, lambda: _("%(name)s turned on vote mode: propose actions with /vote propose, vote on "
+                                                  "the round's message; each round lasts %(seconds)s s.",
+                                                  name=name, seconds=number(seconds)),
+                           # TRANSLATORS: %(seconds)s s is a number of seconds ("90 s")
+                           _("Vote mode is on (%(seconds)s s rounds).", seconds=number(seconds)))
         else:
-            private = _("Vote mode is off.")
-        await self.bot.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(public)
-        await interaction.followup.send(private, ephemeral=True)
+            await announce(interaction, lambda: _("%(name)s turned off vote mode: players act with /act again.", name=name),
+                           _("Vote mode is off."))
 
 
 async def setup(bot: AnimeGamerBot) -> None:

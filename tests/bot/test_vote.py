@@ -85,8 +85,8 @@ async def test_a_round_from_proposals_to_the_winning_turn(world, start_bot, sess
     await w.server.wait_until(lambda: round_message(w).embeds[0]["fields"][0]["name"] == "1. carol · 1 vote")
     assert round_message(w).embeds[0]["fields"][1]["name"] == "2. bob · 0 votes"
     await click(w, w.alice, 2)
-    m = await wait_round(w, "Vote · open")
-    assert m.embeds[0]["footer"]["text"].endswith("2 votes · 1 of 2 players voted")
+    # The round's message is edited through the channel's edit scheduler: a moment after the answer.
+    await w.server.wait_until(lambda: round_message(w).embeds[0]["footer"]["text"].endswith("2 votes · 1 of 2 players voted"))
 
     # bob is the last joined player to vote: the round closes at once, 2 votes to 1.
     old_buttons = round_message(w).components
@@ -116,6 +116,7 @@ async def test_deadline_tie_empty_round_pause_reset_and_mode_off(world, start_bo
     # A real deadline; a 1-1 tie goes to the earliest proposal. alice and bob never vote.
     await say(w, w.carol, "vote propose", {"motion": "sit on railing", "background": "town", "with": "Qiqi"})
     await say(w, w.dave, "vote propose", {"motion": "turn head", "background": "sky", "with": "Jiji"})
+    await wait_round(w, "Vote · open", 2)  # the message is edited a moment after the answer
     await click(w, w.erin, 2)
     await click(w, w.owner, 1)
     m = await wait_round(w, "Vote · closed", 0, timeout=20)
@@ -169,8 +170,8 @@ async def test_bot_restarted_in_the_middle_of_a_round(world, start_bot, sessions
     await setup_vote_game(w)
     await say(w, w.carol, "vote propose", {"motion": "fly on broomstick", "background": "sky", "with": "Qiqi"})
     await say(w, w.dave, "vote propose", {"motion": "walk", "background": "town", "with": "Jiji"})
+    await wait_round(w, "Vote · open", 2)  # the message is edited a moment after the answer
     await click(w, w.alice, 2)
-    await wait_round(w, "Vote · open", 2)
 
     # The buttons outlive the bot: a vote after a restart is counted and moved like any other.
     await stop_bot(w, bot)
