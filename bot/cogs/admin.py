@@ -11,14 +11,13 @@ from typing import Literal
 import babel
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot import audit as bot_audit
 from bot import checks, context, locale
 from bot import modlog as modlog_setup
 from bot.choices import character_choices, film_choices
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction, game_of, member, place
+from bot.cogs.shared import GameCog, Interaction, member, place
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from db import audit, content_filters, guilds
 from db import modlog as modlog_db
@@ -51,7 +50,7 @@ LANGUAGE_CHOICES = [
 ][:25]  # Discord: 25 choices at most
 
 
-class Admin(commands.Cog):
+class Admin(GameCog):
     admin = app_commands.Group(
         name="admin",
         description="Configure the game on this server",
@@ -60,10 +59,6 @@ class Admin(commands.Cog):
     )
 
     filters = app_commands.Group(name="filter", description="This server's blocked words and phrases", parent=admin)
-
-    def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-        self.service = game_of(bot)
 
     async def interaction_check(self, interaction: Interaction) -> bool:
         """Every /admin command: Manage Server or a configured admin role (autocomplete is not checked)."""

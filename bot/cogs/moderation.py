@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot import checks, locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction, announce, by, game_of, member, place
+from bot.cogs.shared import GameCog, Interaction, announce, by, member, place
 from bot.embeds import FIELD_VALUE_MAX, esc, fit
 from game.catalogue import display_film
 from i18n import _, ngettext, use_locale
@@ -18,17 +17,13 @@ from service import moderation
 from service.game import Member
 
 
-class Moderation(commands.Cog):
+class Moderation(GameCog):
     mod = app_commands.Group(
         name="mod",
         description="Moderate this channel's game",
         guild_only=True,
         default_permissions=discord.Permissions(manage_messages=True),
     )
-
-    def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-        self.service = game_of(bot)
 
     async def interaction_check(self, interaction: Interaction) -> bool:
         """Every /mod command: Manage Messages, a configured moderator role, or an admin."""

@@ -12,17 +12,16 @@ from pathlib import Path
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot import checks, context
 from bot.choices import film_choices, join_choices
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
+    GameCog,
     Interaction,
     act_fields,
     announce,
     fields,
-    game_of,
     lines_within,
     member,
     place,
@@ -46,12 +45,11 @@ log = logging.getLogger(__name__)
 EXPORT_MAX = 100  # shots per /export (about 3.5 minutes of video; read one clip at a time)
 
 
-class Play(commands.Cog):
+class Play(GameCog):
     game = app_commands.Group(name="game", description="Start, join or leave this channel's game", guild_only=True)
 
     def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-        self.service = game_of(bot)
+        super().__init__(bot)
         self.exports = ExportLimiter(bot.settings.export_cooldown_seconds)
 
     # --- /game

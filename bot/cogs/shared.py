@@ -5,9 +5,11 @@ written (a notice kept whole, lines as many as fit, a line to the whole channel)
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from bot import context, locale
 from bot.choices import catalogue_choices, others_choices, split_names
@@ -20,9 +22,17 @@ from service.players import ActFields
 Interaction = discord.Interaction[AnimeGamerBot]
 
 
-def game_of(bot: AnimeGamerBot) -> Game:
-    """The game service on the bot's database and queue (a failure to defer reads as the queue being down)."""
-    return Game(bot.settings, bot.db.sessions, bot.queue)
+class GameCog(commands.Cog):
+    """A cog whose commands call the game service (`self.service`)."""
+
+    def __init__(self, bot: AnimeGamerBot) -> None:
+        self.bot = bot
+
+    @cached_property
+    def service(self) -> Game:
+        """The game service on the bot's database and queue (a failure to defer reads as the queue
+        being down); made at first use: the catalog extraction loads the cogs on a bot without a database."""
+        return Game(self.bot.settings, self.bot.db.sessions, self.bot.queue)
 
 
 def place(interaction: discord.Interaction) -> Place:

@@ -16,18 +16,17 @@ import re
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from bot import checks, locale, replies
 from bot.ack_gate import think
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
+    GameCog,
     Interaction,
     act_fields,
     announce,
     by,
     fields,
-    game_of,
     member,
     place,
     with_cleaning_notes,
@@ -153,12 +152,11 @@ class VoteButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], templ
             await replies.report(interaction, e)
 
 
-class Vote(commands.Cog):
+class Vote(GameCog):
     vote = app_commands.Group(name="vote", description="Play this channel's game by vote", guild_only=True)
 
     def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-        self.service = game_of(bot)
+        super().__init__(bot)
         self._tick_lock = asyncio.Lock()
         self._locks: dict[int, asyncio.Lock] = {}  # one message update at a time per round
 

@@ -1,0 +1,154 @@
+"""The game service's actions against a real Postgres and the real turn queue (procrastinate's
+tables): what both faces (the bot's cogs, the play page's routes) get when they call them."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select, text, update
+
+from db.models import AuditLog, GameSession, Player, Turn, VoteRound
+from game.content_rules import OPERATOR, RuleSet
+from game.errors import (
+    ContentRefused,
+    FilmFixed,
+    NoSession,
+    NotJoined,
+    PlayerNotInGame,
+    SessionPaused,
+    TurnNotFound,
+    UnknownCharacter,
+    VoteModeOn,
+)
+from game.sanitize import InputRefused
+from service import admin, moderation, players, voting
+from service.game import Game, Member, Place
+from service.jobs import QueueJobs, StoredJobs
+from service.players import ActFields
+
+HERE = Place(100, 200)
+ELSEWHERE = Place(100, 201)
+ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
+WALK = ActFields("walk", "town")
+
+
+@pytest.fixture
+def game(sessions, settings) -> Game:
+    return Game(settings, sessions, QueueJobs())
+
+
+async def _jobs(sessions) -> list[str]:
+    async with sessions() as s:
+        return list((await s.scalars(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))).all())
+
+
+async def _playing(game: Game) -> None:
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    await players.start(game, HERE, ALICE)
+    await players.join(game, HERE, ALICE, "qiqi")
+    await players.join(game, HERE, BOB, "jiji")
+
+
+async def test_start_join_act_queue_a_job_with_its_place(game, sessions):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    with pytest.raises(FilmFixed):  # another film than the configured one: admins only
+        await players.start(game, HERE, ALICE, "ponyo")
+    started = await players.start(game, HERE, ALICE)
+    assert started.film.id == "qiqi" and started.name == "alice"
+    with pytest.raises(UnknownCharacter):
+        await players.join(game, HERE, ALICE, "totoro")
+    with pytest.raises(NotJoined):
+        await players.act(game, HERE, ALICE, WALK)
+    joined = await players.join(game, HERE, ALICE, "qiqi")
+    assert (joined.player.user_name, joined.player.character_id) == ("alice", "qiqi")
+
+    done = await players.act(game, HERE, ALICE, ActFields("fly on broomstick", "sky", others=["Jiji"]))
+    assert done.turn.seq == 1 and done.position == 1 and done.turn.job_id is not None
+    assert done.instruction.text == "Character: Qiqi, Jiji; Motion: fly on broomstick; Background: sky."
+    assert await _jobs(sessions) == ["todo"]
+    left = await players.leave(game, HERE, ALICE.id)
+    assert left.player.character_id == "qiqi"
+    with pytest.raises(NotJoined):
+        await players.leave(game, HERE, ALICE.id)
+
+
+async def test_a_page_player_acts_under_the_name_they_joined_with(sessions, settings):
+    page = Game(settings, sessions, StoredJobs(), audited=False)
+    await _playing(page)
+    done = await players.act(page, HERE, Member(ALICE.id), WALK)  # no name given: the stored one
+    assert (done.turn.author_name, done.turn.job_id, done.position) == ("alice", None, None)
+    async with sessions() as s:
+        assert await s.scalar(select(func.count()).select_from(AuditLog)) == 0  # the page keeps no audit log
+
+
+async def test_reset_cancels_the_waiting_turns_and_their_jobs(game, sessions):
+    await _playing(game)
+    await players.act(game, HERE, ALICE, WALK)
+    await players.act(game, HERE, BOB, WALK)
+    done = await moderation.reset(game, HERE, MOD)
+    assert [t.seq for t in done.cancelled] == [1, 2] and done.fresh.id != done.old.id
+    assert await _jobs(sessions) == ["cancelled", "cancelled"]
+    async with sessions() as s:
+        kept = (await s.scalars(select(Player.user_id).where(Player.session_id == done.fresh.id).order_by(Player.user_id))).all()
+        actions = (await s.scalars(select(AuditLog.action).order_by(AuditLog.id))).all()
+    assert list(kept) == [1, 2]
+    assert list(actions) == ["set_film", "reset"]
+
+
+async def test_a_film_change_with_restart_resets_into_the_new_film_without_players(game, sessions):
+    await _playing(game)
+    await players.act(game, HERE, ALICE, WALK)
+    film = await admin.set_film(game, HERE, MOD, "ponyo", restart=True)
+    async with sessions() as s:
+        live = (await s.scalars(select(GameSession).where(GameSession.status != "archived"))).one()
+        playing = await s.scalar(select(func.count()).select_from(Player).where(Player.session_id == live.id,
+                                                                               Player.left_at.is_(None)))
+    assert (film.id, live.film_id, playing) == ("ponyo", "ponyo", 0)
+    assert await _jobs(sessions) == ["cancelled"]
+
+
+async def test_pause_resume_cancel_kick(game, sessions):
+    await _playing(game)
+    with pytest.raises(ContentRefused):
+        await moderation.pause(game, HERE, MOD, "a dragon did it", [RuleSet.of(OPERATOR, ["*dragon*"])])
+    gs = await moderation.pause(game, HERE, MOD, "lunch")
+    assert gs.paused_reason == "lunch"
+    with pytest.raises(SessionPaused):
+        await players.act(game, HERE, ALICE, WALK)
+    await moderation.resume(game, HERE, MOD)
+    turn = (await players.act(game, HERE, ALICE, WALK)).turn
+    with pytest.raises(TurnNotFound):  # a turn of another channel
+        await moderation.cancel(game, ELSEWHERE, MOD, turn_id=turn.id, stored="cancelled by mod")
+    row = await moderation.cancel(game, HERE, MOD, seq=1, stored="cancelled by mod", reason="dup")
+    assert (row.id, row.status, row.error) == (turn.id, "cancelled", "cancelled by mod")
+    assert await _jobs(sessions) == ["cancelled"]
+    with pytest.raises(PlayerNotInGame):
+        await moderation.kick(game, HERE, MOD, Member(5, "eve"))
+    _gs, p = await moderation.kick(game, HERE, MOD, BOB)
+    assert p.character_id == "jiji"
+    with pytest.raises(NoSession):
+        await moderation.resume(game, ELSEWHERE, MOD)
+    async with sessions() as s:
+        actions = (await s.scalars(select(AuditLog.action).order_by(AuditLog.id))).all()
+    assert list(actions) == ["set_film", "pause", "resume", "cancel_turn", "kick"]
+
+
+async def test_vote_mode_from_proposals_to_the_winning_turn(game, sessions):
+    await _playing(game)
+    await voting.set_mode(game, HERE, MOD, True, 60)
+    with pytest.raises(VoteModeOn):
+        await players.act(game, HERE, ALICE, WALK)
+    with pytest.raises(InputRefused):  # a member playing no character gives a name
+        await voting.propose(game, HERE, Member(3), ActFields("walk", "town", others=["Qiqi"]))
+    first = await voting.propose(game, HERE, Member(3, "cy"), ActFields("walk", "town", others=["Qiqi"]))
+    second = await voting.propose(game, HERE, Member(BOB.id), WALK)  # a player: the name they joined with
+    assert (first.option, second.option) == (1, 2) and first.round.id == second.round.id
+    assert (await voting.vote_for_option(game, HERE, 2, ALICE.id))[1] == 2
+    assert await voting.close_due(game, [HERE.guild_id]) == []  # not due yet
+    async with sessions.begin() as s:
+        await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
+    (closed,) = await voting.close_due(game, [HERE.guild_id], shown=True)
+    assert closed.turn is not None and closed.turn.author_name == "bob" and closed.position == 1
+    async with sessions() as s:
+        rnd = await s.get(VoteRound, closed.round.id)
+        assert rnd is not None and rnd.status == "closed" and rnd.result_shown_at is not None
+        assert await s.scalar(select(func.count()).select_from(Turn)) == 1
