@@ -13,7 +13,7 @@ from discord import app_commands
 from discord.ext import commands
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot import ack_gate, context, health, locale, replies
+from bot import ack_order, health, locale, replies
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
@@ -91,11 +91,12 @@ def freeze_startup_objects(*, again: bool = False) -> None:
     gc.set_threshold(young, middle, max(full, FULL_COLLECTION_EVERY))
 
 
-class GameTree(app_commands.CommandTree):
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+class GameTree(app_commands.CommandTree["AnimeGamerBot"]):
+    async def interaction_check(self, interaction: discord.Interaction[AnimeGamerBot]) -> bool:
         locale.adopt(interaction)  # answers, autocomplete and errors in the member's language
-        context.bot_of(interaction).interaction_meter.handled_in_current_task(interaction)
-        await ack_gate.acknowledge_command(interaction)  # before the look-up, the checks and the handler
+        meter = interaction.client.interaction_meter
+        meter.handled_in_current_task(interaction)
+        await ack_order.acknowledge_command(interaction, meter.gate)  # before the look-up, the checks and the handler
         return True
 
     async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
