@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 from discord.utils import escape_markdown, escape_mentions
@@ -29,9 +29,6 @@ from game.states import STATE_NAMES, CharacterState, bar, state_label
 from i18n import Lazy, _, locales, pgettext, use_locale
 from i18n.formatting import number, percent
 from i18n.translate import Lp_
-
-if TYPE_CHECKING:
-    from bot.status import Card
 
 DONE, FAILED, PREVIEW, WAITING, INFO = 0x2ECC71, 0xE74C3C, 0xE67E22, 0x95A5A6, 0x3498DB
 
@@ -208,8 +205,21 @@ _STATUS_TITLES = {
 }
 
 
+class Shown(Protocol):
+    """What a status message shows of a turn it has no row of (the status board's Card)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def instruction(self) -> str: ...
+
+    @property
+    def author_name(self) -> str: ...
+
+
 def status_embed(
-    turn: Turn | Card,
+    turn: Turn | Shown,
     *,
     state: str,
     position: int | None = None,

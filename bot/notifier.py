@@ -45,8 +45,8 @@ import discord
 
 from bot import locale
 from bot import removal as shot_removal
+from bot.buttons import REGENERATE, view_of
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
-from bot.views import RegenerateButton, view_of
 from db import notify
 from db import sessions as game_sessions
 from db import turns as turn_service
@@ -274,7 +274,7 @@ class Notifier:
         """The post's message fields, rendered in the current locale (the server's: see _post)."""
         if turn.removed_at is not None:  # taken down before its post: the notice instead
             return shot_removal.removed_fields(turn)
-        view = view_of(RegenerateButton(turn.id))
+        view = view_of(REGENERATE.button(turn.id))
         if turn.status == "failed":
             return {"embed": failed_embed(turn, film), "attachments": [], "view": view}
         limit = self.upload_limit(getattr(channel, "guild", None))

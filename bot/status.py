@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import locale
+from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
-from bot.views import CancelButton, view_of
 from db import sessions as game_sessions
 from db import turns as turn_service
 from db.models import GameSession, Turn
@@ -127,7 +127,7 @@ class StatusBoard:
                     gs = await game_sessions.session_by_id(s, turn.session_id)
             async with locale.public(self.bot, gs.guild_id, gs.channel_id) as language:
                 embed = status_embed(turn, state="queued", position=position, note=REGENERATED if regenerated else None)
-                view = view_of(CancelButton(turn.id))
+                view = view_of(CANCEL.button(turn.id))
             try:
                 msg = await self.channel(gs.channel_id, gs.guild_id).send(embed=embed, view=view, nonce=status_nonce(turn))
             except (TimeoutError, discord.HTTPException, OSError) as e:  # queued all the same; posted as a new message
@@ -180,7 +180,7 @@ class StatusBoard:
                     return
                 with use_locale(language):
                     embed = status_embed(turn, state="queued", position=position)
-                    view = view_of(CancelButton(turn.id))
+                    view = view_of(CANCEL.button(turn.id))
                 self.edits.routine(channel_id, message_id, embed=embed, view=view)
             if not self._refresh_again:
                 return

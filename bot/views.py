@@ -1,9 +1,7 @@
-"""Buttons that keep working after a restart: DynamicItems whose custom_id carries the turn id
-(`ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in setup_hook.
-
-A button's label is rendered when the button is made: in the server's language where it goes on a
-public message (bot.status, bot.notifier build them inside bot.locale.public). A click answers in
-the clicker's language (LocalizedItem adopts it before the callback)."""
+"""The clicks on the buttons that keep working after a restart: DynamicItems whose custom_id
+carries the turn id (bot.buttons: `ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in
+setup_hook. A click answers in the clicker's language (LocalizedItem adopts it before the
+callback)."""
 
 from __future__ import annotations
 
@@ -14,27 +12,19 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import audit as bot_audit
-from bot import checks, context, locale, replies
+from bot import buttons, checks, context, locale, replies
 from bot.ack_gate import think
-from bot.embeds import esc, fit_label
+from bot.embeds import esc
 from bot.locale import LocalizedItem
 from db import sessions as game_sessions
 from db import turns as turn_service
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
-from i18n import L_, Lazy, _, use_locale
-from i18n.translate import Lp_
+from i18n import L_, _, use_locale
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
-
-
-def view_of(*items: discord.ui.Item) -> discord.ui.View:
-    view = discord.ui.View(timeout=None)
-    for item in items:
-        view.add_item(item)
-    return view
 
 
 async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, verb: str):
@@ -58,13 +48,10 @@ class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], temp
     a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal. Only the
     subclasses, each with its own template, are registered."""
 
-    label: Lazy  # rendered in the locale current when the button is made
-    style: discord.ButtonStyle
-    prefix: str  # custom_id = f"{prefix}:{turn id}"
+    look: buttons.TurnButton  # its label, style and custom_id (bot.buttons)
 
     def __init__(self, turn_id: int) -> None:
-        button = discord.ui.Button(label=fit_label(self.label), style=self.style, custom_id=f"{self.prefix}:{turn_id}")
-        super().__init__(button)
+        super().__init__(self.look.button(turn_id))
         self.turn_id = turn_id
 
     @classmethod
@@ -83,10 +70,10 @@ class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], temp
         raise NotImplementedError
 
 
-class CancelButton(_TurnButton, template=r"ag:cancel:(?P<turn>\d+)"):
+class CancelButton(_TurnButton, template=buttons.CANCEL.template):
     """On a turn's status message while it is queued: its author or a moderator cancels it."""
 
-    label, style, prefix = Lp_("button", "Cancel"), discord.ButtonStyle.secondary, "ag:cancel"
+    look = buttons.CANCEL
 
     async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         with use_locale(await locale.public_for(interaction)):  # stored on the turn, shown to the channel's players
@@ -102,11 +89,11 @@ class CancelButton(_TurnButton, template=r"ag:cancel:(?P<turn>\d+)"):
         return _("Turn #%(seq)s is cancelled.", seq=turn.seq)
 
 
-class RegenerateButton(_TurnButton, template=r"ag:regen:(?P<turn>\d+)"):
+class RegenerateButton(_TurnButton, template=buttons.REGENERATE.template):
     """On a posted turn: its author or a moderator generates the session's latest turn (cancelled
     ones do not count) again with a new seed (its effect on the characters is undone first)."""
 
-    label, style, prefix = Lp_("button", "Regenerate"), discord.ButtonStyle.primary, "ag:regen"
+    look = buttons.REGENERATE
 
     async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:

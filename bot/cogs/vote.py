@@ -19,6 +19,7 @@ from discord import app_commands
 
 from bot import checks, locale, replies
 from bot.ack_gate import think
+from bot.buttons import view_of
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
     GameCog,
@@ -49,7 +50,6 @@ from bot.embeds import (
 )
 from bot.locale import LocalizedItem
 from bot.notices import english_note
-from bot.views import view_of
 from db import sessions as game_sessions
 from db import votes
 from game.catalogue import display_film
