@@ -1,5 +1,5 @@
 """The play page's aiohttp application: middlewares (the metrics outermost, so they count every
-answer; then the request's language, errors, the same-origin guard), the routes, the static files,
+answer; then the request's language, errors, the same-origin guard, the token beyond loopback), the routes, the static files,
 GET /metrics for Prometheus (play.metrics; its open event streams read at each scrape); and the
 runner that serves it, with its server log."""
 
@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from play.errors import errors_middleware
-from play.guard import same_origin_middleware
+from play.guard import ACCESS_TOKEN, same_origin_middleware, token_middleware
 from play.language import add_language_routes, locale_middleware
 from play.metrics import PlayMetrics, add_metrics_route, metrics_middleware
 from play.requests import MAX_BODY
@@ -60,11 +60,15 @@ SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 METRICS = web.AppKey("metrics", PlayMetrics)
 
 
-def build_app(svc: PlayServices) -> web.Application:
+def build_app(svc: PlayServices, *, token: str | None = None) -> web.Application:
+    """token: what every request must carry (play.guard.token_middleware); None: no token (loopback)."""
     metrics = PlayMetrics()
-    app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware, same_origin_middleware],
+    app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware,
+                                       same_origin_middleware, token_middleware],
                           client_max_size=MAX_BODY)
     app[SERVICES] = svc
+    if token is not None:
+        app[ACCESS_TOKEN] = token
     app[METRICS] = metrics
     metrics.watch_sse(lambda: len(svc.hub.subscribers))  # the open /api/events streams
     add_metrics_route(app, metrics)
@@ -81,7 +85,7 @@ def build_app(svc: PlayServices) -> web.Application:
     return app
 
 
-def make_runner(svc: PlayServices, *, shutdown_timeout: float = 3) -> web.AppRunner:
+def make_runner(svc: PlayServices, *, shutdown_timeout: float = 3, token: str | None = None) -> web.AppRunner:
     """The page's app, ready to serve: aiohttp's server log goes through SERVER_LOG, and there is
     no access log (every request of every tab, polling included, would be a line)."""
-    return web.AppRunner(build_app(svc), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)
+    return web.AppRunner(build_app(svc, token=token), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)

@@ -17,11 +17,20 @@ Everything else gets 403 in the page's JSON error shape. One exception: GET (or 
 address it reaches it under (a service name, a published port). It changes nothing and tells only
 counts (requests per route, open streams), nothing of the game; every other path keeps the guard. The page sets no CORS headers, so a
 cross-origin script can neither read answers nor send a JSON body (which needs a preflight).
+
+Bound beyond loopback (`--host 0.0.0.0` or a LAN address), anyone on the network could play, pause
+and reset; so the page then asks every request, whichever address it comes in on, for a token
+made at start and printed in the page's URL (`/?token=...`, as Jupyter does). The first request
+with `?token=` gets it back as a cookie (HttpOnly, SameSite=Strict), which the page's own fetches
+and event stream carry; tools may send `Authorization: Bearer <token>` instead (Prometheus
+scraping /metrics, too). Without it: 403 in the same JSON error shape. Bound to loopback, no token.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
+import secrets
 
 from aiohttp import web
 from yarl import URL
@@ -107,3 +116,54 @@ async def same_origin_middleware(request: web.Request, handler):
     if origin is None and request.method not in SAFE_METHODS:
         raise _forbidden(_("A request that changes the game must come from the play page (an Origin header naming it)."))
     return await handler(request)
+
+
+# --- the token, when bound beyond loopback ---------------------------------------------------------
+
+ACCESS_TOKEN = web.AppKey("access_token", str)  # set only when the page needs one (needs_token)
+TOKEN_PARAM = "token"
+
+
+def needs_token(bound: str) -> bool:
+    """Whether the page bound to `bound` asks for a token: any address but a loopback one (a DNS
+    name other than localhost may resolve to anything)."""
+    name = bound.lower().strip("[]")
+    if name == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return True
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def _cookie_name(request: web.Request) -> str:
+    # Cookies ignore ports: one per port, so two pages on one machine keep their own tokens.
+    sock = request.transport.get_extra_info("sockname") if request.transport else None
+    return f"animegamer-play-token-{sock[1] if sock else 0}"
+
+
+def _given_token(request: web.Request) -> str | None:
+    auth = request.headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return request.query.get(TOKEN_PARAM) or request.cookies.get(_cookie_name(request))
+
+
+@web.middleware
+async def token_middleware(request: web.Request, handler):
+    token = request.app.get(ACCESS_TOKEN)
+    if token is None:
+        return await handler(request)
+    given = _given_token(request)
+    if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+        raise ApiError(403, "token_required", _("This page is served beyond this machine and needs its token: open it "
+                                                "with the link `animegamer play` printed (it ends in ?token=...)."))
+    response = await handler(request)
+    name = _cookie_name(request)
+    if TOKEN_PARAM in request.query and request.cookies.get(name) != token and not response.prepared:
+        response.set_cookie(name, token, httponly=True, samesite="Strict", path="/")
+    return response

@@ -32,6 +32,7 @@ from db.engine import libpq_url
 from db.runtime import open_database
 from play.app import make_runner
 from play.events import EventHub
+from play.guard import TOKEN_PARAM, needs_token, new_token
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from settings import Settings
 
@@ -169,15 +170,18 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                         worker.hurry = hurry
                     svc.on_film = worker.set_film
                     await worker.start()
-                runner = make_runner(svc, shutdown_timeout=3)
+                token = new_token() if needs_token(options.host) else None  # beyond loopback (play.guard)
+                runner = make_runner(svc, shutdown_timeout=3, token=token)
                 await runner.setup()
                 site = web.TCPSite(runner, options.host, options.port)
                 await site.start()
                 port = runner.addresses[0][1] if runner.addresses else options.port  # --port 0: the one chosen
-                page = f"http://{options.host}:{port}"
+                host = f"[{options.host}]" if ":" in options.host else options.host
+                page = f"http://{host}:{port}" + (f"/?{TOKEN_PARAM}={token}" if token else "")
                 print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
-                if options.host not in ("127.0.0.1", "localhost", "::1"):
-                    print(f"Warning: anyone who can reach {options.host}:{port} can play, and moderate this game.", flush=True)
+                if token:
+                    print(f"Served beyond this machine: every request needs the token above (from another machine, "
+                          f"put this machine's address in place of {options.host}).", flush=True)
                 if settings.backend == "preview":
                     print("Clips come from the preview backend (no model configured); they are labelled PREVIEW.", flush=True)
                 await stop.wait()
