@@ -11,6 +11,7 @@ import asyncio
 import logging
 import sys
 
+from animegamer.quiet_start import quiet_start
 from game.catalogue import load_checked_settings as load_settings
 from settings import SettingsError
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_start()  # before the subcommands' modules import the model libraries
     parser = build_parser()
     # A subcommand that hands its arguments to its own parser sets `forward=True`.
     args, extra = parser.parse_known_args(argv)

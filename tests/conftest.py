@@ -19,6 +19,15 @@ APP_TABLES = tuple(t.name for t in Base.metadata.sorted_tables)
 QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 
 
+def pytest_configure(config):
+    """The known harmless third-party warnings stay out of the run's output (animegamer.quiet_start)."""
+    from animegamer.quiet_start import pytest_filterwarnings, quiet_start
+
+    quiet_start()
+    for line in pytest_filterwarnings():
+        config.addinivalue_line("filterwarnings", line)
+
+
 def pytest_sessionstart(session):
     """Say which Postgres the tests use (shown with -q too)."""
     from tests import pg
