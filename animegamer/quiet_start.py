@@ -38,6 +38,8 @@ LOG_NOISE = (
              "torchao's CUDA-only kernels (_C_mxfp8, _C_cutlass_90a) cannot load without CUDA; nothing here uses them"),
     LogNoise("torch.utils._pytree", "is an Enum subclass and is now natively supported",
              why="torchao registers its enums with a PyTorch API PyTorch now deprecates for enums: torchao's to change"),
+    LogNoise("discord.client", "is not installed, voice will NOT be supported",
+             why="discord.py's voice needs PyNaCl and davey; the bot plays no audio"),
     LogNoise("diffusers.quantizers.torchao.torchao_quantizer", "Unable to import `torchao` Tensor objects",
              why="diffusers looks for classes newer torchao releases moved; only torchao-serialised checkpoints need them"),
 )
@@ -88,7 +90,7 @@ def quiet_start() -> None:
         warnings.filterwarnings("ignore", message=w.message, category=w.category, module=w.module)
 
 
-def pytest_filterwarnings() -> list[str]:
+def filterwarnings_lines() -> list[str]:
     """The same warnings as pytest `filterwarnings` lines (pytest resets the warning filters for
     each test, then applies its own)."""
     return [f"ignore:{w.message}:{w.category.__name__}:{w.module}" for w in WARNING_NOISE]

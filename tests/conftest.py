@@ -8,6 +8,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import text
 
+from animegamer.quiet_start import filterwarnings_lines, quiet_start
 from db.engine import make_engine, make_sessionmaker
 from db.models import Base
 from settings import Settings
@@ -19,12 +20,14 @@ APP_TABLES = tuple(t.name for t in Base.metadata.sorted_tables)
 QUEUE_TABLES = ("procrastinate_events", "procrastinate_periodic_defers", "procrastinate_jobs", "procrastinate_workers")
 
 
-def pytest_configure(config):
-    """The known harmless third-party warnings stay out of the run's output (animegamer.quiet_start)."""
-    from animegamer.quiet_start import pytest_filterwarnings, quiet_start
+# The known harmless third-party warnings stay out of the run's output (animegamer.quiet_start):
+# now, for the conftests pytest imports before it configures itself, and as filterwarnings lines
+# (pytest_configure) for everything after, as pytest sets the filters anew for each phase and test.
+quiet_start()
 
-    quiet_start()
-    for line in pytest_filterwarnings():
+
+def pytest_configure(config):
+    for line in filterwarnings_lines():
         config.addinivalue_line("filterwarnings", line)
 
 
