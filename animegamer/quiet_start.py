@@ -56,6 +56,8 @@ class WarningNoise:
 WARNING_NOISE = (
     WarningNoise("'audioop' is deprecated", DeprecationWarning, "discord.player",
                  "discord.py's voice support imports audioop; the bot plays no audio"),
+    WarningNoise("XDG_RUNTIME_DIR is not set", UserWarning, "platformdirs",
+                 "a session without a login (root in CI, a service): platformdirs falls back to /tmp, as it says"),
     WarningNoise("`is_gradient_checkpointing` is deprecated", FutureWarning, "transformers.modeling_utils",
                  "peft asks every model for the old name when it wraps it"),
 )
