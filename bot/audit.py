@@ -105,6 +105,9 @@ ACTIONS: dict[str, Action] = {
         Sentence(L_("%(who)s turned vote mode on (%(seconds)s s rounds)"), if_target="on"),
         Sentence(L_("%(who)s turned vote mode on"), if_target="on"),
         Sentence(L_("%(who)s turned vote mode off"), if_target="off"))),
+    "previews": Action(Lp_("moderation log", "Previews"), INFO, _says(
+        Sentence(L_("%(who)s turned previews of clips being made on"), if_target="on"),
+        Sentence(L_("%(who)s turned previews of clips being made off"), if_target="off"))),
     # /admin language: a catalog's code, or "auto" (Discord's server language); `channel` in details
     "set_language": Action(Lp_("moderation log", "Language"), INFO, _says(
         Sentence(L_("%(who)s made the public posts in %(channel)s follow the server's language"), if_target="auto"),

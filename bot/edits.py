@@ -7,9 +7,15 @@ position: fire and forget, dropped on error) or final (the post, a closing edit:
 raised to the caller). Final edits go first, and once a message has had a final edit no routine
 edit touches it again, so a late progress bar can never overwrite a posted turn.
 
+A newer routine edit of a message is merged into the one waiting (its fields over the older
+ones'), which is what making both in turn would leave: a preview's attachment queued before a
+progress edit stays in the merged edit.
+
 The budget is a sliding window measured from each edit's completion: the edit that follows the
 `limit`-th previous one starts at least `per` seconds after that one ended, so even requests that
-Discord receives late never put more than `limit` edits in any `per`-second window.
+Discord receives late never put more than `limit` edits in any `per`-second window. Routine edits
+are spaced out and leave the window's last slot free, so a final edit (a turn's post) never waits
+for progress or previews; it waits only when final edits alone fill the window.
 
 An edit's texts are rendered by its caller, in the language of the message (the server's for a
 public one: bot.locale.public around the build); an edit runs later, in a task of its channel, so
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -71,6 +78,7 @@ class _Channel:
         self.pending: dict[int, _Edit] = {}  # message id -> the edit to make (insertion order = FIFO)
         self.done_at: collections.deque[float] = collections.deque(maxlen=limit)  # completions
         self.task: asyncio.Task | None = None
+        self.final_added = asyncio.Event()  # cuts short a wait for a routine edit's turn
 
 
 class EditScheduler:
@@ -101,7 +109,7 @@ class EditScheduler:
         if current is None:
             ch.pending[message_id] = _Edit(fields, final=False)
         else:
-            current.fields = fields
+            current.fields = {**current.fields, **fields}
         self._kick(channel_id, ch)
 
     async def final(self, channel_id: int, message_id: int, **fields) -> discord.Message | None:
@@ -118,6 +126,7 @@ class EditScheduler:
             edit.queued_at = current.queued_at
         # Final edits go first: put this one ahead of every routine edit.
         ch.pending = {message_id: edit, **ch.pending}
+        ch.final_added.set()
         self._kick(channel_id, ch)
         return await waiter
 
@@ -134,22 +143,27 @@ class EditScheduler:
         if ch.task is None or ch.task.done():
             ch.task = asyncio.create_task(self._run(channel_id, ch), name=f"edits-{channel_id}")
 
-    def _wait(self, ch: _Channel) -> float:
+    def _wait(self, ch: _Channel, final: bool) -> float:
+        """Seconds until the next edit may start: a final one when the window has room, a routine
+        one `gap` after the last edit and while one slot of the window stays free."""
         now = time.monotonic()
         wait = 0.0
-        if ch.done_at:
+        if ch.done_at and not final:
             wait = ch.done_at[-1] + self.gap - now
-        if len(ch.done_at) == self.limit:
-            wait = max(wait, ch.done_at[0] + self.per - now)
+        room = self.limit if final else max(1, self.limit - 1)
+        if len(ch.done_at) >= room:
+            wait = max(wait, ch.done_at[-room] + self.per - now)
         return wait
 
     async def _run(self, channel_id: int, ch: _Channel) -> None:
         while ch.pending:
-            wait = self._wait(ch)
+            message_id = next(iter(ch.pending))  # final edits are first
+            wait = self._wait(ch, ch.pending[message_id].final)
             if wait > 0:
-                await asyncio.sleep(wait)
+                ch.final_added.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ch.final_added.wait(), wait)
                 continue  # edits may have been replaced or added meanwhile
-            message_id = next(iter(ch.pending))
             edit = ch.pending.pop(message_id)
             self.metrics.edit_waited(time.monotonic() - edit.queued_at)  # queued -> its request starts
             try:

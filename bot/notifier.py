@@ -176,7 +176,9 @@ class Notifier:
             self.bot.board.queue_changed()
         elif channel == notify.TURN_PROGRESS:
             # A turn's first progress also tells the board it started (the queue moved).
-            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"))
+            preview = p.get("preview")  # a new preview stored on the turn: its number
+            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"),
+                                    None if preview is None else int(preview))
         elif channel == notify.TURN_QUEUED:  # queued, regenerated or cancelled
             self.bot.board.queue_changed()
         elif channel == notify.SESSION_CHANGED:
@@ -372,7 +374,7 @@ class Notifier:
             content = fit(notice, CONTENT_MAX)
         if turn.status_message_id and channel is not None:
             with contextlib.suppress(TimeoutError, discord.HTTPException, OSError):
-                await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None)
+                await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None, attachments=[])
         try:
             await self.bot.board.channel(gs.channel_id, gs.guild_id).send(content)
         except (TimeoutError, discord.HTTPException, OSError) as e:

@@ -10,12 +10,19 @@ Discord's edit budget and coalesces progress and positions. Queue positions are 
 when the queue changes (a turn queued, started, finished or cancelled), never on a mere progress
 NOTIFY; what a status message shows of its turn is kept in memory, so a progress NOTIFY costs no
 query (after a restart, one per turn).
+
+While the turn runs, the message also shows the latest preview of its clip (a small WebP the
+worker stores on the turn, db.turn_previews; a progress NOTIFY names each new one): an edit that
+replaces the message's attachments with it, through the same scheduler, so previews coalesce
+with progress and never hold up the post, whose clip replaces the preview. A preview that cannot
+be read is skipped, logged once per turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +34,7 @@ from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
 from db import sessions as game_sessions
+from db import turn_previews
 from db import turns as turn_service
 from db.models import GameSession, Turn
 from i18n import L_, Lazy, pgettext, use_locale
@@ -69,6 +77,7 @@ class Card:
 
 
 REGENERATED = L_("Generating this turn again with a new seed.")
+PREVIEW_FILE = "preview.webp"
 
 
 class StatusBoard:
@@ -82,6 +91,8 @@ class StatusBoard:
         self._running: set[int] = set()  # turns seen running (their first progress moves the queue)
         self._shown_position: dict[int, int | None] = {}
         self._closed: dict[int, None] = {}  # turns whose message is closed or posted (bounded)
+        self._preview_no: dict[int, int] = {}  # turn id -> the newest preview asked for (open cards only)
+        self._preview_failed: set[int] = set()  # turns whose preview failure was logged
         self._refresher: asyncio.Task | None = None
         self._refresh_again = False
         self._tasks: set[asyncio.Task] = set()
@@ -108,6 +119,8 @@ class StatusBoard:
         self._running.discard(turn_id)
         self._shown_position.pop(turn_id, None)
         self._loading.pop(turn_id, None)
+        self._preview_no.pop(turn_id, None)
+        self._preview_failed.discard(turn_id)
         return self._cards.pop(turn_id, None)
 
     # --- queued
@@ -199,7 +212,8 @@ class StatusBoard:
 
     # --- running
 
-    def progress(self, turn_id: int, channel_id: int, fraction: float, stage: str | None) -> None:
+    def progress(self, turn_id: int, channel_id: int, fraction: float, stage: str | None, preview: int | None = None) -> None:
+        """A running turn's progress; `preview`: the number of a new preview stored on the turn."""
         if turn_id in self._closed:
             return
         if turn_id not in self._running:
@@ -208,7 +222,11 @@ class StatusBoard:
             self.queue_changed()  # it started: the turns behind it moved up
         card = self._cards.get(turn_id)
         if card is not None:
-            self._show_progress(card, fraction, stage or "")
+            if preview is not None and preview > self._preview_no.get(turn_id, 0):
+                self._preview_no[turn_id] = preview
+                self.spawn(self._show_preview(card, preview, fraction, stage or ""), f"status-preview-{turn_id}")
+            else:
+                self._show_progress(card, fraction, stage or "")
             return
         first = turn_id not in self._loading
         self._loading[turn_id] = (channel_id, fraction, stage or "")
@@ -219,6 +237,28 @@ class StatusBoard:
         with use_locale(card.language):
             embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
         self.edits.routine(card.channel_id, card.message_id, embed=embed, view=None)
+
+    async def _show_preview(self, card: Card, number: int, fraction: float, stage: str) -> None:
+        """Progress with the preview stored on the turn (a newer one than `number` if the worker
+        stored one meanwhile); skipped if it is gone (the turn ended) or cannot be read."""
+        try:
+            async with self.bot.db.sessions() as s:
+                found = await turn_previews.latest(s, card.id)
+        except Exception:  # noqa: BLE001  (a preview is a courtesy)
+            if card.id not in self._preview_failed:
+                self._preview_failed.add(card.id)
+                log.warning("turn %s: a preview could not be read; skipped (logged once per turn)", card.id, exc_info=True)
+            found = None
+        if card.id in self._closed or self._preview_no.get(card.id, 0) > number:
+            return  # posted meanwhile, or a newer preview's edit follows
+        if found is None:
+            self._show_progress(card, fraction, stage)
+            return
+        with use_locale(card.language):
+            embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
+        still = discord.File(io.BytesIO(found[1]), filename=PREVIEW_FILE)
+        # Replaces the message's attachments (the previous preview) with this one; the post's clip replaces it in turn.
+        self.edits.routine(card.channel_id, card.message_id, embed=embed, view=None, attachments=[still])
 
     async def _load_card(self, turn_id: int) -> None:
         try:
@@ -272,7 +312,7 @@ class StatusBoard:
         async with locale.public(self.bot, guild_id, channel_id):
             embed = status_embed(turn, state=state, note=note)
         try:
-            await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None)
+            await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None, attachments=[])  # no preview left
         except discord.HTTPException as e:  # deleted or hidden: nothing left to close
             log.info("turn %s: could not close its status message: %s", turn.id, e)
 

@@ -183,6 +183,13 @@ async def set_language(s: AsyncSession, guild_id: int, language: str | None, cha
         await _upsert(s, ChannelSettings, {"channel_id": channel_id}, {"guild_id": guild_id, "language": language})
 
 
+async def set_previews(s: AsyncSession, guild_id: int, on: bool | None) -> None:
+    """Whether the server's turns show previews of their clip while they run (None: the operator's
+    default, ANIMEGAMER_PREVIEWS); read by the worker at each turn's start (db.turn_previews)."""
+    require_id(guild_id, "server id")
+    await _upsert(s, GuildSettings, {"guild_id": guild_id}, {"previews": on})
+
+
 async def set_character_enabled(
     s: AsyncSession, settings: Settings, guild_id: int, channel_id: int, character: str, enabled: bool
 ) -> frozenset[str]:

@@ -219,12 +219,22 @@ class Admin(GameCog):
                      channel=mention, language=name)
         await self._done(interaction, text)
 
+    @admin.command(name="previews", description="Show pictures of each clip forming while it is made, or not")
+    @app_commands.describe(state="on: the turn's message shows the clip forming; off: only its progress")
+    async def previews(self, interaction: Interaction, state: Literal["on", "off"]) -> None:
+        async with self._writing(interaction) as s:
+            await guilds.set_previews(s, context.guild_id(interaction), state == "on")
+            await bot_audit.record(s, interaction, "previews", state)
+        await self._done(interaction, _("Turns on this server now show their clip forming while it is made.") if state == "on"
+                         else _("Turns on this server no longer show previews while they are made; only their progress."))
+
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
     async def show(self, interaction: Interaction) -> None:
         async with self.bot.db.sessions() as s:
             cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
             recent = await audit.recent(s, context.guild_id(interaction), limit=10)
             language = await self._language_shown(s, interaction)
+            previews = await self._previews_shown(s, interaction)
         e = discord.Embed(title=_("Game settings here"), colour=INFO)
         e.add_field(name=_("Film"), value=cfg.film.title_in() if cfg.film else _("none (choose one with /admin film)"), inline=False)
         cast = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
@@ -238,6 +248,7 @@ class Admin(GameCog):
         e.add_field(name=_("Admin roles"), value=_mentions(cfg.admin_role_ids) or _("none"), inline=True)
         e.add_field(name=_("Moderator roles"), value=_mentions(cfg.moderator_role_ids) or _("none"), inline=True)
         e.add_field(name=_("Public posts' language"), value=language, inline=False)
+        e.add_field(name=_("Previews"), value=previews, inline=False)
         # Names and mentions, never bare ids (mentions in an embed render as names and never ping).
         log_lines = []
         for a in recent:
@@ -247,6 +258,12 @@ class Admin(GameCog):
             log_lines.append(line)
         e.add_field(name=_("Recent actions"), value="\n".join(log_lines) or _("none"), inline=False)
         await interaction.followup.send(embed=e, ephemeral=True)
+
+    async def _previews_shown(self, s, interaction: Interaction) -> str:
+        row = await s.get(GuildSettings, context.guild_id(interaction))
+        if row is None or row.previews is None:
+            return _("on (the bot's default)") if self.bot.settings.previews else _("off (the bot's default)")
+        return _("on") if row.previews else _("off")
 
     async def _language_shown(self, s, interaction: Interaction) -> str:
         """Where the public posts' language here comes from: this channel's choice, the server's,

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .errors import ApiError
+from .errors import ApiError, invalid_form
 from .models import FakeAttachment, FakeChannel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .server import FakeDiscord
+
+MAX_ATTACHMENTS = 10  # per message
 
 
 class AttachmentsMixin:
@@ -47,25 +49,44 @@ class AttachmentsMixin:
         files: list[FakeAttachment],
         existing: list[FakeAttachment],
     ) -> list[FakeAttachment]:
-        """Resolve the `attachments` field against uploaded files[n] (new) and kept existing ones."""
+        """Resolve the `attachments` field as Discord does: each entry's `id` is an attachment of the
+        message to keep (an edit), or the n of an uploaded files[n]; attachments the field leaves
+        out are removed; uploads it does not list are appended. An entry without an id, an id that
+        is neither, an id listed twice or more than 10 attachments is a 400 (50035)."""
         def store(f: FakeAttachment, filename: str, description: str | None = None) -> FakeAttachment:
             return self._store_attachment(channel_id, filename, f.data, f.content_type, description)
 
-        by_index = dict(enumerate(files))
+        by_index = {f.id: f for f in files}
+        if len(by_index) != len(files):
+            raise invalid_form("files", "DUPLICATE_FILE", "Two files have the same files[n] name.")
         meta = body.get("attachments")
         if meta is None:
-            return existing + [store(f, f.filename) for f in files]
-        keep = {a.id: a for a in existing}
-        result: list[FakeAttachment] = []
-        for entry in meta:
-            aid = int(entry["id"])
-            if aid in keep:
-                result.append(keep[aid])
-            elif aid in by_index:
-                f = by_index.pop(aid)
-                result.append(store(f, entry.get("filename") or f.filename, entry.get("description")))
-        # files[n] not described in `attachments` are still uploaded
-        return result + [store(f, f.filename) for f in by_index.values()]
+            result = existing + [store(f, f.filename) for f in files]
+        else:
+            if not isinstance(meta, list):
+                raise invalid_form("attachments", "BASE_TYPE_ARRAY", "Must be an array.")
+            keep = {a.id: a for a in existing}
+            result, seen = [], set()
+            for i, entry in enumerate(meta):
+                raw = entry.get("id") if isinstance(entry, dict) else None
+                if raw is None or not str(raw).isdigit():
+                    raise invalid_form(f"attachments.{i}.id", "BASE_TYPE_REQUIRED", "This field is required")
+                aid = int(raw)
+                if aid in seen:
+                    raise invalid_form(f"attachments.{i}.id", "ATTACHMENT_DUPLICATE", "Attachment listed twice.")
+                seen.add(aid)
+                if aid in keep:
+                    result.append(keep[aid])
+                elif aid in by_index:
+                    f = by_index.pop(aid)
+                    result.append(store(f, entry.get("filename") or f.filename, entry.get("description")))
+                else:
+                    raise invalid_form(f"attachments.{i}.id", "ATTACHMENT_NOT_FOUND",
+                                       "Neither an attachment of this message nor an uploaded files[n].")
+            result += [store(f, f.filename) for f in by_index.values()]
+        if len(result) > MAX_ATTACHMENTS:
+            raise invalid_form("attachments", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_ATTACHMENTS} or fewer in length.")
+        return result
 
     def _check_upload(self: FakeDiscord, files: list[FakeAttachment], channel: FakeChannel) -> None:
         guild = self.guilds.get(channel.guild_id)

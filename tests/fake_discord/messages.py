@@ -238,6 +238,9 @@ class MessagesMixin:
     def _edit_message(
         self: FakeDiscord, msg: FakeMessage, body: dict[str, Any], files: list[FakeAttachment], *, via: str
     ) -> None:
+        attachments = msg.attachments
+        if files or "attachments" in body:  # checked first: a refused edit changes nothing
+            attachments = self._attachments_from(msg.channel_id, body, files, msg.attachments)
         if "content" in body:
             msg.content = body["content"] or ""
             self._parse_mentions(msg)
@@ -250,8 +253,7 @@ class MessagesMixin:
         if "flags" in body and body["flags"] is not None:
             # Only SUPPRESS_EMBEDS (and friends) can change; ephemeral is fixed at creation.
             msg.flags = (int(body["flags"]) & ~FLAG_EPHEMERAL) | (msg.flags & FLAG_EPHEMERAL)
-        if files or "attachments" in body:
-            msg.attachments = self._attachments_from(msg.channel_id, body, files, msg.attachments)
+        msg.attachments = attachments
         msg.flags &= ~FLAG_LOADING  # editing a deferred response replaces the "thinking" placeholder
         msg.edited_timestamp = iso_now()
         msg.edits.append({"via": via, "body": body, "files": [f.filename for f in files], "at": time.monotonic()})

@@ -124,7 +124,10 @@ async def read_body(request: web.Request) -> tuple[Any, list[FakeAttachment]]:
             elif part.filename is not None or name.startswith("files["):
                 # discord.py labels every file application/octet-stream; Discord sniffs the type.
                 ctype = mimetypes.guess_type(part.filename or "")[0] or part.headers.get("Content-Type")
-                files.append(FakeAttachment(id=0, filename=part.filename or name, data=bytes(raw), content_type=ctype))
+                # The id of an upload is its n in files[n], which the `attachments` field refers to.
+                n = re.fullmatch(r"files\[(\d+)\]", name)
+                files.append(FakeAttachment(id=int(n[1]) if n else len(files), filename=part.filename or name,
+                                            data=bytes(raw), content_type=ctype))
         return payload, files
     raw = await request.read()
     if not raw:

@@ -268,3 +268,40 @@ async def test_message_commands_carry_their_target_and_are_at_most_five(fake_dis
     h = await fake_discord.message_command(target, world.mod, "Look 0")
     assert h.payload["data"]["target_id"] == str(target.id)
     assert (await h.wait_response()).content == "seen" and seen == [(target.id, "look at me")]
+
+
+async def test_message_edit_replaces_keeps_or_refuses_attachments_as_discord_does(
+    fake_discord: FakeDiscord, world: World, bot: TinyBot
+):
+    """PATCH .../messages/{id}: `attachments` lists what the message keeps (existing ids) and the new
+    files ({"id": n} for files[n]); what it leaves out is removed; a bad id is a 400 (50035)."""
+    channel = bot.get_channel(world.games.id)
+    assert isinstance(channel, discord.TextChannel)
+    sent = await channel.send("status", file=discord.File(io.BytesIO(b"one"), "preview.webp"))
+    old_id = sent.attachments[0].id
+    # Replace: discord.py sends attachments [{"id": 0, ...}] with files[0].
+    edited = await sent.edit(attachments=[discord.File(io.BytesIO(b"two"), "preview.webp")])
+    req = fake_discord.requests_to("PATCH", "/channels/{channel_id}/messages/{message_id}")[-1]
+    assert [a["id"] for a in req.json["attachments"]] == [0] and [f.filename for f in req.files] == ["preview.webp"]
+    stored = fake_discord.messages[sent.id]
+    assert [a.data for a in stored.attachments] == [b"two"] and stored.attachments[0].id != old_id
+    # Keep the existing one by its id and add another.
+    edited = await edited.edit(attachments=[edited.attachments[0], discord.File(io.BytesIO(b"mp4"), "turn.mp4")])
+    assert [a.data for a in fake_discord.messages[sent.id].attachments] == [b"two", b"mp4"]
+    # An edit without `attachments` keeps them; an empty list removes them all.
+    await edited.edit(content="progress")
+    assert len(fake_discord.messages[sent.id].attachments) == 2
+    await edited.edit(attachments=[])
+    assert fake_discord.messages[sent.id].attachments == []
+    # Ids that are neither an attachment of the message nor an uploaded files[n] are refused, and
+    # the refused edit changes nothing.
+    route = discord.http.Route("PATCH", "/channels/{channel_id}/messages/{message_id}", channel_id=channel.id, message_id=sent.id)
+    for bad in ([{"id": old_id}], [{"id": 3}], [{"filename": "x.webp"}]):
+        with pytest.raises(discord.HTTPException) as refused:
+            await bot.http.request(route, json={"content": "changed", "attachments": bad})
+        assert refused.value.status == 400 and refused.value.code == 50035
+    assert fake_discord.messages[sent.id].content == "progress"
+    too_many = [discord.File(io.BytesIO(b"x"), f"f{i}.webp") for i in range(11)]
+    with pytest.raises(discord.HTTPException) as refused:
+        await sent.edit(attachments=too_many)
+    assert refused.value.code == 50035
