@@ -3,16 +3,21 @@
 One LISTEN connection (db.listen) serves all tabs. Only events of the play page's channel go
 out. When the connection is re-opened after a drop, each tab is told to re-read everything
 (`resync`), since NOTIFYs sent meanwhile are lost.
+
+A progress event that names a new preview of the clip (db.turn_previews) goes out with the still
+itself, as a data: URL read once for all tabs, so a tab shows it without a request of its own; a
+still that cannot be read leaves the event without it (logged once per turn).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
 
-from db import notify
+from db import notify, turn_previews
 from db.listen import Listener
 
 log = logging.getLogger(__name__)
@@ -38,9 +43,12 @@ class Subscriber:
 class EventHub:
     """Reads db.listen's Listener (which reconnects by itself) and fans out to subscribers."""
 
-    def __init__(self, url: str, channel_id: int) -> None:
+    def __init__(self, url: str, channel_id: int, sessions=None) -> None:
+        """sessions: the database's session factory, to read previews (None: events without them)."""
         self.url = url
         self.channel_id = channel_id
+        self.sessions = sessions
+        self._preview_failed: set[int] = set()
         self.subscribers: set[Subscriber] = set()
         self._listener: Listener | None = None
         self._task: asyncio.Task | None = None
@@ -87,7 +95,26 @@ class EventHub:
         async for n in listener:
             if n.payload.get("channel_id") != self.channel_id:
                 continue
-            self.publish({"type": SHORT.get(n.channel, n.channel), **n.payload})
+            event = {"type": SHORT.get(n.channel, n.channel), **n.payload}
+            if n.channel == notify.TURN_PROGRESS and "preview" in event:
+                event["preview_url"] = await self._preview(int(event["turn_id"]))
+            self.publish(event)
+
+    async def _preview(self, turn_id: int) -> str | None:
+        """The turn's latest still as a data: URL, or None (none stored, or it cannot be read)."""
+        if self.sessions is None:
+            return None
+        try:
+            async with self.sessions() as s:
+                found = await turn_previews.latest(s, turn_id)
+        except Exception:  # noqa: BLE001  (a preview is a courtesy)
+            if turn_id not in self._preview_failed:
+                self._preview_failed.add(turn_id)
+                log.warning("turn %d: a preview could not be read; skipped (logged once per turn)", turn_id, exc_info=True)
+            return None
+        if found is None:
+            return None
+        return "data:image/webp;base64," + base64.b64encode(found[1]).decode()
 
 
 def sse_frame(event: dict) -> bytes:

@@ -157,7 +157,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
         url = await asyncio.to_thread(start_embedded, settings.data_dir)
     try:
         async with open_database(settings, migrate=True, url=url) as db:
-            hub = EventHub(db.url, PLAY_CHANNEL_ID)
+            hub = EventHub(db.url, PLAY_CHANNEL_ID, db.sessions)
             await hub.start()
             worker = None
             runner = None

@@ -271,6 +271,11 @@ function turnBody(turn) {
         "aria-label": t("Progress") }, fill),
       // TRANSLATORS: a running turn's progress: the stage's name, then the percentage done.
       el("span", { class: "stage" }, t("%(stage)s · %(percent)s", { stage: stageName(turn.stage), percent: percent(turn.progress) }))));
+    // The clip forming (the latest preview from the event stream), in the place its video will take.
+    if (turn.preview) {
+      parts.push(el("figure", { class: "clip forming" },
+        el("img", { class: "preview-still", src: turn.preview, alt: t("The clip as it is being made") })));
+    }
   } else if (turn.status === "failed") {
     // TRANSLATORS: %(error)s is the generator's reason (stored as the worker wrote it).
     parts.push(el("div", { class: "status failed" }, t("This turn could not be generated: %(error)s", { error: turn.error_text || t("unknown error") })));
@@ -308,6 +313,8 @@ function turnBody(turn) {
 }
 
 function renderTurn(turn) {
+  const known = page.turns.get(turn.id);
+  if (turn.status === "running" && !turn.preview && known && known.preview) turn = { ...turn, preview: known.preview };
   page.turns.set(turn.id, turn);
   const existing = document.querySelector(`article.turn[data-turn-id="${turn.id}"]`);
   const node = el("article", { class: `turn ${turn.status}`, dataset: { turnId: String(turn.id), seq: String(turn.seq), status: turn.status } },
@@ -340,7 +347,7 @@ function updateProgress(ev) {
   const turn = page.turns.get(ev.turn_id);
   if (!turn) return loadTurn(ev.turn_id);
   if (turn.status === "done" || turn.status === "failed") return;
-  renderTurn({ ...turn, status: "running", progress: ev.progress, stage: ev.stage });
+  renderTurn({ ...turn, status: "running", progress: ev.progress, stage: ev.stage, preview: ev.preview_url || turn.preview });
 }
 
 async function loadTurn(id) {
