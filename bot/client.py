@@ -29,7 +29,7 @@ from bot.translator import CatalogTranslator
 from bot.views import CancelButton, RegenerateButton
 from db.models import GameSession, Turn
 from db.runtime import Database
-from db.turns import POST_LEASE
+from db.turn_posts import POST_LEASE
 from settings import Settings
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import ffmpeg
 
-from db import turns as turn_service
+from db import turn_reads
 from game.errors import ExportBusy, ExportCooldown, ExportTooLarge, NothingToExport
 from inference.mp4 import ffmpeg_binary
 
@@ -83,11 +83,11 @@ async def export_session(sessions: Callable, session_id: int, *, count: int, lim
     `sessions` is the bot's session factory; each clip is read in its own short transaction and
     written straight to disk."""
     async with sessions() as s:
-        shots = await turn_service.exportable_shots(s, session_id, count)
+        shots = await turn_reads.exportable_shots(s, session_id, count)
     lines, written, seconds = [], [], 0.0
     for shot in shots:
         async with sessions() as s:
-            data = await turn_service.clip_bytes(s, shot.turn_id)
+            data = await turn_reads.clip_bytes(s, shot.turn_id)
         if data is None:  # pruned since it was listed
             continue
         path = out_dir / f"{shot.seq:06d}.mp4"

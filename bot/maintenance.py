@@ -19,7 +19,7 @@ from bot import locale
 from bot import privacy as privacy_jobs
 from bot.embeds import CONTENT_MAX, fit
 from db import sessions as game_sessions
-from db import turns as turn_service
+from db import turn_posts
 from game.catalogue import FILMS
 from game.errors import FilmWithdrawn
 from i18n import ngettext
@@ -125,7 +125,7 @@ class Maintenance:
     async def prune(self) -> int:
         try:
             async with self.bot.db.sessions.begin() as s:
-                n = await turn_service.prune_blobs(s, timedelta(days=self.bot.settings.blob_retention_days),
+                n = await turn_posts.prune_blobs(s, timedelta(days=self.bot.settings.blob_retention_days),
                                                    claim=self.bot.shards_claim)
         except Exception as e:
             log.warning("pruning old clips failed: %s", e)

@@ -47,9 +47,8 @@ from bot import locale
 from bot import removal as shot_removal
 from bot.buttons import REGENERATE, view_of
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
-from db import notify
+from db import notify, turn_posts, turn_reads
 from db import sessions as game_sessions
-from db import turns as turn_service
 from db.models import GameSession, Turn
 from game.catalogue import display_film
 from i18n import L_, _
@@ -90,7 +89,7 @@ class Notifier:
         self,
         bot: AnimeGamerBot,
         *,
-        lease: timedelta = turn_service.POST_LEASE,
+        lease: timedelta = turn_posts.POST_LEASE,
         claimant: str | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
     ) -> None:
@@ -213,7 +212,7 @@ class Notifier:
                 if not guild_ids:
                     return posted
                 async with self.bot.db.sessions.begin() as s:
-                    claimed = await turn_service.claim_unposted(s, self.claimant, self.lease, guild_ids=guild_ids)
+                    claimed = await turn_posts.claim_unposted(s, self.claimant, self.lease, guild_ids=guild_ids)
                 if not claimed:
                     break
                 held: set[int] = set()
@@ -227,11 +226,11 @@ class Notifier:
                     if outcome is Outcome.LATER:
                         later = True
                         async with self.bot.db.sessions.begin() as s:
-                            await turn_service.release_claim(s, turn.id)
+                            await turn_posts.release_claim(s, turn.id)
                 if later:  # a status message is on its way; announce_queued wakes us when it is sent
                     break
             async with self.bot.db.sessions() as s:
-                retry = await turn_service.next_post_retry(s, guild_ids)
+                retry = await turn_posts.next_post_retry(s, guild_ids)
         if retry is not None:
             self.wake_at(retry)
         return posted
@@ -245,7 +244,7 @@ class Notifier:
         if self.bot.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
             return Outcome.LATER
         async with self.bot.db.sessions() as s:
-            turn = await turn_service.get_turn(s, turn_id, blobs=True)
+            turn = await turn_reads.get_turn(s, turn_id, blobs=True)
             if turn is None or turn.status not in ("done", "failed") or turn.posted_at is not None:
                 return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
             gs = await game_sessions.session_by_id(s, turn.session_id)
@@ -361,7 +360,7 @@ class Notifier:
             delay = self.retry_delays[tries - 1]
             log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
             async with self.bot.db.sessions.begin() as s:
-                await turn_service.postpone_post(s, turn.id, timedelta(seconds=delay), why)
+                await turn_posts.postpone_post(s, turn.id, timedelta(seconds=delay), why)
             self.bot.metrics.post_retries.inc()
             return
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
@@ -383,4 +382,4 @@ class Notifier:
 
     async def _mark_posted(self, turn_id: int, message_id: int | None, error: str | None = None) -> None:
         async with self.bot.db.sessions.begin() as s:
-            await turn_service.mark_posted(s, turn_id, message_id, error)
+            await turn_posts.mark_posted(s, turn_id, message_id, error)

@@ -34,8 +34,7 @@ from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
 from db import sessions as game_sessions
-from db import turn_previews
-from db import turns as turn_service
+from db import turn_posts, turn_previews, turn_reads
 from db.models import GameSession, Turn
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
@@ -147,8 +146,8 @@ class StatusBoard:
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
             async with self.bot.db.sessions.begin() as s:
-                if await turn_service.set_status_message(s, turn.id, msg.id) == "cancelled":
-                    fresh = await turn_service.get_turn(s, turn.id)
+                if await turn_posts.set_status_message(s, turn.id, msg.id) == "cancelled":
+                    fresh = await turn_reads.get_turn(s, turn.id)
             self._shown_position[turn.id] = position
             self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id,
                                         gs.guild_id, language)
@@ -176,7 +175,7 @@ class StatusBoard:
                 return
             try:  # two queries, however many turns wait
                 async with self.bot.db.sessions() as s:
-                    queued = await turn_service.queued_with_status_message(s, guild_ids)
+                    queued = await turn_posts.queued_with_status_message(s, guild_ids)
                     positions = await self.bot.queue.positions(s, [turn.id for turn, _, _ in queued])
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
@@ -263,7 +262,7 @@ class StatusBoard:
     async def _load_card(self, turn_id: int) -> None:
         try:
             async with self.bot.db.sessions() as s:
-                turn = await turn_service.get_turn(s, turn_id)
+                turn = await turn_reads.get_turn(s, turn_id)
                 gs = None if turn is None else await game_sessions.session_by_id(s, turn.session_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)

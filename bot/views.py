@@ -17,6 +17,7 @@ from bot.ack_gate import think
 from bot.embeds import esc
 from bot.locale import LocalizedItem
 from db import sessions as game_sessions
+from db import turn_reads
 from db import turns as turn_service
 from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
 from i18n import L_, _, use_locale
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, verb: str):
     """The button's turn, if the clicker is its author or a moderator."""
-    turn = await turn_service.get_turn(s, turn_id)
+    turn = await turn_reads.get_turn(s, turn_id)
     if turn is None:
         raise TurnNotFound(turn_id)
     if not (interaction.user.id == turn.author_id or await checks.is_moderator(interaction)):
@@ -102,7 +103,7 @@ class RegenerateButton(_TurnButton, template=buttons.REGENERATE.template):
             live = await game_sessions.live_session(s, gs.channel_id)
             if live is None or live.id != gs.id:
                 raise GameEnded()
-            latest = await turn_service.latest_turn(s, gs.id)
+            latest = await turn_reads.latest_turn(s, gs.id)
             if latest is None:  # every turn was cancelled: this button's turn too, after it was regenerated
                 raise NoTurnToRegenerate()
             if latest.id != turn.id:

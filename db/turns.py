@@ -1,9 +1,7 @@
-"""Turns: queueing one (submission, cancel, regenerate) here, and, re-exported from their modules so
-that `db.turns` stays the one name callers use:
-
-- db.turn_reads: reading turns (by id or number, pending, history, clips for /export);
-- db.turn_results: the worker's start/progress/complete/fail/requeue;
-- db.turn_posts: posting finished turns, their status messages, pruning clips.
+"""Turns: queueing one (submission, cancel, regenerate). Their other modules: db.turn_reads
+(reading turns: by id or number, pending, history, clips for /export), db.turn_results (the
+worker's start/progress/complete/fail/requeue) and db.turn_posts (posting finished turns, their
+status messages, pruning clips).
 
 Each function that must be atomic does its work in the caller's transaction (the caller commits
 once): a turn row and its queue job are inserted together; a result, the new character states
@@ -25,36 +23,7 @@ from db.bounds import REASON_LEN, free_text, name_text, require_id
 from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
 from db.sessions import ensure_states, player_of, session_by_id, touch
-from db.turn_posts import (
-    POST_LEASE,
-    claim_unposted,
-    mark_posted,
-    next_post_retry,
-    postpone_post,
-    prune_blobs,
-    queued_with_status_message,
-    release_claim,
-    set_status_message,
-)
-from db.turn_reads import (
-    Shot,
-    clip_bytes,
-    exportable_shots,
-    get_turn,
-    history,
-    latest_turn,
-    pending_turns,
-    session_of,
-    stored_prediction,
-    turn_by_seq,
-)
-from db.turn_results import (
-    complete_turn,
-    fail_turn,
-    record_progress,
-    requeue_turn,
-    start_turn,
-)
+from db.turn_reads import latest_turn
 from game.errors import (
     BacklogFull,
     Cooldown,
@@ -68,40 +37,6 @@ from game.errors import (
 )
 from game.instruction import Instruction
 from i18n import N_
-
-__all__ = [
-    "Enqueue",
-    "POST_LEASE",
-    "Shot",
-    "cancel_turn",
-    "claim_unposted",
-    "clip_bytes",
-    "complete_turn",
-    "exportable_shots",
-    "fail_turn",
-    "get_turn",
-    "history",
-    "instruction_columns",
-    "latest_turn",
-    "mark_posted",
-    "new_seed",
-    "next_post_retry",
-    "pending_turns",
-    "postpone_post",
-    "prune_blobs",
-    "queued_with_status_message",
-    "record_progress",
-    "regenerate_latest",
-    "release_claim",
-    "requeue_turn",
-    "require_direct_play",
-    "session_of",
-    "set_status_message",
-    "start_turn",
-    "stored_prediction",
-    "submit_turn",
-    "turn_by_seq",
-]
 
 # What a cancelled turn's error says when no reason is given (stored in English, translated where shown).
 # TRANSLATORS: why a turn did not run.

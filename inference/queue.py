@@ -17,7 +17,7 @@ workers silent for `stalled_after` seconds back to `todo` (their turn back to `q
 removes those workers' rows; it also repairs what a lost status write leaves behind, whatever the
 heartbeats say: a job still `doing` though its turn has its result is finished, and a turn whose
 job ended without a result is failed. A retried turn runs again from the start
-(db.turns.start_turn accepts a turn left `running`, and complete_turn writes one result).
+(db.turn_results.start_turn accepts a turn left `running`, and complete_turn writes one result).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db import turn_results
 from db import turns as turn_service
 from db.engine import libpq_url
 from db.models import GameSession, Turn
@@ -186,7 +187,7 @@ async def retry_stalled(s: AsyncSession, stalled_after: float) -> list[int]:
         await adapter.retry_job_now(s, job_id)
         turn_id = await adapter.job_turn_id(s, job_id)
         if turn_id is not None:
-            await turn_service.requeue_turn(s, turn_id)
+            await turn_results.requeue_turn(s, turn_id)
     return ids
 
 
@@ -203,7 +204,7 @@ async def fail_orphaned_turns(s: AsyncSession) -> list[int]:
     """Fail the pending turns whose job ended without writing a result (or vanished): they would
     otherwise count against the backlog for ever."""
     ids = await adapter.turns_without_live_job(s)
-    return [i for i in ids if await turn_service.fail_turn(s, i, LOST_TURN)]
+    return [i for i in ids if await turn_results.fail_turn(s, i, LOST_TURN)]
 
 
 async def sweep(s: AsyncSession, stalled_after: float, *, judge_heartbeats: bool = True) -> SweepReport:

@@ -2,10 +2,10 @@
 
 It serves the queues of one or more films with one backend, loaded once. Each turn runs in a
 thread (the event loop stays free for procrastinate's heartbeats and the progress writes);
-progress is stored on the turn at most once per `progress_interval` (db.turns.record_progress,
+progress is stored on the turn at most once per `progress_interval` (db.turn_results.record_progress,
 which also NOTIFYs), with the latest preview of the clip when a new one was made (previews are
 made in their own thread, inference.previews, when the turn's server wants them); the result is written in one transaction with its NOTIFY
-(db.turns.complete_turn). A failure is recorded on the turn with a message for the players,
+(db.turn_results.complete_turn). A failure is recorded on the turn with a message for the players,
 and the job ends normally, which releases the session's lock: the next turn uses the last good
 turn as its context.
 
@@ -37,8 +37,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 
 from contracts.turn import Progress, TurnRequest
-from db import turn_previews
-from db import turns as turn_service
+from db import turn_previews, turn_results
 from db.runtime import open_database
 from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
 from game.catalogue import FILMS
@@ -108,7 +107,7 @@ class TurnRunner:
         taken = time.monotonic()
 
         async def start(s):
-            request = await turn_service.start_turn(s, turn_id, self.settings.history_window)
+            request = await turn_results.start_turn(s, turn_id, self.settings.history_window)
             if request is None:
                 return None, 0.0
             waited = await s.scalar(text("SELECT EXTRACT(EPOCH FROM now() - created_at)::float FROM turns WHERE id = :id"), {"id": turn_id})
@@ -164,7 +163,7 @@ class TurnRunner:
             if future.done() and not future.cancelled():
                 future.exception()  # retrieved: the TurnAborted it ended with is expected
             try:
-                await self._write(f"releasing turn {turn_id}", lambda s: turn_service.requeue_turn(s, turn_id))
+                await self._write(f"releasing turn {turn_id}", lambda s: turn_results.requeue_turn(s, turn_id))
             except Exception:  # the database is gone too: the sweep of another worker recovers it
                 log.warning("turn %d: could not put it back in the queue; the sweep will", turn_id, exc_info=True)
             log.warning("turn %d released on shutdown; it goes back to the queue", turn_id)
@@ -178,7 +177,7 @@ class TurnRunner:
         elapsed = time.monotonic() - taken
         result.timings = {**result.timings, "queue_wait": waited, "total": elapsed}
         written = await self._write(
-            f"storing turn {turn_id}'s result", lambda s: turn_service.complete_turn(s, turn_id, result, self.backend.name)
+            f"storing turn {turn_id}'s result", lambda s: turn_results.complete_turn(s, turn_id, result, self.backend.name)
         )
         if not written:
             log.info("turn %d was already finished or cancelled; result discarded", turn_id)
@@ -208,7 +207,7 @@ class TurnRunner:
         preview = None if still is None else (still.number, still.data)
         try:
             async with self.sessions() as s, s.begin():
-                await turn_service.record_progress(s, turn_id, fraction, stage, preview)
+                await turn_results.record_progress(s, turn_id, fraction, stage, preview)
         except Exception as e:  # progress is a courtesy: never fail a turn for it
             if preview is not None and previews is not None:
                 previews.failed("stored")
@@ -220,7 +219,7 @@ class TurnRunner:
                 log.warning("turn %d: progress not stored", turn_id, exc_info=True)
 
     async def _fail(self, turn_id: int, film: str, message: str) -> str:
-        await self._write(f"recording turn {turn_id}'s failure", lambda s: turn_service.fail_turn(s, turn_id, message))
+        await self._write(f"recording turn {turn_id}'s failure", lambda s: turn_results.fail_turn(s, turn_id, message))
         self.metrics.turns.labels(status="failed", film=film).inc()
         log.warning("turn %d failed: %s", turn_id, message)
         return "failed"

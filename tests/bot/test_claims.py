@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from db import turns as turn_service
+from db import turn_posts, turn_results
 from tests.queue.helpers import new_session, submit
 
 
@@ -10,11 +10,11 @@ async def test_claims_are_limited_to_the_bots_guilds(sessions):
     gs = await new_session(sessions, 300)  # guild 10
     turn = await submit(sessions, gs, enqueue=_no_job)
     async with sessions.begin() as s:
-        await turn_service.start_turn(s, turn.id, 0)
-        await turn_service.fail_turn(s, turn.id, "boom")
+        await turn_results.start_turn(s, turn.id, 0)
+        await turn_results.fail_turn(s, turn.id, "boom")
     async with sessions.begin() as s:
-        assert await turn_service.claim_unposted(s, "bot-a", guild_ids=[11, 12]) == []
-        assert [t.id for t in await turn_service.claim_unposted(s, "bot-b", guild_ids=[10])] == [turn.id]
+        assert await turn_posts.claim_unposted(s, "bot-a", guild_ids=[11, 12]) == []
+        assert [t.id for t in await turn_posts.claim_unposted(s, "bot-b", guild_ids=[10])] == [turn.id]
 
 
 async def _no_job(s, turn, gs):

@@ -16,7 +16,7 @@ from bot import locale
 from bot.shards import ShardClaim, shard_of
 from bot.status import StatusBoard
 from contracts.turn import TurnResult
-from db import departures, turns
+from db import departures, turn_posts, turn_results, turns
 from db import sessions as gsess
 from db.claims import claimed, narrows
 from db.guilds import Limits
@@ -92,9 +92,9 @@ async def test_prune_blobs_of_the_claim_only(sessions):
                 ins = build_instruction(QIQI, ["qiqi"], "walk", "town", "", "")
                 t = await turns.submit_turn(s, fresh, author_id=1, author_name="alice", instruction=ins, limits=limits, enqueue=None)
             async with sessions.begin() as s:
-                assert await turns.start_turn(s, t.id, 2) is not None
+                assert await turn_results.start_turn(s, t.id, 2) is not None
             async with sessions.begin() as s:
-                assert await turns.complete_turn(s, t.id, _result(), "test")
+                assert await turn_results.complete_turn(s, t.id, _result(), "test")
     async with sessions.begin() as s:
         await s.execute(update(Turn).values(posted_at=func.now(), finished_at=func.now() - timedelta(days=40)))
 
@@ -104,11 +104,11 @@ async def test_prune_blobs_of_the_claim_only(sessions):
             return set((await s.scalars(q)).all())
 
     async with sessions.begin() as s:
-        assert await turns.prune_blobs(s, timedelta(days=30), claim=SHARD1) == 2
+        assert await turn_posts.prune_blobs(s, timedelta(days=30), claim=SHARD1) == 2
     assert await pruned() == set(ONE)
     async with sessions.begin() as s:
-        assert await turns.prune_blobs(s, timedelta(days=30), claim=SHARD1) == 0  # done already
-        assert await turns.prune_blobs(s, timedelta(days=30), claim=SHARD0) == 2
+        assert await turn_posts.prune_blobs(s, timedelta(days=30), claim=SHARD1) == 0  # done already
+        assert await turn_posts.prune_blobs(s, timedelta(days=30), claim=SHARD0) == 2
     assert await pruned() == set(ZERO + ONE)
 
 
@@ -152,9 +152,9 @@ async def test_the_status_board_leaves_another_shards_progress_alone(sessions, m
             assert gs is not None
             ins = build_instruction(QIQI, ["qiqi"], "walk", "town", "", "")
             t = await turns.submit_turn(s, gs, author_id=1, author_name="alice", instruction=ins, limits=limits, enqueue=None)
-            await turns.set_status_message(s, t.id, 555_000 + guild_id % 1000)
+            await turn_posts.set_status_message(s, t.id, 555_000 + guild_id % 1000)
         async with sessions.begin() as s:
-            assert await turns.start_turn(s, t.id, 2) is not None
+            assert await turn_results.start_turn(s, t.id, 2) is not None
         ids[guild_id] = (t.id, gs.channel_id)
 
     edits: list[tuple[int, int]] = []

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
-from db import audit, guilds, turns
+from db import audit, guilds, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import AuditLog, GameSession, Player, Turn
@@ -87,18 +87,18 @@ async def _default_config(c: Ctx, cfg):
 
 ROWS = [
     # lookups with ids no row can have: nothing there
-    Row("get_turn 2^63", lambda c: turns.get_turn(c.s, TOP), NOTHING),
-    Row("get_turn -2^64", lambda c: turns.get_turn(c.s, -BIG), NOTHING),
-    Row("get_turn 2^64 with blobs, locked", lambda c: turns.get_turn(c.s, BIG, blobs=True, lock=True), NOTHING),
+    Row("get_turn 2^63", lambda c: turn_reads.get_turn(c.s, TOP), NOTHING),
+    Row("get_turn -2^64", lambda c: turn_reads.get_turn(c.s, -BIG), NOTHING),
+    Row("get_turn 2^64 with blobs, locked", lambda c: turn_reads.get_turn(c.s, BIG, blobs=True, lock=True), NOTHING),
     Row("live_session 2^63", lambda c: gsess.live_session(c.s, TOP), NOTHING),
     Row("live_session 2^64, locked", lambda c: gsess.live_session(c.s, BIG, lock=True), NOTHING),
     Row("player_of 2^64", lambda c: gsess.player_of(c.s, c.gs.id, BIG), NOTHING),
     Row("channel_config 2^64/2^64", lambda c: guilds.channel_config(c.s, c.settings, BIG, BIG), _default_config),
     # refusals with a message
     Row("require_session 2^64", lambda c: gsess.require_session(c.s, BIG), GameError),
-    Row("turn_by_seq 2^31", lambda c: turns.turn_by_seq(c.s, c.gs.id, 2**31), TurnNotFound),
-    Row("turn_by_seq 2^40", lambda c: turns.turn_by_seq(c.s, c.gs.id, 2**40), TurnNotFound),
-    Row("turn_by_seq -2^63", lambda c: turns.turn_by_seq(c.s, c.gs.id, -TOP - 1), TurnNotFound),
+    Row("turn_by_seq 2^31", lambda c: turn_reads.turn_by_seq(c.s, c.gs.id, 2**31), TurnNotFound),
+    Row("turn_by_seq 2^40", lambda c: turn_reads.turn_by_seq(c.s, c.gs.id, 2**40), TurnNotFound),
+    Row("turn_by_seq -2^63", lambda c: turn_reads.turn_by_seq(c.s, c.gs.id, -TOP - 1), TurnNotFound),
     Row("join user 2^63", lambda c: gsess.join(c.s, c.gs, QIQI, TOP, "x", "tombo"), OutOfRange),
     Row("join user True", lambda c: gsess.join(c.s, c.gs, QIQI, True, "x", "tombo"), OutOfRange),
     Row("leave user 2^64", lambda c: gsess.leave(c.s, c.gs, BIG), GameError),
@@ -122,7 +122,7 @@ ROWS = [
     Row("submit_turn author with NUL", lambda c: turns.submit_turn(
         c.s, c.gs, author_id=1, author_name=DIRTY, instruction=ins(), limits=LIMITS, enqueue=None), _author_name),
     Row("cancel_turn reason with NUL", lambda c: turns.cancel_turn(c.s, c.turn, DIRTY), _turn_error),
-    Row("record_progress stage with NUL", lambda c: turns.record_progress(c.s, c.turn.id, 0.5, DIRTY), _progress),
+    Row("record_progress stage with NUL", lambda c: turn_results.record_progress(c.s, c.turn.id, 0.5, DIRTY), _progress),
     Row("audit record, dirty everywhere", lambda c: audit.record(
         c.s, guild_id=GUILD, actor_id=1, actor_name=DIRTY, action="pause", target=DIRTY,
         details={"reason": DIRTY, "n": BIG, "f": math.nan, "nested": [DIRTY, {"k": DIRTY}]}), _audit),

@@ -13,7 +13,7 @@ from aiohttp import web
 from sqlalchemy import delete, func, select, text, update
 
 from contracts.turn import TurnResult
-from db import audit, departures, privacy, turns
+from db import audit, departures, privacy, turn_posts, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import (
@@ -58,9 +58,9 @@ async def _turn(sessions, gs, author: int, name: str, motion: str = "secretly da
         t = await turns.submit_turn(s, gs, author_id=author, author_name=name, instruction=ins, limits=LIMITS, enqueue=None)
     if finish:
         async with sessions.begin() as s:
-            await turns.start_turn(s, t.id, 2)
+            await turn_results.start_turn(s, t.id, 2)
         async with sessions.begin() as s:
-            assert await turns.complete_turn(s, t.id, _result(), "test")
+            assert await turn_results.complete_turn(s, t.id, _result(), "test")
     return t.id
 
 
@@ -215,14 +215,14 @@ async def test_delete_while_a_turn_is_generated(sessions):
     g1, _, _ = await _world(sessions)
     running = await _turn(sessions, g1, ALICE, "alice-wonder", motion="secretly sing", finish=False)
     async with sessions.begin() as s:
-        assert await turns.start_turn(s, running, 2) is not None
+        assert await turn_results.start_turn(s, running, 2) is not None
     async with sessions.begin() as s:
         req, _ = await privacy.request_deletion(s, ALICE)
     await privacy.process(sessions, req.id)
     async with sessions.begin() as s:
-        assert not await turns.complete_turn(s, running, _result(), "test")  # the worker finishes afterwards
+        assert not await turn_results.complete_turn(s, running, _result(), "test")  # the worker finishes afterwards
     async with sessions() as s:
-        t = await turns.get_turn(s, running, blobs=True)
+        t = await turn_reads.get_turn(s, running, blobs=True)
         assert t is not None and t.status == "cancelled" and t.mp4 is None and t.representation is None
         assert t.author_name == privacy.DELETED_NAME and t.instruction == ""
     assert await _traces(sessions, [str(ALICE), "alice-wonder", "secretly sing"]) == []
@@ -261,12 +261,12 @@ async def test_play_page_turns_are_pruned_like_discord_ones(sessions):
     ids = [await _turn(sessions, page, 77, "tab", motion="walk") for _ in range(8)]
     async with sessions.begin() as s:
         await s.execute(update(Turn).values(finished_at=func.now() - timedelta(days=40)))
-        assert await turns.prune_blobs(s, timedelta(days=30)) == 0  # unposted: a Discord poster may still need them
+        assert await turn_posts.prune_blobs(s, timedelta(days=30)) == 0  # unposted: a Discord poster may still need them
     app = web.Application()  # the page's pruner (play/retention.py, a background task of the page's app)
     app[SERVICES] = SimpleNamespace(db=SimpleNamespace(sessions=sessions), settings=SimpleNamespace(blob_retention_days=30))
     assert await prune_page(app) == 2
     async with sessions() as s:
-        gone = await turns.get_turn(s, ids[0], blobs=True)
-        kept = await turns.get_turn(s, ids[-1], blobs=True)
+        gone = await turn_reads.get_turn(s, ids[0], blobs=True)
+        kept = await turn_reads.get_turn(s, ids[-1], blobs=True)
     assert gone is not None and gone.mp4 is None and gone.blobs_pruned_at is not None
     assert kept is not None and kept.mp4

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, update
 
 from contracts.turn import TurnResult
-from db import queue_stats, turns
+from db import queue_stats, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import GameSession, Turn
@@ -69,11 +69,11 @@ async def test_waiting_turns_per_film_with_the_oldest_age(sessions):
     for t in (running, done, cancelled):
         await _age(sessions, t, 3600)
     async with sessions.begin() as s:
-        assert await turns.start_turn(s, done.id, 2) is not None
+        assert await turn_results.start_turn(s, done.id, 2) is not None
     async with sessions.begin() as s:
-        assert await turns.complete_turn(s, done.id, _result(), "test")
-        assert await turns.start_turn(s, running.id, 2) is not None
-        row = await turns.get_turn(s, cancelled.id)
+        assert await turn_results.complete_turn(s, done.id, _result(), "test")
+        assert await turn_results.start_turn(s, running.id, 2) is not None
+        row = await turn_reads.get_turn(s, cancelled.id)
         assert row is not None
         await turns.cancel_turn(s, row, "by a moderator")
 
@@ -91,7 +91,7 @@ async def test_waiting_turns_per_film_with_the_oldest_age(sessions):
     assert stats["ponyo"][0] == 1 and 0 <= stats["ponyo"][1] < 60
     # Taken by a worker: it stops waiting.
     async with sessions.begin() as s:
-        assert await turns.start_turn(s, fresh.id, 2) is not None
+        assert await turn_results.start_turn(s, fresh.id, 2) is not None
     async with sessions() as s:
         assert "ponyo" not in await queue_stats.waiting_by_film(s)
 

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 
 from contracts import representation
 from contracts.turn import TurnResult
-from db import audit, guilds, turns
+from db import audit, guilds, turn_posts, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import GameSession, Turn
@@ -63,11 +63,11 @@ def _result(ml=3, sc=1, et=2, st=-1, rep=True, mp4=b"\x00\x00\x00\x18ftypmp42"):
 
 async def _run(sessions, turn_id, result=None, window=2):
     async with sessions.begin() as s:
-        req = await turns.start_turn(s, turn_id, window)
+        req = await turn_results.start_turn(s, turn_id, window)
     if req is None:
         return None, False
     async with sessions.begin() as s:
-        ok = await turns.complete_turn(s, turn_id, result or _result(), "test")
+        ok = await turn_results.complete_turn(s, turn_id, result or _result(), "test")
     return req, ok
 
 
@@ -128,7 +128,7 @@ async def test_submit_numbers_turns_and_builds_context(sessions):
 
     async with sessions.begin() as s:
         st = await gsess.states(s, gs.id)
-        t2row = await turns.get_turn(s, t2.id, blobs=True)
+        t2row = await turn_reads.get_turn(s, t2.id, blobs=True)
     assert st["qiqi"] == CharacterState(stamina=70, social=50, entertainment=60)
     assert st["jiji"] == CharacterState(stamina=75, social=45, entertainment=50)
     assert t2row.states_before["jiji"] == {"stamina": 50, "social": 50, "entertainment": 50}
@@ -143,8 +143,8 @@ async def test_history_skips_failed_turns_and_window(sessions):
     ids = [(await _submit(sessions, gs, limits=big)).id for _ in range(4)]
     await _run(sessions, ids[0])
     async with sessions.begin() as s:
-        await turns.start_turn(s, ids[1], 2)
-        assert await turns.fail_turn(s, ids[1], "boom")
+        await turn_results.start_turn(s, ids[1], 2)
+        assert await turn_results.fail_turn(s, ids[1], "boom")
     await _run(sessions, ids[2])
     req, _ = await _run(sessions, ids[3], window=5)
     assert len(req.history) == 2  # turn 2 failed: context is turns 1 and 3
@@ -152,7 +152,7 @@ async def test_history_skips_failed_turns_and_window(sessions):
     async with sessions.begin() as s:
         t = await _submit(sessions, gs, limits=big)
     async with sessions.begin() as s:
-        req_w0 = await turns.start_turn(s, t.id, 0)
+        req_w0 = await turn_results.start_turn(s, t.id, 0)
     assert req_w0.history == ()
 
 
@@ -162,8 +162,8 @@ async def test_complete_is_idempotent(sessions):
     _, ok = await _run(sessions, t.id)
     assert ok
     async with sessions.begin() as s:
-        assert await turns.start_turn(s, t.id, 2) is None  # a second delivery does nothing
-        assert await turns.complete_turn(s, t.id, _result(), "test") is False
+        assert await turn_results.start_turn(s, t.id, 2) is None  # a second delivery does nothing
+        assert await turn_results.complete_turn(s, t.id, _result(), "test") is False
         st = await gsess.states(s, gs.id)
     assert st["qiqi"].social == 55  # applied once
 
@@ -213,11 +213,11 @@ async def test_cancel_only_queued(sessions):
     gs = await _game(sessions)
     t = await _submit(sessions, gs)
     async with sessions.begin() as s:
-        row = await turns.get_turn(s, t.id)
+        row = await turn_reads.get_turn(s, t.id)
         await turns.cancel_turn(s, row, "by a moderator")
     async with sessions.begin() as s:
-        assert await turns.start_turn(s, t.id, 2) is None  # the job finds it cancelled
-        row = await turns.get_turn(s, t.id)
+        assert await turn_results.start_turn(s, t.id, 2) is None  # the job finds it cancelled
+        row = await turn_reads.get_turn(s, t.id)
         with pytest.raises(TurnNotCancellable, match="cancelled"):
             await turns.cancel_turn(s, row)
 
@@ -227,8 +227,8 @@ async def test_regenerate_latest_undoes_states_and_requeues(sessions):
     t = await _submit(sessions, gs)
     await _run(sessions, t.id)
     async with sessions.begin() as s:
-        await turns.mark_posted(s, t.id, 555)
-        old_seed = (await turns.get_turn(s, t.id)).seed
+        await turn_posts.mark_posted(s, t.id, 555)
+        old_seed = (await turn_reads.get_turn(s, t.id)).seed
         again = await turns.regenerate_latest(s, await s.get(GameSession, gs.id), None)
         assert again.id == t.id and again.status == "queued" and again.seed != old_seed
         assert again.posted_message_id is None
@@ -259,7 +259,7 @@ async def _games(sessions, n: int) -> list[GameSession]:
 
 async def _claim(sessions, name):
     async with sessions.begin() as s:
-        return [t.id for t in await turns.claim_unposted(s, name)]
+        return [t.id for t in await turn_posts.claim_unposted(s, name)]
 
 
 async def test_claim_unposted_is_exclusive_and_leased(sessions):
@@ -272,7 +272,7 @@ async def test_claim_unposted_is_exclusive_and_leased(sessions):
     assert sorted(a + b) == ids  # each turn claimed by exactly one poster
     assert await _claim(sessions, "c") == []  # leased
     async with sessions.begin() as s:
-        await turns.mark_posted(s, ids[0], 1)
+        await turn_posts.mark_posted(s, ids[0], 1)
         await s.execute(update(Turn).values(post_claimed_at=func.now() - timedelta(minutes=5)))
     assert await _claim(sessions, "d") == ids[1:]  # expired claims come back, posted ones never
 
@@ -287,15 +287,15 @@ async def test_claim_unposted_keeps_a_channel_in_order(sessions):
         await _run(sessions, i)
     assert await _claim(sessions, "a") == ids[:1]
     async with sessions.begin() as s:
-        assert await turns.postpone_post(s, ids[0], timedelta(minutes=1), "DiscordServerError: 502") == 1
-        assert await turns.next_post_retry(s, [GUILD]) is not None
+        assert await turn_posts.postpone_post(s, ids[0], timedelta(minutes=1), "DiscordServerError: 502") == 1
+        assert await turn_posts.next_post_retry(s, [GUILD]) is not None
     assert await _claim(sessions, "b") == []  # #1 waits for its next try; #2 and #3 wait for #1
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == ids[0]).values(post_retry_at=func.now()))
     assert await _claim(sessions, "c") == ids[:1]
     async with sessions.begin() as s:
-        await turns.mark_posted(s, ids[0], None, "given up")  # given up: not in Discord
-        row = await turns.get_turn(s, ids[0])
+        await turn_posts.mark_posted(s, ids[0], None, "given up")  # given up: not in Discord
+        row = await turn_reads.get_turn(s, ids[0])
         assert row.posted_message_id is None and row.post_error == "given up" and row.post_attempts == 1
     assert await _claim(sessions, "d") == ids[1:2]
 
@@ -309,7 +309,7 @@ async def test_reset_archives_and_restarts(sessions):
         fresh = await gsess.reset(s, await s.get(GameSession, gs.id), by=9)
     async with sessions.begin() as s:
         assert (await s.get(GameSession, gs.id)).status == "archived"
-        assert (await turns.get_turn(s, queued.id)).status == "cancelled"
+        assert (await turn_reads.get_turn(s, queued.id)).status == "cancelled"
         live = await gsess.live_session(s, CHANNEL)
         assert live.id == fresh.id and live.next_seq == 1
         assert {p.character_id for p in await gsess.players(s, fresh.id)} == {"qiqi", "jiji"}
@@ -389,11 +389,11 @@ async def test_prune_blobs_keeps_recent_context(sessions):
         ids.append(t.id)
     async with sessions.begin() as s:
         await s.execute(update(Turn).values(posted_at=func.now(), finished_at=func.now() - timedelta(days=40)))
-        n = await turns.prune_blobs(s, timedelta(days=30))
+        n = await turn_posts.prune_blobs(s, timedelta(days=30))
     assert n == 2  # turns 1-2 of 8; the last 6 keep their blobs
     async with sessions.begin() as s:
-        kept = await turns.get_turn(s, ids[-1], blobs=True)
-        gone = await turns.get_turn(s, ids[0], blobs=True)
+        kept = await turn_reads.get_turn(s, ids[-1], blobs=True)
+        gone = await turn_reads.get_turn(s, ids[0], blobs=True)
     assert kept.mp4 and gone.mp4 is None and gone.blobs_pruned_at is not None
 
 

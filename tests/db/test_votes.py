@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import func, select
 
-from db import votes
+from db import turn_reads, votes
 from db.models import GameSession, VoteRound
 from game.errors import AlreadyProposed, NotJoined, RoundFull, VoteModeOff, VoteModeOn
 from game.instruction import build_instruction
@@ -85,7 +85,7 @@ async def test_a_full_backlog_keeps_the_round_open_until_a_slot_frees(sessions, 
     async with sessions() as s:
         assert (await s.get(VoteRound, rnd.id)).status == "open"
     async with sessions.begin() as s:
-        await turns.cancel_turn(s, await turns.get_turn(s, waiting.id))
+        await turns.cancel_turn(s, await turn_reads.get_turn(s, waiting.id))
     async with sessions.begin() as s:
         closed = await votes.close_round(s, rnd.id, settings, enqueue=None)
     assert closed.round.status == "closed" and closed.round.outcome == "Option 1 won with 0 vote(s): it is turn #2."
