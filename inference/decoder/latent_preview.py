@@ -15,6 +15,7 @@ VAE decode of one latent frame at full size costs.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -135,5 +136,9 @@ def load_or_fit(model_dir: str, vae: AutoencoderKLCogVideoX) -> LatentRGB:
     found = LatentRGB.load(model_dir)
     if found is not None:
         return found
-    log.info("no %s beside the decoder in %s: fitting the preview map now (re-run the conversion to store one)", FILE_NAME, model_dir)
+    log.warning("no %s beside the decoder in %s: fitting the preview map now (seconds on a GPU, minutes on a CPU; "
+                "convert the decoder again to store one)", FILE_NAME, model_dir)
+    param = next(vae.parameters())
+    if param.device.type == "cpu" and param.dtype != torch.float32:  # a CPU's half-precision convolutions crawl
+        return fit_latent_rgb(copy.deepcopy(vae).float())
     return fit_latent_rgb(vae)
