@@ -151,7 +151,7 @@ def convert_decoder(
     _write_model_dir(vae_model, vae, os.path.join(out_dir, "vae"), torch_dtype)
     del vae
     # The preview map (latent_preview), fitted once from the VAE just written, in float32 (on a GPU
-    # if there is one: seconds; about 6 minutes on a 2-thread CPU at full size).
+    # if there is one; about 9 minutes on a 2-thread CPU at full size: bench/preview_cost.py).
     fit_vae = AutoencoderKLCogVideoX.from_pretrained(os.path.join(out_dir, "vae"), torch_dtype=torch.float32)
     fit_latent_rgb(fit_vae.to("cuda" if torch.cuda.is_available() else "cpu")).save(out_dir)
     del fit_vae

@@ -6,11 +6,11 @@ set of generated pictures (colour gradients, discs, stripes; no download), and t
 one that best turns each latent pixel into the mean colour of the 8x8 pixels the VAE decodes it
 to (fit_latent_rgb says which latents and why). It is
 stored beside the converted decoder (`preview_rgb.json`); a decoder converted before has its map
-fitted at load instead (a few small VAE encodes).
+fitted at load instead (seconds on a GPU; minutes on a CPU at full size).
 
 Cost (bench/preview_cost.py, docs/performance.md): at 480x720 a latent frame is 60x90 pixels, so
-a preview is 5,400 x 17 x 3 multiply-adds (~0.3 MFLOP): microseconds, against the ~0.65 TFLOP a
-VAE decode of one latent frame at full size costs.
+a preview is 5,400 x 16 x 3 multiply-adds plus the bias (0.53 MFLOP), where a VAE decode of one
+latent frame even at half size (240x360) is 1.87 TFLOP (66 s on a 2-thread CPU).
 """
 
 from __future__ import annotations
