@@ -97,8 +97,8 @@ class EditScheduler:
         return ch
 
     def routine(self, channel_id: int, message_id: int, **fields) -> None:
-        """Edit soon, within the budget; replaced by a newer edit of the same message while it
-        waits; never after the message's final edit."""
+        """Edit soon, within the budget; a newer edit of the same message is merged into it while
+        it waits; never after the message's final edit."""
         if message_id in self._final:
             return
         fields = _rendered(fields)
