@@ -129,7 +129,7 @@ def convert_decoder(
     lora_alpha: float = LORA_ALPHA,
 ) -> dict[str, Any]:
     """Convert and write everything; returns the key account (also written to OUT_DIR)."""
-    from .diffusers_api import AutoencoderKLCogVideoX
+    from .diffusers_api import AutoencoderKLCogVideoX, to_device
 
     if dtype not in DTYPES:
         raise ConversionError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
@@ -153,7 +153,8 @@ def convert_decoder(
     # The preview map (latent_preview), fitted once from the VAE just written, in float32 (on a GPU
     # if there is one; about 9 minutes on a 2-thread CPU at full size: bench/preview_cost.py).
     fit_vae = AutoencoderKLCogVideoX.from_pretrained(os.path.join(out_dir, "vae"), torch_dtype=torch.float32)
-    fit_latent_rgb(fit_vae.to("cuda" if torch.cuda.is_available() else "cpu")).save(out_dir)
+    to_device(fit_vae, "cuda" if torch.cuda.is_available() else "cpu")
+    fit_latent_rgb(fit_vae).save(out_dir)
     del fit_vae
     report = {
         "source": {"decoder": os.path.abspath(sat_path), "vae": os.path.abspath(vae_file)},
