@@ -4,9 +4,14 @@ first answer itself (the tree acknowledges every other command before its look-u
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import discord
 
-from bot import ack_order, context
+from bot import ack_order
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 
 def answers_itself(func):
@@ -15,7 +20,7 @@ def answers_itself(func):
     return func
 
 
-async def think(interaction: discord.Interaction) -> None:
+async def think(interaction: discord.Interaction[AnimeGamerBot]) -> None:
     """Acknowledge privately ("thinking" until the answer follows), then yield to the
     acknowledgements still in flight (bot.ack_order)."""
-    await ack_order.acknowledge(interaction, context.bot_of(interaction).interaction_meter.gate)
+    await ack_order.acknowledge(interaction, interaction.client.interaction_meter.gate)

@@ -21,7 +21,6 @@ from bot import context
 from bot.embeds import FAILED, INFO, PREVIEW
 from db import audit
 from game.content_rules import rule_set_label
-from game.errors import ContentRefused
 from i18n import L_, Lazy, _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number
 from i18n.translate import Ln_, Lp_
@@ -115,7 +114,7 @@ ACTIONS: dict[str, Action] = {
         L_("%(who)s set the language of the public posts in %(channel)s to %(language)s"),
         L_("%(who)s set the language of the public posts to %(language)s")), target="language"),
 }
-# Any other text the content rules refused (`<what>_refused`, bot.audit.record_refusal).
+# Any other text the content rules refused (`<what>_refused`, bot.replies.record_refusal).
 TEXT_REFUSED = Action(_REFUSED, PREVIEW, _says(L_("%(who)s had a text refused by %(rules)s in %(command)s")),
                       target="command")
 
@@ -149,20 +148,7 @@ async def record(s, interaction: discord.Interaction, action: str, target: str |
     )
 
 
-async def record_refusal(interaction: discord.Interaction, refused: ContentRefused) -> None:
-    """A text the content rules refused (`<what>_refused`: instruction_refused, reason_refused),
-    in a transaction of its own: the command's was rolled back with the refusal. Best effort: a
-    database that is down loses the entry, never the member's answer."""
-    command = interaction.command.qualified_name if interaction.command else None
-    try:
-        async with context.bot_of(interaction).db.sessions.begin() as s:
-            await record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
-                         rule_set=_source(refused.rule_set), term=refused.term, text=refused.text)
-    except Exception as e:
-        log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
-
-
-def _source(text) -> str:
+def rule_set_name(text) -> str:
     """A rule set's name as stored: game.content_rules names rule sets by their English name."""
     with use_locale(locales.SOURCE):
         return str(text)

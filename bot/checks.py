@@ -7,7 +7,7 @@ Messages, a configured moderator role, or admin.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -16,18 +16,21 @@ from bot import context
 from bot.replies import Refusal, as_game_error
 from game.errors import GuildOnly, MissingRights
 
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
-def _member_role_ids(interaction: discord.Interaction) -> set[int]:
+
+def _member_role_ids(interaction: discord.Interaction[AnimeGamerBot]) -> set[int]:
     user = interaction.user
     return {r.id for r in user.roles} if isinstance(user, discord.Member) else set()
 
 
-async def _configured_roles(interaction: discord.Interaction) -> tuple[frozenset[int], frozenset[int]]:
-    cfg = await context.bot_of(interaction).config.config(*context.place(interaction))  # cached
+async def _configured_roles(interaction: discord.Interaction[AnimeGamerBot]) -> tuple[frozenset[int], frozenset[int]]:
+    cfg = await interaction.client.config.config(*context.place(interaction))  # cached
     return cfg.admin_role_ids, cfg.moderator_role_ids
 
 
-async def is_admin(interaction: discord.Interaction) -> bool:
+async def is_admin(interaction: discord.Interaction[AnimeGamerBot]) -> bool:
     if interaction.guild_id is None:
         return False
     if interaction.permissions.manage_guild:  # includes Administrator
@@ -36,7 +39,7 @@ async def is_admin(interaction: discord.Interaction) -> bool:
     return bool(_member_role_ids(interaction) & admin_roles)
 
 
-async def is_moderator(interaction: discord.Interaction) -> bool:
+async def is_moderator(interaction: discord.Interaction[AnimeGamerBot]) -> bool:
     if interaction.guild_id is None:
         return False
     perms = interaction.permissions
@@ -46,7 +49,7 @@ async def is_moderator(interaction: discord.Interaction) -> bool:
     return bool(_member_role_ids(interaction) & (admin_roles | mod_roles))
 
 
-async def require(interaction: discord.Interaction, kind: Literal["admin", "moderator"]) -> bool:
+async def require(interaction: discord.Interaction[AnimeGamerBot], kind: Literal["admin", "moderator"]) -> bool:
     """True, or a Refusal saying what is missing. A cog whose every command needs the rights
     returns this from its `interaction_check` (one check for the whole cog)."""
     if interaction.guild_id is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import discord
 from discord import app_commands
@@ -21,6 +21,9 @@ from bot import context
 from game import vocabulary
 from game.catalogue import FILMS, NAME_SEPARATORS, Character, Film, fold
 from i18n import _, current_locale, locales
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 CHOICE_MAX = 100  # Discord: a choice's name and a string choice's value are 1-100 characters
 CHOICES_MAX = 25  # Discord shows at most 25
@@ -35,7 +38,7 @@ def split_names(text: str | None) -> list[str]:
     return [p.strip() for p in _SEPARATOR.split(text or "") if p.strip()]
 
 
-def names_locale(interaction: discord.Interaction) -> object:
+def names_locale(interaction: discord.Interaction[AnimeGamerBot]) -> object:
     """Whose names to show: the member's Discord locale (its own local table first: es-419 before
     es, and a locale without a catalog can still have the films' names), or the pseudo-locale's
     (English names) when the bot runs in it."""
@@ -69,7 +72,7 @@ def ranked(entries: Iterable[tuple[T, str, Iterable[str]]], typed: str, limit: i
     return [(item, shown) for _r, _i, item, shown in sorted(scored, key=lambda e: (e[0], e[1]))][:limit]
 
 
-async def film_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def film_choices(interaction: discord.Interaction[AnimeGamerBot], current: str) -> list[app_commands.Choice[str]]:
     """Films by title in the member's language, matched by any title (/game start, /admin film)."""
     loc = names_locale(interaction)
     entries = [(f.id, f.title_in(loc), (f.id, *f.titles())) for f in FILMS.values()]
@@ -81,10 +84,10 @@ def character_entries(film: Film, cast: Iterable[Character], loc: object) -> lis
     return [(c, film.character_name_in(c.id, loc), film.names_of(c.id)) for c in cast]
 
 
-async def film_and_cast(interaction: discord.Interaction) -> tuple[Film | None, list[Character]]:
+async def film_and_cast(interaction: discord.Interaction[AnimeGamerBot]) -> tuple[Film | None, list[Character]]:
     """The film played in this channel (its game's, else the configured one) and its playable
     characters, from the bot's cache: autocomplete asks on every keystroke."""
-    cache = context.bot_of(interaction).config
+    cache = interaction.client.config
     guild_id, channel_id = context.place(interaction)
     cfg = await cache.config(guild_id, channel_id)
     game = await cache.live_game(channel_id)
@@ -96,7 +99,7 @@ def catalogue_choices(attr: str) -> Callable:
     """Autocomplete for an /act option offered by the film's catalogue (`Film.<attr>`: motions,
     adverbs, backgrounds, times): shown translated, the English term as the value."""
 
-    async def choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    async def choices(interaction: discord.Interaction[AnimeGamerBot], current: str) -> list[app_commands.Choice[str]]:
         film, _cast = await film_and_cast(interaction)
         if film is None:
             return []
@@ -106,7 +109,7 @@ def catalogue_choices(attr: str) -> Callable:
     return choices
 
 
-async def others_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def others_choices(interaction: discord.Interaction[AnimeGamerBot], current: str) -> list[app_commands.Choice[str]]:
     """Autocomplete for /act's `with`: completes the last name of a list. Shown in the member's
     language; the value holds the English names (a name typed that the film does not know is kept
     as typed, for the command to refuse)."""
@@ -130,12 +133,12 @@ async def others_choices(interaction: discord.Interaction, current: str) -> list
     return out
 
 
-async def join_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def join_choices(interaction: discord.Interaction[AnimeGamerBot], current: str) -> list[app_commands.Choice[str]]:
     """/game join's character: the channel's playable cast, saying who already plays whom."""
     film, cast = await film_and_cast(interaction)
     if film is None:
         return []
-    game = await context.bot_of(interaction).config.live_game(context.channel_id(interaction))
+    game = await interaction.client.config.live_game(context.channel_id(interaction))
     taken = game.players if game else {}
     out = []
     for c, shown in ranked(character_entries(film, cast, names_locale(interaction)), current):
@@ -146,9 +149,9 @@ async def join_choices(interaction: discord.Interaction, current: str) -> list[a
     return out
 
 
-async def character_choices(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+async def character_choices(interaction: discord.Interaction[AnimeGamerBot], current: str) -> list[app_commands.Choice[str]]:
     """/admin character: every character of the film configured here."""
-    cfg = await context.bot_of(interaction).config.config(context.guild_id(interaction), context.channel_id(interaction))
+    cfg = await interaction.client.config.config(context.guild_id(interaction), context.channel_id(interaction))
     if cfg.film is None:
         return []
     entries = character_entries(cfg.film, cfg.film.characters, names_locale(interaction))

@@ -1,6 +1,8 @@
-"""The Discord client: a commands.AutoShardedBot (its shards from settings; bot/shards.py) whose
-setup_hook loads one cog per concern, registers the persistent buttons, and starts the notifier and
-the scheduled jobs."""
+"""The Discord client: a commands.AutoShardedBot (its shards from settings; bot/shards.py) that
+makes and carries the bot's parts (each given what it uses), and whose setup_hook loads by name
+bot.wiring (the tree's error handler, the persistent buttons) and one cog per concern, then
+starts the notifier and the scheduled jobs. The parts never import this module; the modules that
+answer interactions read the bot as `discord.Interaction[AnimeGamerBot].client`."""
 
 from __future__ import annotations
 
@@ -11,13 +13,13 @@ from datetime import timedelta
 import discord
 from discord import app_commands
 from discord.ext import commands
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot import ack_order, health, locale, replies
+from bot import ack_order, health, locale
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
 from bot.interaction_meter import InteractionMeter
+from bot.job_queue import JobQueue
 from bot.maintenance import Maintenance
 from bot.metrics import BotMetrics
 from bot.notifier import RETRY_DELAYS, Notifier
@@ -26,47 +28,14 @@ from bot.queue_watch import QueueWatch
 from bot.shards import ShardClaim
 from bot.status import StatusBoard
 from bot.translator import CatalogTranslator
-from bot.views import CancelButton, RegenerateButton
-from db.models import GameSession, Turn
 from db.runtime import Database
 from db.turn_posts import POST_LEASE
 from settings import Settings
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = ("bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help",
+EXTENSIONS = ("bot.wiring", "bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help",
               "bot.cogs.privacy", "bot.cogs.shots", "bot.cogs.modlog")
-
-
-class JobQueue:
-    """The bot's view of the turn queue (inference.queue): deferring a turn's job in the caller's
-    transaction, cancelling jobs, and queue positions. A failure to defer reads as "the queue is
-    down" and rolls back the turn with it."""
-
-    def __init__(self) -> None:
-        from inference import queue
-
-        self._q = queue
-        self._enqueue = queue.make_enqueue()
-
-    async def enqueue(self, s: AsyncSession, turn: Turn, gs: GameSession) -> int | None:
-        try:
-            return await self._enqueue(s, turn, gs)
-        except Exception as e:
-            raise replies.QueueDown(str(e)) from e
-
-    async def cancel_queued_turn(self, s: AsyncSession, turn: Turn, reason: str) -> Turn:
-        return await self._q.cancel_queued_turn(s, turn, reason)
-
-    async def cancel_stale_jobs(self, s: AsyncSession, session_id: int) -> int:
-        return await self._q.cancel_stale_jobs(s, session_id)
-
-    async def position(self, s: AsyncSession, turn: Turn) -> int | None:
-        return await self._q.queue_position(s, turn)
-
-    async def positions(self, s: AsyncSession, turn_ids) -> dict[int, int]:
-        """Positions of many waiting turns in one query (those not waiting are left out)."""
-        return await self._q.queue_positions(s, turn_ids)
 
 
 FULL_COLLECTION_EVERY = 100  # young collections between two full ones (Python's default: 10)
@@ -93,14 +62,12 @@ def freeze_startup_objects(*, again: bool = False) -> None:
 
 class GameTree(app_commands.CommandTree["AnimeGamerBot"]):
     async def interaction_check(self, interaction: discord.Interaction[AnimeGamerBot]) -> bool:
-        locale.adopt(interaction)  # answers, autocomplete and errors in the member's language
-        meter = interaction.client.interaction_meter
+        bot = interaction.client
+        locale.adopt(interaction, pseudo=bot.settings.pseudo_locale)  # answers, autocomplete and errors in the member's language
+        meter = bot.interaction_meter
         meter.handled_in_current_task(interaction)
         await ack_order.acknowledge_command(interaction, meter.gate)  # before the look-up, the checks and the handler
         return True
-
-    async def on_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
-        await replies.report(interaction, error)
 
 
 class AnimeGamerBot(commands.AutoShardedBot):
@@ -163,7 +130,6 @@ class AnimeGamerBot(commands.AutoShardedBot):
     async def setup_hook(self) -> None:
         for ext in EXTENSIONS:
             await self.load_extension(ext)
-        self.add_dynamic_items(CancelButton, RegenerateButton)
         self.notifier.start()
         self.maintenance.start()
         self.queue_watch.start()

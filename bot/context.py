@@ -1,28 +1,16 @@
-"""What a command needs from its interaction, typed: the bot that handles it and the server channel
-it was used in.
+"""Where a command was used, typed: the server channel (the bot that handles it is
+`interaction.client`, typed by `discord.Interaction[AnimeGamerBot]`).
 
-discord.py types `Interaction.client` as the base `discord.Client` and `guild_id`/`channel_id` as
-optional (an interaction can come from a DM or a user-installed context). This bot's commands run
+discord.py types `guild_id`/`channel_id` as optional (an interaction can come from a DM or a user-installed context). This bot's commands run
 in server channels only (`guild_only`), so a missing id is refused with GuildOnly, the same answer
 the rights checks give, rather than reaching the database as NULL.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 import discord
 
 from game.errors import GuildOnly
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
-
-
-def bot_of(interaction: discord.Interaction) -> AnimeGamerBot:
-    """The bot handling the interaction (every interaction this code sees comes from AnimeGamerBot;
-    discord.py's annotation is the base Client)."""
-    return cast("AnimeGamerBot", interaction.client)
 
 
 def guild_id(interaction: discord.Interaction) -> int:

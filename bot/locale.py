@@ -2,9 +2,8 @@
 
 - Ephemeral answers, buttons' answers, modals and autocomplete follow `interaction.locale` (the
   member's Discord client language). `adopt(interaction)` makes it current for the rest of the
-  interaction's task; the command tree and every button (`LocalizedItem`: the bot's buttons are
-  DynamicItems) call it from their interaction check, before any handler. A view or modal added
-  later calls it from its own interaction_check.
+  interaction's task; the command tree and every button (bot.interaction_locale.LocalizedItem:
+  the bot's buttons are DynamicItems) call it from their interaction check, before any handler.
 - Public messages (turn posts, status messages, vote rounds, notices, announcements) follow the
   server: the channel's `/admin language`, else the server's, else the guild's `preferred_locale`
   (Discord's "Server Primary Language" in Community servers), else English. Code that posts
@@ -15,26 +14,35 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 
+from bot.config_cache import ConfigCache
 from i18n import locales
 from i18n.context import set_locale, use_locale
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
+from settings import Settings
 
 
-def adopt(interaction: discord.Interaction) -> str:
-    """Make the member's language current for this interaction's task; returns the catalog."""
-    from bot.context import bot_of
+class Speaker(Protocol):
+    """What choosing a server's language reads of the bot."""
 
-    pseudo = getattr(getattr(bot_of(interaction), "settings", None), "pseudo_locale", False)
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def config(self) -> ConfigCache: ...
+
+    def get_guild(self, id: int, /) -> discord.Guild | None: ...
+
+
+def adopt(interaction: discord.Interaction, *, pseudo: bool) -> str:
+    """Make the member's language current for this interaction's task (the pseudo-locale when the
+    bot's settings ask for it); returns the catalog."""
     return set_locale(locales.PSEUDO if pseudo else interaction.locale)
 
 
-async def server_language(bot: AnimeGamerBot, guild_id: int | None, channel_id: int | None = None,
+async def server_language(bot: Speaker, guild_id: int | None, channel_id: int | None = None,
                           *, guild_locale: object = None) -> str:
     """The catalog of a server's public posts (see the module docstring for the order)."""
     if guild_id is None:
@@ -52,24 +60,8 @@ async def server_language(bot: AnimeGamerBot, guild_id: int | None, channel_id: 
 
 
 @asynccontextmanager
-async def public(bot: AnimeGamerBot, guild_id: int | None, channel_id: int | None = None,
+async def public(bot: Speaker, guild_id: int | None, channel_id: int | None = None,
                  *, guild_locale: object = None) -> AsyncIterator[str]:
     """Render a public message in the server's language: `async with public(bot, g, c): ...`."""
     with use_locale(await server_language(bot, guild_id, channel_id, guild_locale=guild_locale)) as loc:
         yield loc
-
-
-async def public_for(interaction: discord.Interaction) -> str:
-    """The server's language for a public message sent while answering an interaction."""
-    from bot.context import bot_of
-
-    return await server_language(bot_of(interaction), interaction.guild_id, interaction.channel_id,
-                                 guild_locale=interaction.guild_locale)
-
-
-class LocalizedItem:
-    """Mixin for buttons and DynamicItems: `class X(LocalizedItem, discord.ui.DynamicItem[...])`."""
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        adopt(interaction)
-        return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -18,20 +18,29 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot import locale
 from bot import privacy as privacy_jobs
 from bot.embeds import CONTENT_MAX, fit
+from bot.hosting import Wakes
+from bot.status import StatusBoard
 from db import sessions as game_sessions
 from db import turn_posts
 from game.catalogue import FILMS
 from game.errors import FilmWithdrawn
 from i18n import ngettext
 
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
-
 log = logging.getLogger(__name__)
 
 
+class MaintenanceHost(privacy_jobs.PrivacyHost, Protocol):
+    """What the scheduled jobs read of the bot."""
+
+    @property
+    def board(self) -> StatusBoard: ...
+
+    @property
+    def notifier(self) -> Wakes: ...
+
+
 class Maintenance:
-    def __init__(self, bot: AnimeGamerBot, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
+    def __init__(self, bot: MaintenanceHost, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
         self.bot = bot
         self.sweep_seconds = sweep_seconds
         self.idle_check_seconds = idle_check_seconds

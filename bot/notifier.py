@@ -39,23 +39,24 @@ import logging
 import os
 import socket
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 
-from bot import locale
-from bot import removal as shot_removal
+from bot import locale, removed
 from bot.buttons import REGENERATE, view_of
+from bot.edits import EditScheduler
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
+from bot.hosting import DiscordClient, Stored
+from bot.locale import Speaker
+from bot.metrics import BotMetrics
+from bot.status import StatusBoard
 from db import notify, turn_posts, turn_reads
 from db import sessions as game_sessions
 from db.models import GameSession, Turn
 from game.catalogue import display_film
 from i18n import L_, _
 from i18n.formatting import size
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +85,26 @@ class Outcome(enum.Enum):
     FAILED = "failed"  # Discord or the network failed: counts as a try
 
 
+class NotifierHost(DiscordClient, Stored, Speaker, Protocol):
+    """What the notifier reads of the bot."""
+
+    @property
+    def board(self) -> StatusBoard: ...
+
+    @property
+    def edits(self) -> EditScheduler: ...
+
+    @property
+    def metrics(self) -> BotMetrics: ...
+
+    @property
+    def upload_limits(self) -> dict[int, int]: ...
+
+
 class Notifier:
     def __init__(
         self,
-        bot: AnimeGamerBot,
+        bot: NotifierHost,
         *,
         lease: timedelta = turn_posts.POST_LEASE,
         claimant: str | None = None,
@@ -267,14 +284,14 @@ class Notifier:
         self.bot.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
             async with locale.public(self.bot, gs.guild_id, gs.channel_id):
-                await shot_removal.reshow_if_removed(self.bot, turn.id, gs.channel_id, message_id)
+                await removed.reshow_if_removed(self.bot.db, self.bot.edits, turn.id, gs.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
     def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
         """The post's message fields, rendered in the current locale (the server's: see _post)."""
         if turn.removed_at is not None:  # taken down before its post: the notice instead
-            return shot_removal.removed_fields(turn)
+            return removed.removed_fields(turn)
         view = view_of(REGENERATE.button(turn.id))
         if turn.status == "failed":
             return {"embed": failed_embed(turn, film), "attachments": [], "view": view}

@@ -12,29 +12,46 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
+from discord.ext import commands
 
 from bot import locale
-from bot.removal import removed_embed
+from bot.edits import EditScheduler
+from bot.hosting import DiscordClient, StaleJobs, Stored
+from bot.locale import Speaker
+from bot.removed import removed_embed
+from bot.shards import ShardClaim
 from db import departures
 from db import privacy as member_data
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
 
+class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
+    """What the privacy jobs read of the bot."""
+
+    @property
+    def shards_claim(self) -> ShardClaim: ...
+
+    @property
+    def queue(self) -> StaleJobs: ...
+
+    @property
+    def edits(self) -> EditScheduler: ...
+
+    def get_cog(self, name: str, /) -> commands.Cog | None: ...
+
+
 def removed_post(seq: int) -> dict:
     """The edit that replaces a deleted member's shot in the channel: the notice of a shot taken
-    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button; in
+    down by the system (bot.removed, as the notifier shows it), no clip, no text, no button; in
     the locale current (the server's: see clear_posts)."""
     return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 
 
-async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
+async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
     """Edit the request's shots in Discord into a notice; how many were edited. Every server's,
     not only those of this process's shards (the request is done once, by one process): an edit
     goes through REST, which needs no gateway session of the server's shard, and a server the
@@ -54,7 +71,7 @@ async def clear_posts(bot: AnimeGamerBot, request_id: int) -> int:
     return edited
 
 
-async def refresh_rounds(bot: AnimeGamerBot, request_id: int) -> int:
+async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
     """Edit the request's vote rounds' messages, which list proposals with their authors' names
     (bot.cogs.vote shows each round as it is stored now); how many."""
     cog = bot.get_cog("Vote")
@@ -68,7 +85,7 @@ async def refresh_rounds(bot: AnimeGamerBot, request_id: int) -> int:
     return len(ids)
 
 
-async def process_requests(bot: AnimeGamerBot) -> list[int]:
+async def process_requests(bot: PrivacyHost) -> list[int]:
     """Carry out pending deletion requests, each step in its own transaction; the ids finished.
     Before a request's last step the shots' posts are edited into a notice and the vote rounds'
     messages are shown again without the member. A failure leaves
@@ -88,7 +105,7 @@ async def process_requests(bot: AnimeGamerBot) -> list[int]:
     return finished
 
 
-async def delete_departed(bot: AnimeGamerBot, *, now: datetime | None = None) -> list[int]:
+async def delete_departed(bot: PrivacyHost, *, now: datetime | None = None) -> list[int]:
     """Delete the data of servers that removed the bot more than the retention ago; the servers
     deleted. A server the bot is in again (added back while it was offline) is kept; one with
     data that the bot is no longer in (removed while it was offline) starts its retention now.

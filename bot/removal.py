@@ -14,49 +14,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import discord
 
 from bot import audit as bot_audit
-from bot import checks, locale
-from bot.embeds import WAITING, esc, fit_embed, person
+from bot import checks, locale, removed
+from bot.embeds import person
 from db import removal, turn_reads
 from db import sessions as game_sessions
-from db.models import Turn
 from game.shot_errors import NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
-from i18n import L_, _
+from i18n import _
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
-
-NOT_REWOUND = L_("The characters keep the states this shot gave them; later turns go on from there.")
-_SAID = {
-    "author": L_("This shot was removed by its author."),
-    "moderator": L_("This shot was removed by a moderator."),
-    "system": L_("This shot was removed."),
-}
-
-
-def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | None = None) -> discord.Embed:
-    """What a removed shot's post shows instead of its clip and embed ("system": a member's data
-    deleted at their request, db.privacy; no reason shown), in the current locale (the server's:
-    build it inside bot.locale.public)."""
-    e = discord.Embed(title=_("Turn #%(seq)s · removed", seq=seq), description=str(_SAID[by]), colour=WAITING)
-    if reason and by == "moderator":
-        e.add_field(name=_("Reason"), value=esc(reason), inline=False)
-    e.set_footer(text=str(NOT_REWOUND))
-    return fit_embed(e)
-
-
-def removed_fields(turn: Turn) -> dict:
-    """The message edit that shows a removed turn: no file, no button, the notice."""
-    by = "system" if turn.removed_by_id is None else "author" if turn.removed_by_id == turn.author_id else "moderator"
-    embed = removed_embed(turn.seq, by=by, reason=turn.removed_reason)
-    return {"content": None, "embed": embed, "attachments": [], "view": None}
-
 
 @dataclass(frozen=True)
 class Removed:
@@ -66,7 +39,7 @@ class Removed:
     by_author: bool
 
 
-async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: int, reason: str, *, via: str) -> Removed:
+async def remove(bot: AnimeGamerBot, interaction: discord.Interaction[AnimeGamerBot], turn_id: int, reason: str, *, via: str) -> Removed:
     """Take the turn down for the member of `interaction` (a moderator, or the turn's author), in
     one transaction with its audit entry; then edit its post in the background. Refuses (GameError)
     a turn not finished, already removed, or someone else's for a non-moderator."""
@@ -95,25 +68,9 @@ async def remove(bot: AnimeGamerBot, interaction: discord.Interaction, turn_id: 
         await s.refresh(turn)
     if message_id is not None:
         async with locale.public(bot, gs.guild_id, gs.channel_id):  # the post is public
-            fields = removed_fields(turn)
-        bot.board.spawn(_show(bot, gs.channel_id, message_id, fields), f"remove-shot-{turn_id}")
+            fields = removed.removed_fields(turn)
+        bot.board.spawn(removed.show(bot.edits, gs.channel_id, message_id, fields), f"remove-shot-{turn_id}")
     return Removed(turn.seq, gs.channel_id, message_id, by_author)
-
-
-async def _show(bot: AnimeGamerBot, channel_id: int, message_id: int, fields: dict) -> None:
-    try:
-        await bot.edits.final(channel_id, message_id, **fields)
-    except discord.HTTPException as e:  # the post was deleted or hidden: the shot is down all the same
-        log.info("could not replace removed shot's message %s: %s", message_id, e)
-
-
-async def reshow_if_removed(bot: AnimeGamerBot, turn_id: int, channel_id: int, message_id: int) -> None:
-    """After a post: if the turn was taken down while the post was being made, show the notice
-    (in the locale current: the caller's bot.locale.public)."""
-    async with bot.db.sessions() as s:
-        turn = await turn_reads.get_turn(s, turn_id)
-    if turn is not None and turn.removed_at is not None:
-        await _show(bot, channel_id, message_id, removed_fields(turn))
 
 
 def answer(done: Removed) -> str:

@@ -9,15 +9,20 @@ Discord's 2,000 characters.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 
-from bot.audit import record_refusal
+from bot import audit
 from bot.embeds import CONTENT_MAX, fit
+from bot.job_queue import QueueDown
 from db.transient import is_transient
 from game.errors import ContentRefused, GameError, InternalError, ServiceDown, TextRefused, new_reference
 from game.sanitize import InputRefused
+
+if TYPE_CHECKING:
+    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +33,6 @@ class Refusal(app_commands.CheckFailure):
     def __init__(self, error: GameError):
         super().__init__(error.message)
         self.error = error
-
-
-class QueueDown(RuntimeError):
-    """Deferring a turn's job failed; the transaction that would have inserted the turn is rolled back."""
 
 
 def as_game_error(exc: BaseException) -> GameError | None:
@@ -62,19 +63,26 @@ async def send_ephemeral(interaction: discord.Interaction, text: str) -> None:
         log.warning("could not deliver a reply to interaction %s", interaction.id)
 
 
-def _count(interaction: discord.Interaction, outcome: str) -> None:
-    """The interaction's outcome for the bot's metrics (bot.interaction_meter): every refusal and
-    error passes here."""
-    meter = getattr(interaction.client, "interaction_meter", None)
-    if meter is not None:
-        meter.outcome(interaction, outcome)
+async def record_refusal(interaction: discord.Interaction[AnimeGamerBot], refused: ContentRefused) -> None:
+    """A text the content rules refused (`<what>_refused`: instruction_refused, reason_refused),
+    in a transaction of its own: the command's was rolled back with the refusal. Best effort: a
+    database that is down loses the entry, never the member's answer."""
+    command = interaction.command.qualified_name if interaction.command else None
+    try:
+        async with interaction.client.db.sessions.begin() as s:
+            await audit.record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
+                               rule_set=audit.rule_set_name(refused.rule_set), term=refused.term, text=refused.text)
+    except Exception as e:
+        log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
 
 
-async def report(interaction: discord.Interaction, exc: BaseException) -> None:
+async def report(interaction: discord.Interaction[AnimeGamerBot], exc: BaseException) -> None:
     """Answer a failed command or button with what to do next."""
     err = as_game_error(exc)
     # A check that said no (discord.py's own, like guild_only, included) is a refusal, not a bug.
-    _count(interaction, "refused" if err is not None or isinstance(exc, app_commands.CheckFailure) else "error")
+    # Every refusal and error passes here: the interaction's outcome for the metrics (bot.interaction_meter).
+    refused = err is not None or isinstance(exc, app_commands.CheckFailure)
+    interaction.client.interaction_meter.outcome(interaction, "refused" if refused else "error")
     if err is None:
         if isinstance(exc, app_commands.CommandInvokeError):
             exc = exc.original

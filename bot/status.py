@@ -25,7 +25,7 @@ import hashlib
 import io
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import discord
 
@@ -33,14 +33,14 @@ from bot import locale
 from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
+from bot.hosting import DiscordClient, Positions, Stored, Wakes
+from bot.locale import Speaker
+from bot.shards import ShardClaim
 from db import sessions as game_sessions
 from db import turn_posts, turn_previews, turn_reads
 from db.models import GameSession, Turn
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
-
-if TYPE_CHECKING:
-    from bot.client import AnimeGamerBot
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,21 @@ REGENERATED = L_("Generating this turn again with a new seed.")
 PREVIEW_FILE = "preview.webp"
 
 
+class BoardHost(DiscordClient, Stored, Speaker, Protocol):
+    """What the status board reads of the bot."""
+
+    @property
+    def shards_claim(self) -> ShardClaim: ...
+
+    @property
+    def queue(self) -> Positions: ...
+
+    @property
+    def notifier(self) -> Wakes: ...
+
+
 class StatusBoard:
-    def __init__(self, bot: AnimeGamerBot, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
+    def __init__(self, bot: BoardHost, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
         self.bot = bot
         self.edits = edits
         self.refresh_delay = refresh_delay  # a burst of queue changes makes one refresh
@@ -97,7 +110,7 @@ class StatusBoard:
         self._tasks: set[asyncio.Task] = set()
 
     def channel(self, channel_id: int, guild_id: int | None = None) -> PostChannel:
-        return post_channel(self.bot, channel_id, guild_id)
+        return post_channel(self.edits.client, channel_id, guild_id)
 
     def announcing(self, turn_id: int) -> bool:
         """Its status message is being sent: the notifier waits rather than send a second message."""

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import audit as bot_audit
-from bot import buttons, checks, context, locale, replies
+from bot import buttons, checks, interaction_locale, replies
 from bot.ack_gate import think
 from bot.embeds import esc
-from bot.locale import LocalizedItem
+from bot.interaction_locale import LocalizedItem
 from db import sessions as game_sessions
 from db import turn_reads
 from db import turns as turn_service
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, verb: str):
+async def _turn_to_act_on(s, interaction: discord.Interaction[AnimeGamerBot], turn_id: int, verb: str):
     """The button's turn, if the clicker is its author or a moderator."""
     turn = await turn_reads.get_turn(s, turn_id)
     if turn is None:
@@ -38,7 +38,7 @@ async def _turn_to_act_on(s, interaction: discord.Interaction, turn_id: int, ver
     return turn
 
 
-async def _audit_if_moderator(s, interaction: discord.Interaction, turn, action: str) -> None:
+async def _audit_if_moderator(s, interaction: discord.Interaction[AnimeGamerBot], turn, action: str) -> None:
     """A moderator acting on someone else's turn is a moderation action: audit it."""
     if interaction.user.id != turn.author_id:
         await bot_audit.record(s, interaction, action, str(turn.seq), turn_id=turn.id, via="button")
@@ -56,17 +56,17 @@ class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], temp
         self.turn_id = turn_id
 
     @classmethod
-    async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Button, match: re.Match[str]):
+    async def from_custom_id(cls, interaction: discord.Interaction[AnimeGamerBot], item: discord.ui.Button, match: re.Match[str]):
         return cls(int(match["turn"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def callback(self, interaction: discord.Interaction[AnimeGamerBot]) -> None:
         try:
             await think(interaction)
-            await interaction.followup.send(await self.act(interaction, context.bot_of(interaction)), ephemeral=True)
+            await interaction.followup.send(await self.act(interaction, interaction.client), ephemeral=True)
         except Exception as e:
             await replies.report(interaction, e)
 
-    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
+    async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
         """Do it; returns what the clicker is told."""
         raise NotImplementedError
 
@@ -76,8 +76,8 @@ class CancelButton(_TurnButton, template=buttons.CANCEL.template):
 
     look = buttons.CANCEL
 
-    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
-        with use_locale(await locale.public_for(interaction)):  # stored on the turn, shown to the channel's players
+    async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
+        with use_locale(await interaction_locale.public_for(interaction)):  # stored on the turn, shown to the channel's players
             # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is the member who cancelled it
             stored = _("cancelled by %(name)s", name=interaction.user.display_name)
         async with bot.db.sessions.begin() as s:
@@ -96,7 +96,7 @@ class RegenerateButton(_TurnButton, template=buttons.REGENERATE.template):
 
     look = buttons.REGENERATE
 
-    async def act(self, interaction: discord.Interaction, bot: AnimeGamerBot) -> str:
+    async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
         async with bot.db.sessions.begin() as s:
             turn = await _turn_to_act_on(s, interaction, self.turn_id, "regenerate")
             gs = await game_sessions.session_by_id(s, turn.session_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot import checks, locale
+from bot import checks, interaction_locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction, announce, by, member, place
@@ -51,7 +51,7 @@ class Moderation(GameCog):
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
     async def reset(self, interaction: Interaction) -> None:
         done = await moderation.reset(self.service, place(interaction), member(interaction))
-        with use_locale(await locale.public_for(interaction)):  # on the turns' public status messages
+        with use_locale(await interaction_locale.public_for(interaction)):  # on the turns' public status messages
             note = _("The game was reset.")
         for t in done.cancelled:
             self.bot.board.spawn(self.bot.board.finish(t, "cancelled", note=note, channel_id=done.old.channel_id),
@@ -71,7 +71,7 @@ class Moderation(GameCog):
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction) if reason else ()
         mod = interaction.user.display_name
-        with use_locale(await locale.public_for(interaction)):  # stored on the turn and shown on its status message
+        with use_locale(await interaction_locale.public_for(interaction)):  # stored on the turn and shown on its status message
             # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is a moderator's name
             stored = _("cancelled by %(name)s: %(reason)s", name=mod, reason=reason) if reason else _("cancelled by %(name)s", name=mod)
             note = _("Cancelled by %(name)s: %(reason)s.", name=esc(mod), reason=esc(reason)) if reason else \

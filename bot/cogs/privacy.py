@@ -20,7 +20,7 @@ from bot.ack_gate import answers_itself
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
-from bot.locale import LocalizedItem
+from bot.interaction_locale import LocalizedItem
 from db import departures
 from db import privacy as member_data
 from i18n import L_, _, ngettext, pgettext

@@ -17,7 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import audit as bot_audit
-from bot import context, locale
+from bot import context, interaction_locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import Interaction
@@ -80,7 +80,7 @@ class Shots(commands.Cog):
 
     async def remove_shot(self, interaction: Interaction, message: discord.Message) -> None:
         turn = await self._shot(interaction, message)
-        with use_locale(await locale.public_for(interaction)):
+        with use_locale(await interaction_locale.public_for(interaction)):
             reason = str(MENU_REASON)
         done = await shot_removal.remove(self.bot, interaction, turn.id, reason, via="Remove shot")
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)

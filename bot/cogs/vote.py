@@ -48,7 +48,7 @@ from bot.embeds import (
     fit_label,
     person,
 )
-from bot.locale import LocalizedItem
+from bot.interaction_locale import LocalizedItem
 from bot.notices import english_note
 from db import sessions as game_sessions
 from db import votes

@@ -1,0 +1,66 @@
+"""What the bot's parts read of the client that carries them, as narrow Protocols: the status
+board, the notifier, the maintenance jobs and the server-language lookup take the bot typed by
+what they use, never bot.client (which makes them): the parts import nothing above them.
+
+`DiscordClient` is the slice of discord.py's client they call; each part adds its own Protocol
+of the bot's attributes it reads, all read-only (properties), so the bot's own types fit them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import discord
+from discord.abc import GuildChannel, PrivateChannel
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.runtime import Database
+from settings import Settings
+
+
+class DiscordClient(Protocol):
+    """discord.py's client, as far as the parts use it."""
+
+    @property
+    def guilds(self) -> Sequence[discord.Guild]: ...
+
+    @property
+    def user(self) -> discord.ClientUser | None: ...
+
+    def get_guild(self, id: int, /) -> discord.Guild | None: ...
+
+    def get_channel(self, id: int, /) -> GuildChannel | discord.Thread | PrivateChannel | None: ...
+
+    async def fetch_channel(self, channel_id: int, /) -> GuildChannel | PrivateChannel | discord.Thread: ...
+
+    def is_ready(self) -> bool: ...
+
+    async def wait_until_ready(self) -> None: ...
+
+
+class Stored(Protocol):
+    """The bot's settings and database."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+
+class Wakes(Protocol):
+    """The notifier, as the parts that hand it work see it."""
+
+    def wake(self) -> None: ...
+
+
+class Positions(Protocol):
+    """The job queue, as the status board reads it."""
+
+    async def positions(self, s: AsyncSession, turn_ids: Iterable[int]) -> dict[int, int]: ...
+
+
+class StaleJobs(Protocol):
+    """The job queue, as the privacy jobs clean it."""
+
+    async def cancel_stale_jobs(self, s: AsyncSession, session_id: int) -> int: ...
