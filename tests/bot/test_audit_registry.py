@@ -44,6 +44,8 @@ CASES = [
     ("vote_mode", "on", {"round_seconds": 60}, "turned vote mode on (60 s rounds)"),
     ("vote_mode", "on", {}, "turned vote mode on"),
     ("vote_mode", "off", {}, "turned vote mode off"),
+    ("previews", "on", {}, "turned previews of clips being made on"),
+    ("previews", "off", {}, "turned previews of clips being made off"),
     ("set_language", "auto", {"channel": "55"}, "made the public posts in <#55> follow the server's language"),
     ("set_language", "auto", {}, "made the public posts follow Discord's server language"),
     ("set_language", "fr", {"channel": "55"}, "set the language of the public posts in <#55> to French"),
