@@ -107,3 +107,43 @@ def test_play_prints_the_link_with_its_token(tmp_path):
         assert page.interrupt() == 0  # Ctrl-C: the embedded Postgres stops with it
     finally:
         page.kill()
+
+
+@pytest.mark.browser
+async def test_the_page_carries_its_token_in_chromium(tmp_path):
+    """The printed link opened in Chromium: the page's own fetches and its event stream carry the
+    token (a turn is played and seen done); a reload without ?token still works; a browser that
+    never had the link gets 403."""
+    from playwright.async_api import async_playwright
+
+    from tests.pg import fresh_database
+    from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, act, join, open_tab, wait_done
+
+    with fresh_database("agtoken") as url:
+        page = PlayProcess(play_env(tmp_path / "data", DATABASE_URL=url), "--host", "0.0.0.0",
+                           "--preview-size", "96x64", "--preview-delay", "0.5")
+        try:
+            link = page.wait_ready().replace("0.0.0.0", "127.0.0.1")
+            errors: list[str] = []
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    tab = await open_tab(await browser.new_context(), link, errors)
+                    await tab.click("#start-button")
+                    await join(tab, "Ann", "qiqi")
+                    await act(tab, "run", "town")
+                    await wait_done(tab, 1)  # the turn's progress came through the event stream
+                    await tab.goto(page.url + "/")  # the cookie, not the URL, carries the token now
+                    await tab.wait_for_function("window.animegamerReady === true")
+                    await tab.wait_for_selector('article.turn[data-seq="1"][data-status="done"]')
+                    assert errors == [], errors
+
+                    stranger = await (await browser.new_context()).new_page()
+                    answer = await stranger.goto(page.url + "/")
+                    assert answer is not None and answer.status == 403
+                    assert (await answer.json())["error"] == "token_required"
+                finally:
+                    await browser.close()
+            assert page.interrupt() == 0, page.output
+        finally:
+            page.kill()
