@@ -17,7 +17,6 @@
 #   sudo scripts/compose-check.sh           # PYTHON=<python with the project and its test extra>
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || command -v python3 )}
 TAG=check
 BASE=animegamer-check/debian:bookworm
@@ -29,7 +28,8 @@ INDEX_PID=""
 
 say() { printf 'compose-check: %s\n' "$*" >&2; }
 cannot() { say "CANNOT RUN HERE: $*"; exit 3; }
-# step NAME CMD...: runs CMD and prints how long it took.
+# step NAME CMD...: runs CMD and prints how long it took. (set -e does not apply inside CMD, run
+# in an `||` list: the step functions check each command themselves.)
 step() {
   local name=$1 t0 rc=0
   shift
@@ -111,14 +111,15 @@ build_base() {
   nice -n 10 debootstrap --variant=minbase --include=python3,python3-venv,python-is-python3,ca-certificates \
     bookworm "$WORK/rootfs" "$(debian_mirror)" >"$WORK/debootstrap.log" 2>&1 \
     || { tail -n 20 "$WORK/debootstrap.log" >&2; return 1; }
-  rm -rf "$WORK/rootfs/var/lib/apt/lists/"* "$WORK/rootfs/var/cache/apt/"*.bin
+  rm -rf "$WORK/rootfs/var/lib/apt/lists/"* "$WORK/rootfs/var/cache/apt/"*.bin || return 1
   # The package registries are reached through a proxy whose CA this machine trusts; pip inside the
   # builds must trust it too, and find what lies only on this machine's disk (serve_index).
-  cp /etc/ssl/certs/ca-certificates.crt "$WORK/rootfs/etc/ssl/certs/host-ca-bundle.crt"
-  printf '[global]\nextra-index-url = http://127.0.0.1:%s/local/simple\n' "$INDEX_PORT" >"$WORK/rootfs/etc/pip.conf"
+  cp /etc/ssl/certs/ca-certificates.crt "$WORK/rootfs/etc/ssl/certs/host-ca-bundle.crt" || return 1
+  printf '[global]\nextra-index-url = http://127.0.0.1:%s/local/simple\n' "$INDEX_PORT" >"$WORK/rootfs/etc/pip.conf" || return 1
   local ca=/etc/ssl/certs/host-ca-bundle.crt
   tar -C "$WORK/rootfs" -c . | docker import \
-    -c "ENV PIP_CERT=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca LANG=C.UTF-8" -c 'CMD ["bash"]' - "$BASE" >/dev/null
+    -c "ENV PIP_CERT=$ca SSL_CERT_FILE=$ca REQUESTS_CA_BUNDLE=$ca LANG=C.UTF-8" -c 'CMD ["bash"]' - "$BASE" >/dev/null \
+    || return 1
   rm -rf "$WORK/rootfs"
 }
 
@@ -126,14 +127,14 @@ serve_index() {
   # An index for TORCH_INDEX_URL with the CPU torch wheel pip finds on this machine (and torch's
   # dependencies), so that the worker image gets the small CPU build; and, as /local/simple, the
   # machine's local package index (pip's config here), for packages that lie only on its disk.
-  mkdir -p "$WORK/index/torch" "$WORK/wheels"
+  mkdir -p "$WORK/index/torch" "$WORK/wheels" || return 1
   "$PYTHON" -m pip download -q --only-binary :all: -d "$WORK/wheels" -r requirements/torch.txt >"$WORK/pip.log" 2>&1 \
     || { tail -n 20 "$WORK/pip.log" >&2; return 1; }
   ls "$WORK/wheels" | grep -q '+cpu' || { say "pip found no CPU torch wheel here"; return 1; }
   local f name
   for f in "$WORK/wheels"/*.whl; do
     name=$(basename "$f" | cut -d- -f1 | tr '[:upper:]_.' '[:lower:]--')
-    mkdir -p "$WORK/index/torch/$name" && mv "$f" "$WORK/index/torch/$name/"
+    mkdir -p "$WORK/index/torch/$name" && mv "$f" "$WORK/index/torch/$name/" || return 1
   done
   local local_index
   local_index=$("$PYTHON" -m pip config list 2>/dev/null | sed -n "s/.*extra-index-url='file:\/\/\([^ ']*\).*/\1/p" | head -n1)
