@@ -22,11 +22,21 @@ from pathlib import Path
 import ffmpeg
 
 from db import turn_reads
-from game.errors import ExportBusy, ExportCooldown, ExportTooLarge, NothingToExport
+from game.errors import ExportCooldown, ExportTooLarge, GameError, NothingToExport
+from i18n import L_
 from inference.mp4 import ffmpeg_binary
 
 # Clips stored before turns recorded their length: the released decoder's 17 frames at 8 fps.
 FALLBACK_CLIP_SECONDS = 17 / 8
+
+
+class ExportBusy(GameError):
+    """The member's previous /export is still being made (a refusal of the bot's own command)."""
+
+    code = "export_busy"
+
+    def __init__(self) -> None:
+        super().__init__(L_("Your previous /export is still being stitched. Wait for it to arrive, then try again."))
 
 
 class ExportFailed(RuntimeError):

@@ -16,6 +16,7 @@ from discord import app_commands
 
 from bot import audit
 from bot.embeds import CONTENT_MAX, fit
+from bot.hints import BOT_HINTS
 from bot.job_queue import QueueDown
 from db.transient import is_transient
 from game.errors import ContentRefused, GameError, InternalError, ServiceDown, TextRefused, new_reference
@@ -93,6 +94,6 @@ async def report(interaction: discord.Interaction[AnimeGamerBot], exc: BaseExcep
         await send_ephemeral(interaction, InternalError(ref).message)
     else:
         # Refusals quote what people typed (names, reasons): shown as typed, not as Markdown.
-        await send_ephemeral(interaction, discord.utils.escape_markdown(err.message))
+        await send_ephemeral(interaction, discord.utils.escape_markdown(err.shown(BOT_HINTS)))
         if isinstance(err, ContentRefused):
             await record_refusal(interaction, err)  # the audit log (and the moderation log) see it

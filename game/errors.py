@@ -1,7 +1,9 @@
-"""Refusals a player or moderator sees. Each message says what to do next.
+"""Refusals a player or moderator sees: a code, a message that says what went wrong, and a `hint`
+key for what to do next.
 
 The bot shows them as ephemeral replies and the play page as error toasts, so the wording lives
-here, once. Every message is a lazy catalog message (i18n.L_): built where the refusal is raised,
+here, once; what to do next is each face's to say (`GameError.shown`): the bot names its commands
+(bot.hints), the page its buttons (play.errors), so no message here names either. Every message is a lazy catalog message (i18n.L_): built where the refusal is raised,
 rendered in the locale current where it is shown (the member's, the page's). Values that depend on
 the locale too (a list, a size, a wait) are placeholders rendered then (`Later`).
 """
@@ -9,6 +11,7 @@ the locale too (a list, a size, a wait) are placeholders rendered then (`Later`)
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 
 from game.content_rules import rule_set_label
 from game.sanitize import field_label
@@ -30,6 +33,7 @@ class GameError(Exception):
     """A refusal with a message meant for the person who asked."""
 
     code = "refused"
+    hint: str | None = None  # the key of what to do next, which each face words its own way
 
     def __init__(self, message: str | Lazy):
         super().__init__(message)
@@ -40,41 +44,55 @@ class GameError(Exception):
         """The refusal in the locale current where it is shown (a member's answer, a page's toast)."""
         return str(self._message)
 
+    def shown(self, hints: Mapping[str, object]) -> str:
+        """The message, then the face's hint for it (rendered in the current locale), if it has one."""
+        hint = hints.get(self.hint) if self.hint else None
+        return self.message if hint is None else sentences(self.message, str(hint))
+
     def __str__(self) -> str:
         return self.message
 
 
+def sentences(first: str, second: str) -> str:
+    """Two sentences as one text: a space after a Latin full stop, none after a CJK one."""
+    return first + ("" if first.endswith(("。", "）", "！", "？")) else " ") + second
+
+
 class NoSession(GameError):
     code = "no_session"
+    hint = "start_game"
 
     def __init__(self) -> None:
-        super().__init__(L_("No game is running in this channel. Start one with /game start."))
+        super().__init__(L_("No game is running in this channel."))
 
 
 class SessionExists(GameError):
     code = "session_exists"
+    hint = "join_game"
 
     def __init__(self) -> None:
-        super().__init__(L_("A game is already running in this channel. Join it with /game join."))
+        super().__init__(L_("A game is already running in this channel."))
 
 
 class SessionPaused(GameError):
     code = "paused"
+    hint = "resume"
 
     def __init__(self, reason: str | None = None) -> None:
         if reason:
             # TRANSLATORS: %(reason)s is why the game was paused: a moderator's words, or "idle", "film withdrawn".
-            super().__init__(L_("This game is paused (%(reason)s). A moderator can resume it with /mod resume.",
+            super().__init__(L_("This game is paused (%(reason)s).",
                                 reason=catalog_text(reason)))
         else:
-            super().__init__(L_("This game is paused. A moderator can resume it with /mod resume."))
+            super().__init__(L_("This game is paused."))
 
 
 class NoFilm(GameError):
     code = "no_film"
+    hint = "choose_film"
 
     def __init__(self) -> None:
-        super().__init__(L_("No film is configured here. An admin can choose one with /admin film."))
+        super().__init__(L_("No film is configured here."))
 
 
 class UnknownFilm(GameError):
@@ -112,8 +130,9 @@ class UnknownCharacter(GameError):
             super().__init__(L_("%(name)s is not a playable character here. Choose %(names)s.",
                                 name=repr(name), names=_choices(known)))
         else:
-            super().__init__(L_("%(name)s is not a playable character here, and no character is playable in this "
-                                "channel. An admin can enable one with /admin character.", name=repr(name)))
+            self.hint = "enable_character"
+            super().__init__(L_("%(name)s is not a playable character here, and no character is playable in this channel.",
+                                name=repr(name)))
 
 
 class CharacterTaken(GameError):
@@ -127,16 +146,18 @@ class CharacterTaken(GameError):
 
 class AlreadyJoined(GameError):
     code = "already_joined"
+    hint = "leave_first"
 
     def __init__(self, character: str | Lazy) -> None:
-        super().__init__(L_("You already play %(character)s. Use /game leave first to switch.", character=character))
+        super().__init__(L_("You already play %(character)s.", character=character))
 
 
 class NotJoined(GameError):
     code = "not_joined"
+    hint = "pick_character"
 
     def __init__(self) -> None:
-        super().__init__(L_("You have not joined this game. Pick a character with /game join."))
+        super().__init__(L_("You have not joined this game."))
 
 
 class BacklogFull(GameError):
@@ -216,11 +237,11 @@ class GuildOnly(GameError):
 
 class FilmFixed(GameError):
     code = "film_fixed"
+    hint = "film_option"
 
     def __init__(self, title: str | Lazy) -> None:
         # TRANSLATORS: %(film)s is a film's title.
-        super().__init__(L_("This channel plays %(film)s. Leave out the film option, or ask an admin to change it "
-                            "with /admin film.", film=title))
+        super().__init__(L_("This channel plays %(film)s.", film=title))
 
 
 class MissingRights(GameError):
@@ -285,9 +306,10 @@ class TextRefused(GameError):
 
 class NothingToExport(GameError):
     code = "nothing_to_export"
+    hint = "act_first"
 
     def __init__(self) -> None:
-        super().__init__(L_("This game has no finished shots with a clip yet. Play a turn with /act first."))
+        super().__init__(L_("This game has no finished shots with a clip yet."))
 
 
 class ExportTooLarge(GameError):
@@ -302,13 +324,6 @@ class ExportTooLarge(GameError):
         ))
 
 
-class ExportBusy(GameError):
-    code = "export_busy"
-
-    def __init__(self) -> None:
-        super().__init__(L_("Your previous /export is still being stitched. Wait for it to arrive, then try again."))
-
-
 class ExportCooldown(GameError):
     code = "export_cooldown"
 
@@ -321,17 +336,19 @@ class ExportCooldown(GameError):
 
 class PlayerNotInGame(GameError):
     code = "player_not_in_game"
+    hint = "who_plays"
 
     def __init__(self, name: str) -> None:
         # TRANSLATORS: %(name)s is a member's display name.
-        super().__init__(L_("%(name)s is not playing in this channel's game. /status shows who plays whom.", name=name))
+        super().__init__(L_("%(name)s is not playing in this channel's game.", name=name))
 
 
 class GameEnded(GameError):
     code = "game_ended"
+    hint = "play_on"
 
     def __init__(self) -> None:
-        super().__init__(L_("That turn belongs to a game that has ended (reset or archived). Play on with /act."))
+        super().__init__(L_("That turn belongs to a game that has ended (reset or archived)."))
 
 
 def new_reference() -> str:
@@ -381,13 +398,14 @@ class OutOfRange(GameError):
 
 class UnknownGame(GameError):
     code = "unknown_game"
+    hint = "list_games"
 
     def __init__(self, number: int, count: int) -> None:
         if count:
-            super().__init__(L_("This channel has no game %(number)s (games 1 to %(count)s). /games lists them.",
+            super().__init__(L_("This channel has no game %(number)s (games 1 to %(count)s).",
                                 number=number, count=count))
         else:
-            super().__init__(L_("This channel has no game %(number)s (no games yet). /games lists them.", number=number))
+            super().__init__(L_("This channel has no game %(number)s (no games yet).", number=number))
 
 
 # --- vote mode
@@ -395,25 +413,26 @@ class UnknownGame(GameError):
 
 class VoteModeOn(GameError):
     code = "vote_mode"
+    hint = "propose_by_vote"
 
     def __init__(self) -> None:
-        super().__init__(L_("This channel plays by vote: propose an action with /vote propose and vote on the "
-                            "round's message."))
+        super().__init__(L_("This channel plays by vote."))
 
 
 class VoteModeOff(GameError):
     code = "vote_mode_off"
+    hint = "act_directly"
 
     def __init__(self) -> None:
-        super().__init__(L_("This channel does not play by vote; act with /act. An admin can turn voting on with "
-                            "/vote mode."))
+        super().__init__(L_("This channel does not play by vote."))
 
 
 class NoOpenRound(GameError):
     code = "no_round"
+    hint = "propose_next"
 
     def __init__(self) -> None:
-        super().__init__(L_("That vote round is over. Propose an action with /vote propose to open the next one."))
+        super().__init__(L_("That vote round is over."))
 
 
 class AlreadyProposed(GameError):
@@ -468,25 +487,25 @@ class FilterTermRefused(GameError):
 
 class FilterFull(GameError):
     code = "filter_full"
+    hint = "filter_remove"
 
     def __init__(self, cap: int) -> None:
-        super().__init__(Ln_(
-            "This server's filter already holds %(n)s term, the most it can. Remove it with /admin filter remove first.",
-            "This server's filter already holds %(n)s terms, the most it can. Remove one with /admin filter remove first.",
-            cap,
-        ))
+        super().__init__(Ln_("This server's filter already holds %(n)s term, the most it can.",
+                             "This server's filter already holds %(n)s terms, the most it can.", cap))
 
 
 class FilterTermExists(GameError):
     code = "filter_term_exists"
+    hint = "filter_shows_it"
 
     def __init__(self, term: str) -> None:
-        super().__init__(L_("%(term)s is already in this server's filter. /admin filter list shows it.", term=repr(term)))
+        super().__init__(L_("%(term)s is already in this server's filter.", term=repr(term)))
 
 
 class FilterTermUnknown(GameError):
     code = "filter_term_unknown"
+    hint = "filter_terms"
 
     def __init__(self, term: str) -> None:
-        super().__init__(L_("%(term)s is not in this server's filter. /admin filter list shows the terms.",
+        super().__init__(L_("%(term)s is not in this server's filter.",
                             term=repr(term)))

@@ -1,6 +1,6 @@
-"""Refusals about taking a shot down and reporting it (/mod remove, the "Remove shot" and "Report
-shot" message commands, /admin log-channel). The same GameError as game.errors, so the bot shows
-them as written; each says what to do next. Lazy catalog messages, like game.errors'."""
+"""Refusals about taking a shot down and reporting it (the bot's remove and report commands, and
+its moderation log channel). The same GameError as game.errors, so the bot shows
+them as written, with the face's hint for what to do next (game.errors.GameError.shown). Lazy catalog messages, like game.errors'."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ class NotAShot(GameError):
 
 class ShotNotFinished(GameError):
     code = "shot_not_finished"
+    hint = "cancel_or_wait"
 
     def __init__(self, seq: int, status: str) -> None:
         # TRANSLATORS: %(status)s is a turn's status: queued or running.
-        super().__init__(L_("Turn #%(seq)s is still %(status)s. Cancel it with /mod cancel, or wait for its post.",
-                            seq=seq, status=turn_status(status)))
+        super().__init__(L_("Turn #%(seq)s is still %(status)s.", seq=seq, status=turn_status(status)))
 
 
 class ShotAlreadyRemoved(GameError):
@@ -43,10 +43,10 @@ class NotShotAuthor(GameError):
 
 class NoLogChannel(GameError):
     code = "no_log_channel"
+    hint = "set_log_channel"
 
     def __init__(self) -> None:
-        super().__init__(L_("This server has no moderation log channel, so reports have nowhere to go. "
-                            "Tell a moderator directly; an admin can set one with /admin log-channel."))
+        super().__init__(L_("This server has no moderation log channel, so reports have nowhere to go."))
 
 
 class LogChannelUnusable(GameError):

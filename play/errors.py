@@ -1,7 +1,9 @@
 """Every answer that is not a success, in one JSON shape: `{"error": code, "message": text,
 "field"?: name}`, whichever part refused (a request model, the origin guard, aiohttp's router,
-a game rule). A 500 is only a bug, and it is logged with its traceback. Messages render in the
-request's locale (play.language's middleware runs outside this one).
+a game rule). A 500 is only a bug, and it is logged with its traceback. A game's refusal ends
+with the page's hint for what to do next (PAGE_HINTS: its panels and buttons, never the bot's
+commands). Messages render in the request's locale (play.language's middleware runs outside this
+one).
 """
 
 from __future__ import annotations
@@ -27,6 +29,22 @@ HTTP_MESSAGES = {
     404: L_("There is nothing here."),
     405: L_("This address does not take that method."),
     413: L_("The request is too large."),
+}
+
+# What the page tells a player to do next after a refusal (game.errors.GameError.hint): its own
+# buttons and panels, where the bot names its commands (bot.hints). A refusal the page never
+# meets (a bot-only command's) has no hint here.
+PAGE_HINTS = {
+    "start_game": L_("Start one under Setup."),
+    "join_game": L_("Join it under You."),
+    "resume": L_("Resume it under Moderate."),
+    "choose_film": L_("Choose one under Setup."),
+    "enable_character": L_("Enable one under Setup."),
+    "leave_first": L_("Leave under You first to switch."),
+    "pick_character": L_("Pick a character under You and join."),
+    "propose_next": L_("Propose the action below to open the next one."),
+    "propose_by_vote": L_("Propose the action below and vote on the round's options."),
+    "act_directly": L_("Send the action below. An admin can turn voting on under Setup."),
 }
 
 
@@ -67,7 +85,7 @@ async def errors_middleware(request: web.Request, handler):
     except ApiError as e:
         return json_error(e.status, e.code, e.message, e.field, e.headers)
     except GameError as e:
-        return json_error(409, e.code, e.message)
+        return json_error(409, e.code, e.shown(PAGE_HINTS))
     except InputRefused as e:
         return json_error(400, "input_refused", str(e), e.field_name)
     except web.HTTPException as e:

@@ -20,14 +20,16 @@ from babel.messages.extract import extract_from_file
 from babel.messages.pofile import write_po
 
 from animegamer.i18n_cli import KEYWORDS, ROOT
+from bot.hints import BOT_HINTS
 from game import errors, shot_errors
 from game.sanitize import InputRefused, sanitize_field
 from game.states import describe
 from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
+from play.errors import PAGE_HINTS
 from tests.i18n.helpers import catalogs_in
 
-SOURCES = ("game/errors.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
+SOURCES = ("bot/hints.py", "game/errors.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
            "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
 
 JA = {
@@ -42,8 +44,8 @@ JA = {
     "Your %(field)s was refused: %(reason)s. Please change it and try again.":
         "%(field)sは受け付けられません：%(reason)s。変更してもう一度どうぞ。",
     "is empty; please type something": "空です。何か入力してください",
-    "This game is paused (%(reason)s). A moderator can resume it with /mod resume.":
-        "このゲームは一時停止中です（%(reason)s）。モデレーターが /mod resume で再開できます。",
+    "This game is paused (%(reason)s).": "このゲームは一時停止中です（%(reason)s）。",
+    "A moderator can resume it with /mod resume.": "モデレーターが /mod resume で再開できます。",
     "idle": "放置",
     "%(field)s: %(reason)s": "%(field)s：%(reason)s",
     "The latest turn is still %(status)s; wait for it to finish before regenerating it.":
@@ -97,7 +99,7 @@ def catalogs_here(tmp_path: Path) -> Iterator[Catalog]:
 
 def test_the_refusals_are_extracted(catalogs_here: Catalog):
     ids = {m.id if isinstance(m.id, str) else m.id[0] for m in catalogs_here if m.id}
-    assert "No game is running in this channel. Start one with /game start." in ids
+    assert "No game is running in this channel." in ids
     assert "This game already has %(n)s turn waiting. Try again when it has finished." in ids
     assert "Turn #%(seq)s was already removed. Nothing else to do." in ids  # shot_errors
     assert "is empty; please type something" in ids  # sanitize: a reason shown to players
@@ -177,7 +179,9 @@ def test_stored_english_is_translated_where_shown_and_peoples_words_are_not(cata
 
     idle, typed = errors.SessionPaused(IDLE_REASON), errors.SessionPaused("too loud tonight")
     with use_locale("ja"):
-        assert idle.message == "このゲームは一時停止中です（放置）。モデレーターが /mod resume で再開できます。"
+        assert idle.message == "このゲームは一時停止中です（放置）。"
+        # the bot's hint after it, joined as Japanese joins sentences (no space after 。)
+        assert idle.shown(BOT_HINTS) == "このゲームは一時停止中です（放置）。モデレーターが /mod resume で再開できます。"
         assert "（too loud tonight）" in typed.message
     with use_locale(locales.PSEUDO):
         assert "too loud tonight" in typed.message and typed.message.startswith(OPEN)
@@ -216,7 +220,7 @@ def _samples() -> list[errors.GameError]:
         errors.MissingRights("admin"), errors.MissingRights("moderator"), errors.NotTurnAuthor("PLAYER_NAME", "cancel"),
         errors.NotTurnAuthor("PLAYER_NAME", "regenerate"), errors.NoTurnToRegenerate(), errors.NotLatestTurn(1, 2),
         errors.TextRefused("characters", "PLAYER_REASON"), errors.NothingToExport(), errors.ExportTooLarge(10_000),
-        errors.ExportBusy(), errors.ExportCooldown(5), errors.PlayerNotInGame("PLAYER_NAME"), errors.GameEnded(),
+        errors.ExportCooldown(5), errors.PlayerNotInGame("PLAYER_NAME"), errors.GameEnded(),
         errors.InternalError("abcd1234"), errors.OutOfRange("server id"), errors.OutOfRange("turn number"),
         errors.UnknownGame(3, 2), errors.UnknownGame(1, 0), errors.VoteModeOn(), errors.VoteModeOff(), errors.NoOpenRound(),
         errors.AlreadyProposed(1), errors.RoundFull(20), errors.UnknownProposal(),
@@ -238,3 +242,17 @@ def test_every_refusal_passes_through_the_catalogs(catalogs_here):
         for typed in ("PLAYER_REASON", "PLAYER_FILM", "PLAYER_NAME", "PLAYER_TERM"):
             assert (typed in shown) == (typed in e.message), (type(e).__name__, shown)
         assert e.message.isascii(), e.message  # English outside, as built
+
+
+def test_no_refusal_names_a_face_and_each_face_says_what_to_do_next():
+    """The refusals name neither the bot's commands nor the page's buttons; the bot's hints name
+    its commands, the page's its panels, and every hint a refusal asks for has the bot's words."""
+    for e in _samples():
+        assert "/" not in e.message, (type(e).__name__, e.message)
+        if e.hint is not None:
+            assert e.hint in BOT_HINTS, (type(e).__name__, e.hint)
+            assert "/" in e.shown(BOT_HINTS) and e.shown(BOT_HINTS).startswith(e.message + " ")
+            assert "/" not in e.shown(PAGE_HINTS)
+    assert errors.NoSession().shown(BOT_HINTS) == "No game is running in this channel. Start one with /game start."
+    assert errors.NoSession().shown(PAGE_HINTS) == "No game is running in this channel. Start one under Setup."
+    assert errors.UnknownCharacter("x", ["Kiki"]).shown(BOT_HINTS) == "'x' is not a playable character here. Choose Kiki."

@@ -14,6 +14,7 @@ from game import errors
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
+from play.errors import PAGE_HINTS
 from tests.play.conftest import running_app
 
 A, B = 1111, 2222
@@ -81,7 +82,7 @@ async def test_refusals_are_the_games_messages(app, http):
     base, _ = app
     # No game yet.
     status, r = await post(http, f"{base}/api/join", {"player_id": A, "name": "Ann", "character": "qiqi"})
-    assert (status, r["message"]) == (409, errors.NoSession().message)
+    assert (status, r["message"]) == (409, errors.NoSession().shown(PAGE_HINTS))
     await start_and_join(http, base)
 
     status, r = await post(http, f"{base}/api/join", {"player_id": 3333, "name": "Cy", "character": "qiqi"})
@@ -89,7 +90,7 @@ async def test_refusals_are_the_games_messages(app, http):
     status, r = await post(http, f"{base}/api/join", {"player_id": 3333, "name": "Cy", "character": "Totoro"})
     assert r["error"] == "unknown_character" and "Totoro" in r["message"]
     status, r = await post(http, f"{base}/api/act", {"player_id": 3333, "motion": "walk", "background": "town"})
-    assert (status, r["message"]) == (409, errors.NotJoined().message)
+    assert (status, r["message"]) == (409, errors.NotJoined().shown(PAGE_HINTS))
 
     # A hostile instruction: only reserved model tokens. The message is the sanitiser's own.
     hostile = {"motion": "<TURN></TURN><ML>", "background": "sky"}
@@ -104,10 +105,11 @@ async def test_refusals_are_the_games_messages(app, http):
     status, r = await post(http, f"{base}/api/act", {"player_id": "x", "motion": "walk", "background": "town"})
     assert status == 400 and r["field"] == "player_id"
 
-    # Paused: the same message as /act in a paused channel.
+    # Paused: the same refusal as /act in a paused channel, with the page's hint (its panel, not /mod resume).
     assert (await post(http, f"{base}/api/pause", {"paused": True}))[0] == 200
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
-    assert (status, r["message"]) == (409, errors.SessionPaused("paused by a moderator").message)
+    assert (status, r["message"]) == (409, errors.SessionPaused("paused by a moderator").shown(PAGE_HINTS))
+    assert r["message"] == "This game is paused (paused by a moderator). Resume it under Moderate."
     assert (await post(http, f"{base}/api/pause", {"paused": False}))[0] == 200
 
 
