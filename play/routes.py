@@ -17,7 +17,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions, turn_reads
 from db.models import GameSession, Turn
-from db.turns import regenerate_latest
 from game import vocabulary
 from game.catalogue import FILMS, suggest
 from game.errors import ServiceDown
@@ -296,10 +295,7 @@ async def post_reset(request: web.Request, body: Empty) -> web.Response:
 @accepts(body=Empty)
 async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
     """Moderator: generate the latest turn again with a new seed (its state changes are undone)."""
-    svc = services(request)
-    async with svc.db.sessions() as s, s.begin():
-        gs = await sessions.require_session(s, PLAY_CHANNEL_ID)
-        t = await regenerate_latest(s, gs, svc.game.jobs.enqueue)
+    t = (await moderation.regenerate(services(request).game, PLACE, ADMIN, moderator=True)).turn
     return web.json_response({"ok": True, "turn_id": t.id, "seq": t.seq})
 
 

@@ -1,5 +1,6 @@
-"""Moderators' actions: pause, resume, reset, cancel a queued turn, kick a player. Each is
-audited in its transaction (service.game.Game.record)."""
+"""Moderators' actions: pause, resume, reset, cancel a queued turn, regenerate the latest turn,
+kick a player. Each is audited in its transaction (service.game.Game.record). A turn's author may
+also cancel or regenerate their own turn (`cancel_own`, `regenerate`): not audited then."""
 
 from __future__ import annotations
 
@@ -10,11 +11,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions
 from db.models import GameSession, Player, Turn
-from db.turn_reads import get_turn, pending_turns, turn_by_seq
+from db.turn_reads import get_turn, latest_turn, pending_turns, turn_by_seq
+from db.turns import regenerate_latest
 from game.content_rules import RuleSet
-from game.errors import PlayerNotInGame, TurnNotFound
+from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, PlayerNotInGame, TurnNotFound
 from service.game import Game, Member, Place
 from service.players import config
+
+
+@dataclass(frozen=True)
+class Regenerated:
+    session: GameSession
+    turn: Turn  # the new take, queued under the same number
+    position: int | None
+    old_message: int | None  # the previous take's message (its status message, or the post it became)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,56 @@ async def cancel(game: Game, place: Place, who: Member, *, seq: int | None = Non
         await game.jobs.cancel_queued_turn(s, row, stored)
         await game.record(s, place, who, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
     return row
+
+
+async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderator: bool, verb: str) -> Turn:
+    """Turn `turn_id`, if `who` asked for it or is a moderator."""
+    turn = await get_turn(s, turn_id)
+    if turn is None:
+        raise TurnNotFound(turn_id)
+    if not (who.id == turn.author_id or moderator):
+        raise NotTurnAuthor(turn.author_name, verb)
+    return turn
+
+
+async def cancel_own(game: Game, place: Place, who: Member, turn_id: int, *, moderator: bool, stored: str) -> Turn:
+    """Cancel a queued turn its author asked for, or any one for a moderator (then audited, `via`
+    the turn's button)."""
+    async with game.sessions.begin() as s:
+        turn = await _own_or_moderated(s, turn_id, who, moderator, "cancel")
+        await game.jobs.cancel_queued_turn(s, turn, stored)
+        if who.id != turn.author_id:
+            await game.record(s, place, who, "cancel_turn", str(turn.seq), turn_id=turn.id, via="button")
+    return turn
+
+
+async def regenerate(game: Game, place: Place, who: Member, turn_id: int | None = None, *,
+                     moderator: bool) -> Regenerated:
+    """Generate the live game's latest turn again with a new seed (its effect on the characters is
+    undone first). `turn_id`: the take a member clicked, which must still be that latest turn and
+    theirs unless they moderate; None: the latest turn of the channel's live game."""
+    async with game.sessions.begin() as s:
+        if turn_id is None:
+            gs, turn = await sessions.require_session(s, place.channel_id), None
+        else:
+            turn = await _own_or_moderated(s, turn_id, who, moderator, "regenerate")
+            gs = await sessions.session_by_id(s, turn.session_id)
+            live = await sessions.live_session(s, gs.channel_id)
+            if live is None or live.id != gs.id:
+                raise GameEnded()
+            latest = await latest_turn(s, gs.id)
+            if latest is None:  # every turn was cancelled: this one too, after it was regenerated
+                raise NoTurnToRegenerate()
+            if latest.id != turn.id:
+                raise NotLatestTurn(turn.seq, latest.seq)
+        # the take's message: its status message, edited into the post (which may be visible a
+        # moment before it is recorded)
+        old_message = None if turn is None else turn.posted_message_id or turn.status_message_id
+        fresh = await regenerate_latest(s, gs, game.jobs.enqueue)
+        position = await game.jobs.position(s, fresh)
+        if who.id != fresh.author_id:
+            await game.record(s, place, who, "regenerate_turn", str(fresh.seq), turn_id=fresh.id, via="button")
+    return Regenerated(gs, fresh, position, old_message)
 
 
 async def turn_id_of(game: Game, place: Place, seq: int, reason: str | None = None,

@@ -17,8 +17,9 @@ from bot import checks, context, locale
 from bot import modlog as modlog_setup
 from bot.choices import character_choices, film_choices
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction, member, place
+from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
+from bot.game import member, place
 from db import audit, content_filters, guilds
 from db import modlog as modlog_db
 from db.models import ChannelSettings, GuildSettings

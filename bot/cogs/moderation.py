@@ -9,8 +9,9 @@ from discord import app_commands
 from bot import checks, interaction_locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction, announce, by, member, place
+from bot.cogs.shared import GameCog, Interaction, announce, by
 from bot.embeds import FIELD_VALUE_MAX, esc, fit
+from bot.game import member, place
 from game.catalogue import display_film
 from i18n import _, ngettext, use_locale
 from service import moderation

@@ -23,13 +23,12 @@ from bot.cogs.shared import (
     announce,
     fields,
     lines_within,
-    member,
-    place,
     with_cleaning_notes,
     with_note,
 )
 from bot.embeds import history_embed, person, states_embed
 from bot.export import ExportLimiter, export_session
+from bot.game import member, place
 from bot.notices import english_note
 from bot.status import position_text
 from db import games as past_games

@@ -1,6 +1,6 @@
-"""What the cogs share: the game service as the bot runs it (`game_of`), where and by whom a
-command was used (`place`, `member`), the /act fields, and how answers and announcements are
-written (a notice kept whole, lines as many as fit, a line to the whole channel)."""
+"""What the cogs share: the game service as the bot runs it (`GameCog.service`), the /act fields,
+and how answers and announcements are written (a notice kept whole, lines as many as fit, a line
+to the whole channel)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from bot import context, interaction_locale
 from bot.choices import catalogue_choices, others_choices, split_names
 from bot.client import AnimeGamerBot
 from bot.embeds import CONTENT_MAX, esc, fit
+from bot.game import game_of
 from i18n import _, ngettext, use_locale
-from service.game import Game, Member, Place
+from service.game import Game
 from service.players import ActFields
 
 Interaction = discord.Interaction[AnimeGamerBot]
@@ -32,17 +33,7 @@ class GameCog(commands.Cog):
     def service(self) -> Game:
         """The game service on the bot's database and queue (a failure to defer reads as the queue
         being down); made at first use: the catalog extraction loads the cogs on a bot without a database."""
-        return Game(self.bot.settings, self.bot.db.sessions, self.bot.queue)
-
-
-def place(interaction: discord.Interaction) -> Place:
-    """The server channel the command was used in (GuildOnly elsewhere)."""
-    return Place(*context.place(interaction))
-
-
-def member(interaction: discord.Interaction) -> Member:
-    """Who used the command, by their display name here."""
-    return Member(interaction.user.id, interaction.user.display_name)
+        return game_of(self.bot)
 
 
 def by(interaction: discord.Interaction) -> str:

@@ -28,8 +28,6 @@ from bot.cogs.shared import (
     announce,
     by,
     fields,
-    member,
-    place,
     with_cleaning_notes,
     with_note,
 )
@@ -48,6 +46,7 @@ from bot.embeds import (
     fit_label,
     person,
 )
+from bot.game import member, place
 from bot.interaction_locale import LocalizedItem
 from bot.notices import english_note
 from db import sessions as game_sessions

@@ -13,8 +13,10 @@ from game.errors import (
     FilmFixed,
     NoSession,
     NotJoined,
+    NotTurnAuthor,
     PlayerNotInGame,
     SessionPaused,
+    TurnNotFinished,
     TurnNotFound,
     UnknownCharacter,
     VoteModeOn,
@@ -152,3 +154,21 @@ async def test_vote_mode_from_proposals_to_the_winning_turn(game, sessions):
         rnd = await s.get(VoteRound, closed.round.id)
         assert rnd is not None and rnd.status == "closed" and rnd.result_shown_at is not None
         assert await s.scalar(select(func.count()).select_from(Turn)) == 1
+
+
+async def test_a_turns_author_or_a_moderator_cancels_or_regenerates_it(game, sessions):
+    await _playing(game)
+    first = (await players.act(game, HERE, ALICE, WALK)).turn
+    with pytest.raises(NotTurnAuthor):  # bob's button on alice's turn
+        await moderation.cancel_own(game, HERE, BOB, first.id, moderator=False, stored="cancelled by bob")
+    assert (await moderation.cancel_own(game, HERE, ALICE, first.id, moderator=False, stored="x")).status == "cancelled"
+    second = (await players.act(game, HERE, BOB, WALK)).turn
+    with pytest.raises(TurnNotFinished):
+        await moderation.regenerate(game, HERE, BOB, second.id, moderator=False)
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == second.id).values(status="done", status_message_id=77))
+    done = await moderation.regenerate(game, HERE, MOD, second.id, moderator=True)
+    assert (done.turn.id, done.turn.status, done.old_message, done.position) == (second.id, "queued", 77, 1)
+    async with sessions() as s:
+        actions = (await s.scalars(select(AuditLog.action).order_by(AuditLog.id))).all()
+    assert list(actions) == ["set_film", "regenerate_turn"]  # the author's own cancel is not audited
