@@ -38,6 +38,7 @@ from db.engine import libpq_url
 from db.models import GameSession, Turn
 from db.transient import DatabaseStatus, is_transient
 from db.turns import Enqueue
+from game import turn_texts
 from inference import procrastinate_adapter as adapter
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ async def _generate_turn(context: procrastinate.JobContext, turn_id: int) -> str
     return await runner.run(turn_id, job_id=context.job.id)
 
 
-LOST_TURN = "This turn was lost: its worker stopped with an error. Try again."
+LOST_TURN = turn_texts.LOST  # stored as a code, shown through the catalogs (game.turn_texts)
 FINISHED_GRACE = 5.0  # seconds a finished turn's job may stay `doing` (its worker is writing the status)
 
 

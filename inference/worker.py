@@ -40,6 +40,7 @@ from contracts.turn import Progress, TurnRequest
 from db import turn_previews, turn_results
 from db.runtime import open_database
 from db.transient import DatabaseStatus, backoff, is_transient, retry_transient
+from game import turn_texts
 from game.catalogue import FILMS
 from inference import mp4, queue
 from inference.backend import Backend, BackendError
@@ -51,7 +52,6 @@ from settings import Settings
 
 log = logging.getLogger(__name__)
 
-GENERIC_FAILURE = "The generator failed on this turn ({kind}). Try again, or ask a moderator to check the worker's log."
 
 
 class WorkerStartError(RuntimeError):
@@ -172,7 +172,7 @@ class TurnRunner:
             return await self._fail(turn_id, film, str(e) or "The generator could not make this turn.")
         except Exception as e:
             log.exception("turn %d: backend %s failed", turn_id, self.backend.name)
-            return await self._fail(turn_id, film, GENERIC_FAILURE.format(kind=type(e).__name__))
+            return await self._fail(turn_id, film, turn_texts.generator_failed(type(e).__name__))
 
         elapsed = time.monotonic() - taken
         result.timings = {**result.timings, "queue_wait": waited, "total": elapsed}

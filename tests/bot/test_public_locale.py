@@ -21,6 +21,7 @@ from bot import embeds
 from bot.audit import describe
 from bot.modlog import log_embed
 from db.models import AuditLog, Turn
+from game import turn_texts
 from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 from tests.bot.helpers import answer, command, say, setup_game, turns_of
@@ -179,10 +180,11 @@ def test_moderation_log_entry_in_the_servers_language(pseudo_catalog):
 
 def test_stored_codes_are_shown_through_the_catalogs(pseudo_catalog):
     from inference.queue import LOST_TURN
-    from inference.worker import GENERIC_FAILURE
 
-    generic = GENERIC_FAILURE.format(kind="RuntimeError")
-    assert embeds.failure_text(LOST_TURN) == LOST_TURN and embeds.failure_text(generic) == generic
+    generic = turn_texts.generator_failed("RuntimeError")
+    assert embeds.failure_text(LOST_TURN) == "This turn was lost: its worker stopped with an error. Try again."
+    assert embeds.failure_text(generic) == ("The generator failed on this turn (RuntimeError). Try again, or ask a "
+                                            "moderator to check the worker's log.")
     assert embeds.stage_text("render 3/17") == "drawing frame 3 of 17"
     with use_locale(locales.PSEUDO):
         for stored in (LOST_TURN, generic, None, "failed", "the GPU caught fire"):

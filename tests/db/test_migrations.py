@@ -81,3 +81,36 @@ async def test_audit_turn_targets_become_numbers_and_still_render():
                 assert (await conn.scalar(text("SELECT target FROM audit_log WHERE action = 'cancel_turn'"))) == "turn #4"
         finally:
             await engine.dispose()
+
+
+async def test_turn_failure_reasons_become_codes_and_still_read():
+    """Revision 0013: a failed turn's fixed reasons, stored as English sentences before it, become
+    codes that game.turn_texts renders; a backend's own words stay as written."""
+    from game.turn_texts import failure_text
+
+    lost = "This turn was lost: its worker stopped with an error. Try again."
+    generic = "The generator failed on this turn (RuntimeError). Try again, or ask a moderator to check the worker's log."
+    with fresh_database("agmig") as url:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine, "0012")
+            async with engine.begin() as conn:
+                gid = await conn.scalar(text(
+                    "INSERT INTO game_sessions (guild_id, channel_id, film_id) VALUES (1, 2, 'qiqi') RETURNING id"))
+                for seq, error in enumerate((lost, generic, "the GPU caught fire"), start=1):
+                    await conn.execute(text(
+                        "INSERT INTO turns (session_id, seq, author_id, author_name, characters, motion, background, "
+                        "instruction, seed, status, error) "
+                        "VALUES (:g, :seq, 3, 'dave', '{qiqi}', 'walk', 'town', 'walk', 1, 'failed', :error)"),
+                        {"g": gid, "seq": seq, "error": error})
+            await upgrade(engine, "0013")
+            async with engine.connect() as conn:
+                stored = list((await conn.scalars(text("SELECT error FROM turns ORDER BY seq"))).all())
+            assert stored == ["lost", "generator_failed:RuntimeError", "the GPU caught fire"]
+            assert [failure_text(e) for e in stored] == [lost, generic, "The generator reported: the GPU caught fire"]
+            await downgrade(engine, "0012")
+            async with engine.connect() as conn:
+                assert list((await conn.scalars(text("SELECT error FROM turns ORDER BY seq"))).all()) == [
+                    lost, generic, "the GPU caught fire"]
+        finally:
+            await engine.dispose()
