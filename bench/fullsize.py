@@ -18,9 +18,13 @@ shapes, dtypes and mode on the CPU: predicted / measured. Before each mode, the 
 checked against the memory this machine has; a mode or stage that would not fit is not run but
 reported with its numbers and what would make it fit. Nothing is asserted: tests/bench runs --tiny.
 
-Modes: `low_vram` (int8 MLLM weights, VAE tiled; the whole turn to the MP4) and `resident` (bf16
-MLLM, untiled VAE; stages run while they fit). resident runs first when asked for: the int8 weights
-are made from its bf16 ones.
+Modes: `low_vram` (int8 MLLM weights, VAE tiled; the whole turn to the MP4), `resident` (bf16
+MLLM, untiled VAE; stages run while they fit), and the stage-offload modes `offload` (int8 MLLM)
+and `offload_int4` (int4 MLLM), VAE tiled, one stage's weights on the device at a time
+(inference.memory.offload). resident runs first when asked for: the int8 weights are made from its
+bf16 ones. In the offload modes the "measured" figure is what a GPU would hold in each stage: the
+weights the offload has on the device in that stage plus the stage's live activations (the live
+tensors above all the weights), against the plan's prediction for the same mode.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ from inference.decoder.pipeline import AnimeGamerDecoder, prepare
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
 from inference.memory.live import GiB, LiveBytes
-from inference.memory.plan import Precision, Shapes, compose, trace
+from inference.memory.offload import transfer_seconds
+from inference.memory.plan import OFFLOAD_MODES, QUANTIZE, VAE_TILES, Precision, Shapes, compose, trace
 from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import LoadedMLLM, LoadReport
 from inference.mllm.model import MISTRAL_7B_SHAPE
@@ -63,6 +68,7 @@ INSTRUCTIONS = (
 )
 HISTORY = 2  # the default ANIMEGAMER_HISTORY_WINDOW
 STAGES = ("mllm", "denoise", "vae", "mp4")
+MODES = ("resident", "low_vram", "offload", "offload_int4")
 
 
 def fast_dtype() -> tuple[torch.dtype, str]:
@@ -144,8 +150,11 @@ class StageMeter:
 
     LABELS = {"mllm": "mllm", "decode": "denoise", "vae": "vae", "encode": "mp4"}
 
-    def __init__(self, counter: LiveBytes):
+    def __init__(self, counter: LiveBytes, offload=None):
         self.counter = counter
+        self.offload = offload  # a StageOffload: the weights on the device at each stage's end
+        self.base = counter.live  # every weight (adopted before the turn)
+        self.device_weights: dict[str, int] = {}
         self.current: str | None = None
         self.rss: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
@@ -163,6 +172,8 @@ class StageMeter:
         if self.current is not None:
             self.rss[self.current] = rss_hwm()
             self.seconds[self.current] = now - self._since
+            if self.offload is not None:
+                self.device_weights[self.current] = self.offload.device_bytes()
             self.counter.end()
         self.current, self._since = stage, now
         if stage is not None:
@@ -190,6 +201,7 @@ class FullSize:
                              else dict(MISTRAL_7B_SHAPE), self.dit_cfg, self.vae_cfg, self.size,
                              rep_dim=self.rep_dim, history=HISTORY)
         self.mllm = None
+        self.mllm_quantized: str | None = None
         self.decoder: AnimeGamerDecoder | None = None
 
     # -- models (random weights, as a worker holds them) --
@@ -200,10 +212,11 @@ class FullSize:
         self.mllm = tiny_mllm.random_mllm("cpu", self.dtype, rep_dim=self.rep_dim, **self.mllm_shape)
         return time.perf_counter() - t
 
-    def build_mllm_int8(self) -> float:
-        """The MLLM as low_vram holds it, built one decoder layer at a time, each layer's linears
-        quantised as soon as it exists (the worker's quantize_linears): the whole model in the run's
-        dtype first would need 14.5 GB (bf16) or 29 GB (fp32). Random weights, normal(0, 0.02)."""
+    def build_mllm_quantized(self, how: str = "int8") -> float:
+        """The MLLM as low_vram / offload (int8) or offload_int4 (int4) holds it, built one decoder
+        layer at a time, each layer's linears quantised as soon as it exists (the worker's
+        quantize_linears): the whole model in the run's dtype first would need 14.5 GB (bf16) or
+        29 GB (fp32). Random weights, normal(0, 0.02)."""
         from transformers import MistralForCausalLM
 
         from inference.mllm.model import AnimeGamerMLLM
@@ -229,13 +242,15 @@ class FullSize:
         lm = model.causal_lm
         for layer in lm.model.layers:
             materialize(layer)
-            quantize_linears(layer, "int8")
+            quantize_linears(layer, how)
         for m in (lm.model.embed_tokens, lm.model.norm, lm.lm_head, model.input_resampler, model.output_resampler):
             materialize(m)
-        quantize_linears(lm.lm_head, "int8")
+        if how == "int8":  # (int4 keeps the lm_head: its 32,284 rows are no multiple of 8)
+            quantize_linears(lm.lm_head, how)
         with torch.device("cpu"):
             lm.model.rotary_emb = type(lm.model.rotary_emb)(cfg)  # its fp32 inv_freq, computed
         self.mllm = model.eval().requires_grad_(False)
+        self.mllm_quantized = how
         return time.perf_counter() - t
 
     def build_decoder(self) -> float:
@@ -253,9 +268,10 @@ class FullSize:
         self.decoder = AnimeGamerDecoder(dit, vae, steps=self.steps, **self.size)
         return time.perf_counter() - t
 
-    def backend(self) -> AnimeGamerBackend:
+    def backend(self, offload: bool = False) -> AnimeGamerBackend:
         # max_batch=1: the turn runs in this thread, where the dispatch count sees it
-        s = AnimeGamerSettings("-", "-", "-", history_window=HISTORY, rep_dim=self.rep_dim, max_batch=1)
+        s = AnimeGamerSettings("-", "-", "-", history_window=HISTORY, rep_dim=self.rep_dim, max_batch=1,
+                               offload=offload, device="cpu")
         loaded = LoadedMLLM(self.mllm, self.tokenizer, SPECIAL, LoadReport("random weights"))
         backend = AnimeGamerBackend(s, decoder=self.decoder, loaded_mllm=loaded)
         backend.load()
@@ -277,13 +293,27 @@ class FullSize:
 
     # -- the prediction for this run --
 
+    def weight_bytes(self) -> int:
+        """Bytes of every weight this process holds (the offload modes keep them all in host memory)."""
+        assert self.mllm is not None and self.decoder is not None
+        return LiveBytes("cpu").adopt([*self.mllm.parameters(), *self.mllm.buffers(),
+                                       *self.decoder.transformer.parameters(), *self.decoder.transformer.buffers(),
+                                       *self.decoder.vae.parameters(), *self.decoder.vae.buffers()])
+
+    def tiles(self, mode: str) -> tuple[int, int] | None:
+        """The VAE's tiles in a tiled mode: --vae-tiles, else diffusers' default (low_vram) or the
+        plan's largest (the offload modes; on a GPU the plan picks the largest that fits the card)."""
+        if mode == "resident":
+            return None
+        return self.vae_tiles or (VAE_TILES[0] if mode in OFFLOAD_MODES else None)
+
     def predict(self, mode: str) -> dict[str, int]:
-        """Predicted peak live bytes per stage of this CPU run (same shapes, dtypes, mode)."""
-        low = mode == "low_vram"
-        precision = Precision(mllm_dtype=self.dtype, decoder_dtype=self.dtype, quantize="int8" if low else None,
-                              low_vram=low, vae_tiles=self.vae_tiles if low else None)
-        t = trace(self.shapes, precision, 1, device="cpu", encoder=self.encoder())
-        stages = compose("resident" if mode == "resident" else "low_vram", 1, t).devices["gpu0"]
+        """Predicted peak bytes per stage of this CPU run (same shapes, dtypes, mode, steps): live
+        tensors, or in the offload modes what the device holds."""
+        precision = Precision(mllm_dtype=self.dtype, decoder_dtype=self.dtype, quantize=QUANTIZE.get(mode),
+                              low_vram=mode != "resident", vae_tiles=self.tiles(mode))
+        t = trace(self.shapes, precision, 1, device="cpu", encoder=self.encoder(), steps=self.steps)
+        stages = compose(mode, 1, t, self.tiles(mode)).devices["gpu0"]
         return {name: s.allocated for name, s in stages.items()}
 
     # -- a run --
@@ -292,19 +322,20 @@ class FullSize:
         assert self.mllm is not None and self.decoder is not None
         run = ModeRun(mode)
         predicted = self.predict(mode)
-        prepare(self.decoder, "cpu", low_vram=mode == "low_vram")
-        if mode == "low_vram" and self.vae_tiles:
-            self.decoder.vae.enable_tiling(tile_sample_min_height=self.vae_tiles[0], tile_sample_min_width=self.vae_tiles[1])
+        prepare(self.decoder, "cpu", low_vram=mode != "resident")
+        if (tiles := self.tiles(mode)) is not None:
+            self.decoder.vae.enable_tiling(tile_sample_min_height=tiles[0], tile_sample_min_width=tiles[1])
+        offload = mode in OFFLOAD_MODES
         # What would not fit: the plan's peak per stage, above what the process holds besides tensors.
-        weights = predicted["weights"]
+        weights = self.weight_bytes() if offload else predicted["weights"]
         room = available() + weights  # the weights are already in memory
         over = {s: p for s, p in predicted.items() if s in STAGES and p > room * 0.95}
         counter = LiveBytes("cpu")
-        backend = self.backend()
+        backend = self.backend(offload)
         counter.adopt([*self.mllm.parameters(), *self.mllm.buffers(),
                        *self.decoder.transformer.parameters(), *self.decoder.transformer.buffers(),
                        *self.decoder.vae.parameters(), *self.decoder.vae.buffers()])
-        meter = StageMeter(counter)
+        meter = StageMeter(counter, backend.offload)
         request = self.request()
         result = None
         timings: dict[str, float] = {}
@@ -339,14 +370,21 @@ class FullSize:
                 row.seconds = seconds.get(name, float("nan"))
                 row.rss = meter.rss.get(name, 0)
                 row.live = peak.peak
+                if name in meter.device_weights:  # offload: the device's weights + the live activations
+                    row.live = meter.device_weights[name] + peak.peak - meter.base
+                    row.note = f"device weights {meter.device_weights[name] / GiB:.2f} GiB"
                 row.largest = f"{peak.largest / 2**20:.0f} MiB {list(peak.largest_shape)} {peak.largest_dtype.replace('torch.', '')}"
             elif name in over:
                 row.note = f"not run: predicted {predicted[name] / GiB:.1f} GiB > {room * 0.95 / GiB:.1f} GiB this machine can give"
             else:
                 row.note = "not run (an earlier stage did not fit)"
             run.rows.append(row)
+        if offload and backend.offload is not None:
+            moved = backend.offload.moved_bytes
+            run.note = (run.note + "; " if run.note else "") + (f"{mode}: {moved / 1e9:.2f} GB host -> device in the turn's cycle: "
+                        + ", ".join(f"{s:.2f} s at {bus}" for bus, s in transfer_seconds(moved).items()))
         if "mllm_prefill" in timings:
-            run.rows[0].note = (f"prefill {timings.get('mllm_prefill', float('nan')):.1f} s + "
+            run.rows[0].note = (run.rows[0].note + "; " if run.rows[0].note else "") + (f"prefill {timings.get('mllm_prefill', float('nan')):.1f} s + "
                                 f"states {timings.get('mllm_states', float('nan')):.1f} s")
         return run
 
@@ -427,22 +465,22 @@ def tiles_problem(tiles: tuple[int, ...], tiny: bool) -> str | None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=2, help="denoise steps (the release uses 50)")
-    ap.add_argument("--modes", default="low_vram", help="comma-separated: resident,low_vram (resident runs first)")
+    ap.add_argument("--modes", default="low_vram", help="comma-separated, of: " + ",".join(MODES) + " (run in that order)")
     ap.add_argument("--tiny", action="store_true", help="the tests' tiny configs (seconds)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--dtype", choices=("auto", "bf16", "fp32"), default="auto",
                     help="both models' dtype (auto: bf16 where the CPU has AMX or AVX-512 BF16, else fp32)")
     ap.add_argument("--vae-tiles", default=None, metavar="HxW",
-                    help="low_vram's VAE tile size (default diffusers': 240x360); smaller tiles hold less")
+                    help="the tiled modes' VAE tile size (default: 240x360); smaller tiles hold less")
     ap.add_argument("--out", default=None, help="Markdown file for the table")
     args = ap.parse_args(argv)
     tiles = tuple(int(v) for v in args.vae_tiles.lower().split("x")) if args.vae_tiles else None
     if tiles and (why_not := tiles_problem(tiles, args.tiny)):
         ap.error(why_not)
-    modes = [m for m in ("resident", "low_vram") if m in args.modes.split(",")]
-    unknown = set(args.modes.split(",")) - {"resident", "low_vram"}
+    modes = [m for m in MODES if m in args.modes.split(",")]
+    unknown = set(args.modes.split(",")) - set(MODES)
     if unknown or not modes:
-        ap.error(f"--modes takes resident and/or low_vram, got {args.modes!r}")
+        ap.error(f"--modes takes some of {', '.join(MODES)}, got {args.modes!r}")
     if args.steps < 1:
         ap.error("--steps must be at least 1")
     if args.threads:
@@ -465,12 +503,17 @@ def main(argv=None) -> int:
                 print(f"\n[{mode}] not run: {run.note}", flush=True)
                 continue
             t = time.perf_counter()
-            if mode == "low_vram" and bench.mllm is None:
-                print(f"MLLM built as int8 in {bench.build_mllm_int8():.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
-            elif mode == "low_vram":
-                n = quantize_weights(bench.mllm, "int8")  # after resident: its weights, quantised in place
+            how = QUANTIZE.get(mode)
+            if how and bench.mllm is not None and bench.mllm_quantized not in (None, how):
+                bench.mllm = None  # int8 -> int4: built again (the int4 weights come from full precision)
                 gc.collect()
-                print(f"MLLM: {n} linears to int8 in {time.perf_counter() - t:.1f} s", flush=True)
+            if how and bench.mllm is None:
+                print(f"MLLM built as {how} in {bench.build_mllm_quantized(how):.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
+            elif how and bench.mllm_quantized is None:
+                n = quantize_weights(bench.mllm, how)  # after resident: its weights, quantised in place
+                bench.mllm_quantized = how
+                gc.collect()
+                print(f"MLLM: {n} linears to {how} in {time.perf_counter() - t:.1f} s", flush=True)
             elif bench.mllm is None:
                 print(f"MLLM built in {bench.build_mllm():.1f} s; RSS {rss_hwm() / GiB:.1f} GiB", flush=True)
             if bench.decoder is None:
@@ -483,9 +526,10 @@ def main(argv=None) -> int:
     text = (f"# bench/fullsize.py{' --tiny' if args.tiny else ''} --steps {args.steps}\n\n{env}\n\n"
             f"Random weights at {'tiny' if args.tiny else 'the released'} sizes, "
             f"{bench.size['height']}x{bench.size['width']}, 17 frames, history window {HISTORY}, 1 session; "
-            f"MLLM and decoder in {why} (int8 MLLM linears in low_vram"
+            f"MLLM and decoder in {why} (int8 MLLM linears in low_vram and offload, int4 in offload_int4"
             + (f", VAE tiles {args.vae_tiles}" if args.vae_tiles else "") + "). Live tensors: the peak of live tensor "
-            f"bytes in the stage (weights included), counted at the dispatcher; predicted: inference.memory.plan "
+            f"bytes in the stage (weights included), counted at the dispatcher; in the offload modes, the weights on "
+            f"the device in that stage plus the stage's live activations (what a GPU would hold); predicted: inference.memory.plan "
             f"for the same run. Total {time.perf_counter() - t0:.0f} s.\n\n{table(runs, args.steps)}\n"
             + "".join(f"\nMP4 ({run.mode}): {run.mp4_bytes} bytes" for run in runs if run.mp4_bytes)
             + "".join(f"\n{run.note}" for run in runs if run.note) + "\n")

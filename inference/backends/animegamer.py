@@ -13,12 +13,12 @@ decoder's GPU lock; each turn keeps its own timings.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -105,7 +105,8 @@ class AnimeGamerSettings:
     motion_scope_otherwise: float | None = None  # None: the released batch script's value
     max_batch: int = 4  # concurrent turns (of different sessions) sharing one MLLM pass; 1 = off
     batch_window: float = 0.02  # seconds the first turn waits for others to join its batch
-    quantize: str | None = None  # "int8": 8-bit MLLM weights (inference.mllm.quantize), for 24 GB cards
+    quantize: str | None = None  # "int8" / "int4": quantised MLLM weights (inference.mllm.quantize)
+    offload: bool = False  # stage offload: one stage's weights on the GPU at a time (inference.memory.offload)
 
 
 class AnimeGamerBackend:
@@ -128,6 +129,7 @@ class AnimeGamerBackend:
         self._mllm = None  # (predictor, prompt builder) once loaded
         self._lock = threading.Lock()  # one forward at a time on the shared model
         self._batcher: MicroBatcher | None = None  # set at load when max_batch > 1
+        self.offload = None  # a StageOffload once loaded with settings.offload
 
     # -- Backend ----------------------------------------------------------------------------
 
@@ -151,6 +153,7 @@ class AnimeGamerBackend:
             loaded = self._loaded_mllm or load_mllm(
                 s.mistral_dir, s.tokenizer_dir, s.agent_path, device=s.device, dtype=s.dtype,
                 attn_implementation=s.attn_implementation, rep_dim=s.rep_dim, quantize=s.quantize,
+                staged=s.offload,
             )
         except (CheckpointError, TokenizerMismatch, FileNotFoundError) as e:
             raise BackendError(f"cannot load the AnimeGamer MLLM: {e}") from e
@@ -163,10 +166,17 @@ class AnimeGamerBackend:
         if self.decoder is not None and not isinstance(self.decoder, ClipDecoder):
             raise BackendError(f"{type(self.decoder).__name__} does not implement ClipDecoder")
         self._mllm = (predictor, builder)
+        if s.offload:
+            from inference.memory.offload import offload_turn
+            from inference.mllm.loading import default_device_dtype
+
+            self.offload = offload_turn(loaded.model, self.decoder, default_device_dtype(s.device)[0])
+            with self.offload.stage("mllm"):  # the predictor keeps a few constants on the model's device
+                self._mllm = (MLLMPredictor(loaded.model, loaded.special, options), builder)
         if s.max_batch > 1:
             self._batcher = MicroBatcher(self._predict_with_timings, s.max_batch, s.batch_window)
             if isinstance(self.decoder, BatchClipDecoder):
-                self._decode_batcher = MicroBatcher(partial(decode_together, self.decoder), s.max_batch, s.batch_window)
+                self._decode_batcher = MicroBatcher(self._decode_items, s.max_batch, s.batch_window)
 
     def generate(self, request: TurnRequest, progress: ProgressCallback) -> TurnResult:
         self._require_loaded()
@@ -181,8 +191,13 @@ class AnimeGamerBackend:
             frames, timings = outcome(self._decode_batcher.submit((rep, scope, seed, progress)))
         else:
             # the same call as a batch of one: the turn keeps its denoise and VAE seconds
-            frames, timings = outcome(decode_together(decoder, [(rep, scope, seed, progress)])[0])
+            frames, timings = outcome(self._decode_items([(rep, scope, seed, progress)])[0])
         return frames, clip_fps(decoder), timings
+
+    def _decode_items(self, items):
+        """A batch's clips, with the decoder's weights on the GPU in the offload modes."""
+        with self.offload.stage("dit", "vae") if self.offload else contextlib.nullcontext():
+            return decode_together(self.decoder, items)
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""
@@ -199,7 +214,7 @@ class AnimeGamerBackend:
     def _predict_with_timings(self, requests: Sequence[TurnRequest]) -> list[tuple[Prediction, np.ndarray, dict]]:
         predictor, builder = self._require_loaded()
         prompts = [builder.build(r.instruction, prompt_history(r)) for r in requests]
-        with self._lock:
+        with self._lock, self.offload.stage("mllm") if self.offload else contextlib.nullcontext():
             outs = predictor.predict_batch(prompts)
         return [(Prediction.from_sequence(o.values), o.representation, o.timings) for o in outs]
 

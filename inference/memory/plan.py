@@ -18,6 +18,10 @@ precision, then added to the weights resident on each device in each memory mode
 - resident: one GPU holds the bf16 MLLM, the DiT and the VAE;
 - two_gpus: the MLLM on one GPU, the decoder on the other (each device's peak);
 - low_vram: one GPU, int8 MLLM weights, VAE sliced and tiled.
+- offload: one GPU holding one stage's weights at a time (inference.memory.offload): int8 MLLM
+  for its pass, then the DiT and the VAE for the denoise, then the VAE alone for the decode, whose
+  tiles are the largest that fit the card (`VAE_TILES`); for 12 and 16 GB cards.
+- offload_int4: the same with int4 MLLM weights; for 8 GB cards.
 
 The trace runs on the meta device (shapes and sizes, no data). Attention runs as a fused kernel
 on both targets (flash / memory-efficient on CUDA, flash on the CPU), holding no score matrix; the
@@ -41,16 +45,23 @@ from unittest.mock import patch
 import numpy as np
 import torch
 
+from inference.mllm.quantize import int4_on_meta
+
 from .fake_models import build_decoder, build_mllm
 from .live import GiB, LiveBytes
 
-MODES = ("resident", "two_gpus", "low_vram")
+MODES = ("resident", "two_gpus", "low_vram", "offload", "offload_int4")  # fastest first
+OFFLOAD_MODES = ("offload", "offload_int4")
+# The offload modes' VAE tiles (frame height, width), largest first: each gives whole 480x720 frames
+# (diffusers' tiled decode blends overlapping tiles); the plan picks the largest that fits.
+VAE_TILES = ((240, 360), (192, 288), (160, 240), (120, 180))
+QUANTIZE = {"low_vram": "int8", "offload": "int8", "offload_int4": "int4"}
 SESSIONS = (1, 2, 4)
 STAGES = ("weights", "mllm", "denoise", "vae")
 # What a CUDA process holds besides tensors: the context (~0.5 GiB on Hopper with CUDA 12/13),
 # cuBLAS and cuDNN workspaces, and the allocator's fragmentation over a turn.
 OVERHEAD_GIB = 1.5
-CARD_SIZES_GB = (24, 40, 48, 80, 141)  # marketed sizes (GB), compared in GiB as drivers report them
+CARD_SIZES_GB = (8, 12, 16, 24, 40, 48, 80, 141)  # marketed sizes (GB), compared in GiB as drivers report them
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,8 @@ class Trace:
     """One traced configuration: weights and each stage's activations (bytes above the weights)."""
 
     weights_mllm: int = 0
-    weights_decoder: int = 0
+    weights_decoder: int = 0  # DiT and VAE
+    weights_vae: int = 0
     activations: dict[str, int] = field(default_factory=dict)  # stage -> allocated bytes
     reserved: dict[str, int] = field(default_factory=dict)  # stage -> with segment rounding
     largest: dict[str, tuple[int, tuple, str]] = field(default_factory=dict)  # stage -> (bytes, shape, dtype)
@@ -136,8 +148,9 @@ def prompts(shapes: Shapes, sessions: int, encoder=None):
 
 
 def trace(shapes: Shapes, precision: Precision, sessions: int, device: str = "cuda", encoder=None,
-          stages: Sequence[str] = STAGES) -> Trace:
-    """Run one turn of `sessions` concurrent sessions on fake tensors on `device` and count it."""
+          stages: Sequence[str] = STAGES, steps: int = 2) -> Trace:
+    """Run one turn of `sessions` concurrent sessions on fake tensors on `device` and count it
+    (`steps` denoise steps: 2 trace every path of the sampler; a run of 1 holds a little less)."""
     from inference.decoder.vae import decode_latents, uint8_video
     from inference.mllm.predict import MLLMPredictor
     from inference.mllm.tokens import SPECIAL
@@ -147,15 +160,16 @@ def trace(shapes: Shapes, precision: Precision, sessions: int, device: str = "cu
     counter = LiveBytes("meta", cuda_rounding=cuda)
     mllm = build_mllm(precision.mllm_dtype, shapes.mllm, shapes.rep_dim, precision.quantize)
     decoder = build_decoder(precision.decoder_dtype, shapes.dit, shapes.vae, shapes.size, precision.low_vram,
-                            tiles=precision.vae_tiles)
+                            steps=steps, tiles=precision.vae_tiles)
     with counter, torch.inference_mode():
         out.weights_mllm = counter.adopt([*mllm.parameters(), *mllm.buffers()])
-        out.weights_decoder = counter.adopt([*decoder.transformer.parameters(), *decoder.transformer.buffers(),
-                                             *decoder.vae.parameters(), *decoder.vae.buffers()])
+        out.weights_vae = counter.adopt([*decoder.vae.parameters(), *decoder.vae.buffers()])
+        out.weights_decoder = out.weights_vae + counter.adopt([*decoder.transformer.parameters(),
+                                                               *decoder.transformer.buffers()])
         base, base_reserved = counter.live, counter.reserved
         batch = prompts(shapes, sessions, encoder)
         out.prompt_tokens = len(batch[0])
-        with _fused_attention_in_place():
+        with _fused_attention_in_place(), int4_on_meta():
             if "mllm" in stages:
                 with counter.stage("mllm"):
                     reps, _, _, _ = MLLMPredictor(mllm, SPECIAL).forward(batch)
@@ -203,6 +217,7 @@ class Prediction:
     mode: str
     sessions: int
     devices: dict[str, dict[str, StagePrediction]]  # "gpu0"/"gpu1" -> stage -> prediction
+    tiles: tuple[int, int] | None = None  # the offload modes' VAE tile (height, width)
 
     def peak(self, device: str | None = None) -> StagePrediction:
         """The highest stage on one device (default: the fullest device)."""
@@ -213,23 +228,42 @@ class Prediction:
         """GiB a card needs for this mode: the fullest device's reserved peak plus the overhead."""
         return self.peak().reserved / GiB + OVERHEAD_GIB
 
+    @property
+    def label(self) -> str:
+        return self.mode + (f" (VAE tiles {self.tiles[0]}x{self.tiles[1]})" if self.tiles else "")
+
+
+def tile_key(tiles: tuple[int, int]) -> str:
+    return f"tiles {tiles[0]}x{tiles[1]}"
+
+
+def jobs_for(modes: Sequence[str], tiles: Sequence[tuple[int, int]] = VAE_TILES,
+             precision: dict[str, Precision] | None = None) -> list[tuple[str, Precision, tuple[str, ...]]]:
+    """The traces `modes` need: (name, precision, stages). The DiT is the same in every mode: its
+    denoise stage is traced once, in "full"; the int8/int4 traces give the MLLM's; each offload
+    tile size its VAE decode."""
+    gpu = {"full": Precision(), "int8": Precision(quantize="int8", low_vram=True),
+           "int4": Precision(quantize="int4", low_vram=True)}
+    gpu.update(precision or {})
+    whole = "resident" in modes or "two_gpus" in modes
+    jobs = [("full", gpu["full"], STAGES if whole else ("denoise",))]
+    if "low_vram" in modes or "offload" in modes:
+        jobs.append(("int8", gpu["int8"], ("mllm", "vae") if "low_vram" in modes else ("mllm",)))
+    if "offload_int4" in modes:
+        jobs.append(("int4", gpu["int4"], ("mllm",)))
+    if any(m in OFFLOAD_MODES for m in modes):
+        jobs += [(tile_key(t), replace(gpu["full"], low_vram=True, vae_tiles=t), ("vae",)) for t in tiles]
+    return jobs
+
 
 def predict(shapes: Shapes | None = None, sessions: Sequence[int] = SESSIONS, modes: Sequence[str] = MODES,
             device: str = "cuda", precision: dict[str, Precision] | None = None,
-            processes: int | None = None) -> list[Prediction]:
-    """Every mode at every number of sessions. The full-precision and the low_vram traces run in
-    two processes where two cores are free (the tracing is single-threaded Python): about 40 s for
-    all modes at 1, 2 and 4 sessions at full size on two cores."""
+            processes: int | None = None, tiles: Sequence[tuple[int, int]] = VAE_TILES) -> list[Prediction]:
+    """Every mode at every number of sessions (the offload modes once per VAE tile size, largest
+    first). The traces run in two processes where two cores are free (the tracing is
+    single-threaded Python); `inference.memory.cache` keeps the answer on disk."""
     shapes = shapes or Shapes.full_size()
-    gpu = {"full": Precision(), "low_vram": Precision(quantize="int8", low_vram=True)}
-    gpu.update(precision or {})
-    full = "resident" in modes or "two_gpus" in modes
-    jobs = []
-    if full:
-        jobs.append(("full", gpu["full"], STAGES))
-    if "low_vram" in modes:
-        # The DiT is the same in every mode: its denoise stage is traced once (unless alone).
-        jobs.append(("low_vram", gpu["low_vram"], ("mllm", "vae") if full else STAGES))
+    jobs = jobs_for(modes, tiles, precision)
     processes = min(len(jobs), processes if processes is not None else (os.cpu_count() or 1))
     if processes > 1:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch state
@@ -238,14 +272,13 @@ def predict(shapes: Shapes | None = None, sessions: Sequence[int] = SESSIONS, mo
             results = [f.result() for f in futures]
     else:
         results = [_trace_each(shapes, p, tuple(sessions), device, st) for _, p, st in jobs]
-    traces = {(kind, n): t for (kind, _, _), per_n in zip(jobs, results, strict=True) for n, t in per_n.items()}
-    for n in sessions:
-        if full and ("low_vram", n) in traces:
-            low, whole = traces["low_vram", n], traces["full", n]
-            low.activations["denoise"] = whole.activations["denoise"]
-            low.reserved["denoise"] = whole.reserved["denoise"]
-            low.largest["denoise"] = whole.largest["denoise"]
-    return [compose(mode, n, traces["low_vram" if mode == "low_vram" else "full", n]) for mode in modes for n in sessions]
+    out = []
+    for mode in modes:
+        for n in sessions:
+            traces = {name: per_n[n] for (name, _, _), per_n in zip(jobs, results, strict=True)}
+            for t in (tiles if mode in OFFLOAD_MODES else (None,)):
+                out.append(compose(mode, n, traces, t))
+    return out
 
 
 def _trace_each(shapes: Shapes, precision: Precision, sessions: tuple[int, ...], device: str,
@@ -253,25 +286,42 @@ def _trace_each(shapes: Shapes, precision: Precision, sessions: tuple[int, ...],
     return {n: trace(shapes, precision, n, device, stages=stages) for n in sessions}
 
 
-def compose(mode: str, sessions: int, t: Trace) -> Prediction:
-    """Add each stage's activations to the weights resident on its device in `mode`."""
+def compose(mode: str, sessions: int, traces: Trace | dict[str, Trace], tiles: tuple[int, int] | None = None) -> Prediction:
+    """Add each stage's activations to the weights resident on its device in `mode`. `traces`: by
+    `jobs_for`'s names (one Trace: every part from it, as a run traced in its own precision)."""
+    if isinstance(traces, Trace):
+        one = traces
+        full = quant = vae = one
+    else:
+        full = traces["full"]
+        quant = traces.get(QUANTIZE.get(mode, "full"), full)
+        vae = traces.get(tile_key(tiles), quant) if tiles else (quant if mode == "low_vram" else full)
 
-    def stages(weights: int, which: Sequence[str]) -> dict[str, StagePrediction]:
-        out = {"weights": StagePrediction(weights, weights)}
-        for s in which:
-            if s in t.activations:
-                out[s] = StagePrediction(weights + t.activations[s], weights + t.reserved[s])
-        return out
+    def stage(weights: int, t: Trace, s: str) -> dict[str, StagePrediction]:
+        if s not in t.activations:
+            return {}
+        return {s: StagePrediction(weights + t.activations[s], weights + t.reserved[s])}
+
+    def weights(w: int) -> dict[str, StagePrediction]:
+        return {"weights": StagePrediction(w, w)}
 
     if mode == "two_gpus":
-        devices = {"gpu0": stages(t.weights_mllm, ["mllm"]), "gpu1": stages(t.weights_decoder, ["denoise", "vae"])}
+        devices = {"gpu0": weights(full.weights_mllm) | stage(full.weights_mllm, full, "mllm"),
+                   "gpu1": weights(full.weights_decoder) | stage(full.weights_decoder, full, "denoise")
+                   | stage(full.weights_decoder, full, "vae")}
+    elif mode in OFFLOAD_MODES:  # one stage's weights at a time (the VAE's come with the DiT's)
+        held = max(quant.weights_mllm, full.weights_decoder)
+        devices = {"gpu0": weights(held) | stage(quant.weights_mllm, quant, "mllm")
+                   | stage(full.weights_decoder, full, "denoise") | stage(full.weights_vae, vae, "vae")}
     else:
-        devices = {"gpu0": stages(t.weights_mllm + t.weights_decoder, ["mllm", "denoise", "vae"])}
-    return Prediction(mode, sessions, devices)
+        w = quant.weights_mllm + full.weights_decoder
+        devices = {"gpu0": weights(w) | stage(w, quant, "mllm") | stage(w, full, "denoise") | stage(w, vae, "vae")}
+    return Prediction(mode, sessions, devices, tiles if mode in OFFLOAD_MODES else None)
 
 
 def table(predictions: Sequence[Prediction]) -> str:
-    """Markdown: per mode and sessions, GiB allocated / reserved per stage, and the card each needs."""
+    """Markdown: per mode and sessions, GiB allocated / reserved per stage, and the card each needs.
+    The offload modes' "weights" is the most weights the GPU holds at once."""
     head = "| mode | sessions | device | weights | MLLM | denoise | VAE | needs (reserved + overhead) |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for p in predictions:
@@ -281,23 +331,27 @@ def table(predictions: Sequence[Prediction]) -> str:
                 st = stages.get(s)
                 cells.append("—" if st is None else f"{st.allocated / GiB:.2f} / {st.reserved / GiB:.2f}")
             need = p.peak(dev).reserved / GiB + OVERHEAD_GIB
-            lines.append(f"| {p.mode} | {p.sessions} | {dev} | " + " | ".join(cells) + f" | {need:.1f} GiB |")
+            lines.append(f"| {p.label} | {p.sessions} | {dev} | " + " | ".join(cells) + f" | {need:.1f} GiB |")
     return "\n".join(lines)
 
 
 def fit_table(predictions: Sequence[Prediction], cards_gb: Sequence[int] = CARD_SIZES_GB) -> str:
-    """Markdown: which modes fit which card size, with the headroom."""
+    """Markdown: which modes fit which card size (the offload modes with the largest VAE tile that
+    fits), with the headroom at 1 session; "auto" is the fastest that fits."""
     modes = sorted({p.mode for p in predictions}, key=MODES.index)
-    head = "| card | " + " | ".join(modes) + " |"
-    lines = [head, "|" + " --- |" * (len(modes) + 1)]
+    head = "| card | usable GiB | " + " | ".join(modes) + " | auto picks (1 session) |"
+    lines = [head, "|" + " --- |" * (len(modes) + 3)]
     for gb in cards_gb:
         gib = usable_gib(gb)
         cells = []
         for m in modes:
             fitting = [p for p in predictions if p.mode == m and p.need_gib() <= gib]
-            cells.append(f"up to {max(p.sessions for p in fitting)} sessions ({gib - min(p.need_gib() for p in fitting):.1f} GiB spare at 1)"
-                         if fitting else "no")
-        lines.append(f"| {gb} GB | " + " | ".join(cells) + " |")
+            one = [p for p in fitting if p.sessions == 1]
+            cells.append(f"up to {max(p.sessions for p in fitting)} sessions ({gib - one[0].need_gib():.1f} GiB spare at 1"
+                         + (f", tiles {one[0].tiles[0]}x{one[0].tiles[1]}" if one and one[0].tiles else "") + ")"
+                         if one else "no")
+        pick = choose([gib], 1, predictions, single_gpu=True)
+        lines.append(f"| {gb} GB | {gib:.1f} | " + " | ".join(cells) + f" | {pick.label if pick.fits else 'none'} |")
     return "\n".join(lines)
 
 
@@ -311,44 +365,87 @@ class Advice:
     fits: bool
     mode: str
     message: str
+    tiles: tuple[int, int] | None = None  # the offload modes' VAE tile
+    need_gib: float = 0.0
+    spare_gib: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return self.mode + (f" (VAE tiles {self.tiles[0]}x{self.tiles[1]})" if self.tiles else "")
+
+
+def _headroom(p: Prediction, gpu_gib: Sequence[float]) -> float | None:
+    """GiB left on the tightest GPU; None when the mode is not possible here."""
+    if p.mode == "two_gpus":
+        if len(gpu_gib) < 2:
+            return None
+        a, b = sorted(gpu_gib, reverse=True)[:2]
+        n0, n1 = (p.peak(d).reserved / GiB + OVERHEAD_GIB for d in ("gpu0", "gpu1"))
+        return min(a - n0, b - n1)
+    return max(gpu_gib) - p.need_gib()
+
+
+def _best(preds: Sequence[Prediction], mode: str, sessions: int, gpu_gib: Sequence[float]) -> tuple[Prediction, float | None] | None:
+    """The mode's prediction at `sessions` on these GPUs: the first (largest VAE tile) that fits,
+    else the smallest; with its headroom."""
+    mine = [p for p in preds if p.mode == mode and p.sessions == sessions]
+    if not mine:
+        return None
+    for p in mine:
+        h = _headroom(p, gpu_gib)
+        if h is not None and h >= 0:
+            return p, h
+    p = min(mine, key=lambda q: q.need_gib())
+    return p, _headroom(p, gpu_gib)
+
+
+def choose(gpu_gib: Sequence[float], sessions: int, predictions: Sequence[Prediction], single_gpu: bool = False) -> Advice:
+    """ANIMEGAMER_MEMORY_MODE=auto: the fastest mode (MODES' order) that fits, and why."""
+    cards = " + ".join(f"{g:.1f}" for g in gpu_gib) + " GiB"
+    for m in MODES:
+        if single_gpu and m == "two_gpus":
+            continue
+        found = _best(predictions, m, sessions, gpu_gib)
+        if found and found[1] is not None and found[1] >= 0:
+            p, spare = found
+            slower = [f"{q} does not fit" for q in MODES[:MODES.index(m)] if not (single_gpu and q == "two_gpus")]
+            return Advice(True, m, f"auto: {p.label}, the fastest mode that fits {cards} at {sessions} session(s): needs "
+                          f"{p.need_gib():.1f} GiB (predicted), {spare:.1f} GiB spare"
+                          + (f" ({', '.join(slower)})" if slower else ""), p.tiles, p.need_gib(), spare)
+    smallest = min((p for p in predictions if p.sessions == sessions), key=lambda p: p.need_gib())
+    return Advice(False, smallest.mode, f"auto: no mode fits {cards} at {sessions} session(s): {smallest.label}, the "
+                  f"smallest, needs {smallest.need_gib():.1f} GiB", smallest.tiles, smallest.need_gib(),
+                  max(gpu_gib) - smallest.need_gib())
+
+
+HOW = {"resident": "ANIMEGAMER_MEMORY_MODE=resident",
+       "two_gpus": "ANIMEGAMER_MLLM_DEVICE=cuda:0 ANIMEGAMER_DECODER_DEVICE=cuda:1",
+       "low_vram": "ANIMEGAMER_MEMORY_MODE=low_vram", "offload": "ANIMEGAMER_MEMORY_MODE=offload",
+       "offload_int4": "ANIMEGAMER_MEMORY_MODE=offload_int4"}
 
 
 def advise(gpu_gib: Sequence[float], mode: str, sessions: int = 1, predictions: Sequence[Prediction] | None = None) -> Advice:
-    """Whether `mode` fits these GPUs (total GiB each) at `sessions`, which mode would, with the headroom."""
+    """Whether `mode` ("auto": the fastest that fits) fits these GPUs (total GiB each) at
+    `sessions`, which mode would, with the headroom."""
     preds = list(predictions) if predictions is not None else predict(sessions=(sessions,))
-    by = {(p.mode, p.sessions): p for p in preds}
-    if (mode, sessions) not in by:
+    if mode == "auto":
+        return choose(gpu_gib, sessions, preds)
+    found = _best(preds, mode, sessions, gpu_gib)
+    if found is None:
         raise ValueError(f"no prediction for {mode} at {sessions} session(s)")
-
-    def headroom(m: str) -> float | None:
-        """GiB left on the tightest GPU; None when not predicted or not possible here."""
-        p = by.get((m, sessions))
-        if p is None or (m == "two_gpus" and len(gpu_gib) < 2):
-            return None
-        if m == "two_gpus":
-            a, b = sorted(gpu_gib, reverse=True)[:2]
-            n0, n1 = (p.peak(d).reserved / GiB + OVERHEAD_GIB for d in ("gpu0", "gpu1"))
-            return min(a - n0, b - n1)
-        return max(gpu_gib) - p.need_gib()
-
+    p, own = found
     cards = " + ".join(f"{g:.1f}" for g in gpu_gib) + " GiB"
-    need = by[mode, sessions].need_gib()
-    own = headroom(mode)
+    need = p.need_gib()
     if own is not None and own >= 0:
-        return Advice(True, mode, f"{mode} fits {cards} at {sessions} session(s): needs {need:.1f} GiB "
-                                  f"(predicted), {own:.1f} GiB spare")
+        return Advice(True, mode, f"{p.label} fits {cards} at {sessions} session(s): needs {need:.1f} GiB "
+                                  f"(predicted), {own:.1f} GiB spare", p.tiles, need, own)
     why = (f"{mode} needs two GPUs; found {len(gpu_gib)}" if own is None else
            f"{mode} needs {need:.1f} GiB at {sessions} session(s) (predicted), more than {cards}")
-    fitting = [(m, h) for m in MODES if (h := headroom(m)) is not None and h >= 0]
-    if not fitting:
-        smallest = min((p for p in preds if p.sessions == sessions), key=lambda p: p.need_gib())
-        return Advice(False, mode, f"{why}; no mode fits: {smallest.mode}, the smallest, needs "
-                                   f"{smallest.need_gib():.1f} GiB")
-    best, spare = fitting[0]
-    how = {"resident": "ANIMEGAMER_MEMORY_MODE=resident",
-           "two_gpus": "ANIMEGAMER_MLLM_DEVICE=cuda:0 ANIMEGAMER_DECODER_DEVICE=cuda:1",
-           "low_vram": "ANIMEGAMER_MEMORY_MODE=low_vram"}[best]
-    return Advice(False, best, f"{why}; {best} fits ({spare:.1f} GiB spare): set {how}")
+    best = choose(gpu_gib, sessions, preds)
+    if not best.fits:
+        return Advice(False, mode, f"{why}; no mode fits: {best.message.split(': ', 2)[-1]}", p.tiles, need, own or 0.0)
+    return Advice(False, best.mode, f"{why}; {best.label} fits ({best.spare_gib:.1f} GiB spare): set {HOW[best.mode]} "
+                                    "or ANIMEGAMER_MEMORY_MODE=auto", best.tiles, best.need_gib, best.spare_gib)
 
 
 def timed_predict(**kw) -> tuple[list[Prediction], float]:
@@ -357,5 +454,5 @@ def timed_predict(**kw) -> tuple[list[Prediction], float]:
     return preds, time.perf_counter() - t
 
 
-__all__ = ["MODES", "Precision", "Prediction", "Shapes", "Trace", "advise", "compose", "fit_table", "predict",
+__all__ = ["MODES", "Precision", "Prediction", "Shapes", "Trace", "advise", "choose", "compose", "fit_table", "predict",
            "replace", "table", "trace"]

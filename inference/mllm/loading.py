@@ -284,11 +284,18 @@ def load_mllm(
     attn_implementation: str = "sdpa",
     rep_dim: int = REP_DIM,
     quantize: str | None = None,
+    staged: bool = False,
 ) -> LoadedMLLM:
-    """quantize: None, or "int8" (inference.mllm.quantize; for a 24 GB card), after the merge."""
-    if quantize is not None and quantize not in ("int8",):  # checked before minutes of loading
-        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
-    base = load_base(mistral_dir, tokenizer_dir, [agent_path], device, dtype, attn_implementation)
+    """quantize: None, "int8" or "int4" (inference.mllm.quantize), after the merge. staged: for
+    stage offload (a card smaller than the bf16 model): loaded in host memory, each decoder layer
+    quantised on the device it will run on (int4's packing is the device's) and returned to the host."""
+    from .quantize import QUANTIZATIONS
+
+    if quantize is not None and quantize not in QUANTIZATIONS:  # checked before minutes of loading
+        raise ValueError(f"quantize must be None or one of {QUANTIZATIONS}, got {quantize!r}")
+    runs_on, dt_default = default_device_dtype(device, dtype)
+    base = load_base(mistral_dir, tokenizer_dir, [agent_path], "cpu" if staged else device, dtype or dt_default,
+                     attn_implementation)
     tokenizer, special, dev, dt = base.tokenizer, base.special, base.device, base.dtype
     model = cast_keeping_fp32_buffers(wrap_released(base.llm, rep_dim), dev, dt)
     report = load_agent_checkpoint(model, agent_path)
@@ -301,5 +308,18 @@ def load_mllm(
             raise ValueError("quantise the merged model: the LoRA must be merged first")
         from .quantize import quantize_weights
 
-        log.info("MLLM: %d linears quantised (%s)", quantize_weights(model, quantize), quantize)
+        n = quantize_staged(model, runs_on) if staged and quantize == "int4" else quantize_weights(model, quantize)
+        log.info("MLLM: %d linears quantised (%s)", n, quantize)
     return LoadedMLLM(model, tokenizer, special, report)
+
+
+def quantize_staged(model: AnimeGamerMLLM, runs_on: torch.device) -> int:
+    """int4 one decoder layer at a time on `runs_on` (its packing), each layer back in host memory."""
+    from .quantize import quantize_linears
+
+    n = 0
+    for layer in model.causal_lm.model.layers:
+        layer.to(runs_on)
+        n += quantize_linears(layer, "int4")
+        layer.to("cpu")
+    return n
