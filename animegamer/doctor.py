@@ -173,23 +173,40 @@ def check_gpu(settings, gpu_memory: list[float] | None = None, sessions: int = 1
         totals = list(gpu_memory or [torch.cuda.get_device_properties(i).total_memory / 2**30
                                      for i in range(torch.cuda.device_count())])
     if totals and (needed or gpu_memory):
-        rows.append(gpu_mode_advice(totals, settings, sessions))
+        names = None if gpu_memory or not torch.cuda.is_available() else [
+            torch.cuda.get_device_properties(i).name for i in range(torch.cuda.device_count())]
+        rows.append(gpu_mode_advice(totals, settings, sessions, names))
     return rows
 
 
-def gpu_mode_advice(totals_gib: list[float], settings, sessions: int = 1) -> Row:
+def gpu_mode_advice(totals_gib: list[float], settings, sessions: int = 1, names: list[str] | None = None) -> Row:
     """Whether the settings' memory mode fits GPUs of these sizes (GiB) at `sessions` concurrent
-    turns, which mode would, and the headroom: the worker refuses at start what this calls FAIL."""
+    turns (auto, the default: the mode it would pick), which mode would, the headroom, and the
+    estimated seconds per turn: the worker refuses at start what this calls FAIL."""
+    from inference.memory.cards import card_named, estimate_line, nearest_card, turn_work
     from inference.memory.check import mode_of, predictions
     from inference.memory.plan import advise
 
-    mode = mode_of(settings) if settings is not None else "resident"
+    mode = mode_of(settings) if settings is not None else "auto"
     try:
-        advice = advise(totals_gib, mode, sessions, predictions(sessions))
+        preds = predictions(sessions)
+        advice = advise(totals_gib, mode, sessions, preds)
     except Exception as e:  # noqa: BLE001  (the worker starts without the check then: say so, do not crash)
         return Row("gpu mode", WARN, f"the memory plan could not run here ({type(e).__name__}: {e}); "
                                      "the worker starts without its memory check")
-    return Row("gpu mode", OK if advice.fits else FAIL, advice.message)
+    message = advice.message
+    if advice.fits:
+        pick = next((p for p in preds if p.mode == advice.mode and p.sessions == sessions and p.tiles == advice.tiles), None)
+        biggest = max(totals_gib)
+        named = card_named(names[totals_gib.index(biggest)], biggest) if names else None
+        card = named or nearest_card(biggest)
+        steps = settings.decoder_steps if settings is not None else 50
+        try:
+            if pick is not None:
+                message += f"; {estimate_line(turn_work(pick, steps), card, nearest=named is None)}"
+        except Exception as e:  # noqa: BLE001  (an estimate that cannot be counted leaves the answer)
+            message += f"; no estimate of the seconds per turn ({type(e).__name__}: {e})"
+    return Row("gpu mode", OK if advice.fits else FAIL, message)
 
 
 def check_discord_token(token: str | None, api: str = DISCORD_API, timeout: float = DISCORD_TIMEOUT) -> Row:

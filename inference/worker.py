@@ -317,7 +317,8 @@ class Worker:
 
     def _build_backend(self) -> Backend:
         if self.backend_arg is None or isinstance(self.backend_arg, str):
-            return make_backend(self.settings, self.backend_arg, films=self.films, **self.backend_options)
+            return make_backend(self.settings, self.backend_arg, films=self.films,
+                                sessions=min(self.concurrency, self.settings.mllm_max_batch), **self.backend_options)
         return self.backend_arg
 
     async def run(self) -> None:

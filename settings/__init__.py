@@ -118,9 +118,11 @@ class Settings(BaseSettings):
     # Where each model runs (unset: `device`). Two GPUs: mllm_device=cuda:0, decoder_device=cuda:1.
     mllm_device: str | None = None
     decoder_device: str | None = None
+    # auto: the fastest mode that fits the GPU(s) found at the worker's sessions (logged at start).
     # resident: both models whole on the GPU (~34 GiB at the peak, predicted); low_vram: 8-bit MLLM
-    # weights and a tiled VAE, for one 24 GB card. `animegamer doctor` says which fits.
-    memory_mode: Literal["resident", "low_vram"] = "resident"
+    # weights and a tiled VAE (24 GB); offload: one stage's weights on the GPU at a time, 8-bit MLLM
+    # (12-16 GB); offload_int4: the same with 4-bit MLLM weights (8 GB). `animegamer doctor` says which fits.
+    memory_mode: Literal["auto", "resident", "low_vram", "offload", "offload_int4"] = "auto"
     # A worker refuses at start a mode the memory plan predicts will not fit its GPUs; False skips that.
     memory_check: bool = True
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)

@@ -8,6 +8,7 @@ checkpoints under settings.model_root.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,15 +17,20 @@ from inference.backend import Backend
 if TYPE_CHECKING:  # settings (pydantic) stays out of the model stack's imports: bench/gpu.py runs without it
     from settings import Settings
 
+log = logging.getLogger(__name__)
+
 BACKENDS = ("preview", "animegamer")
+
 
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot be built here; the message says why and what to do."""
 
 
-def make_backend(settings: Settings, name: str | None = None, *, films: Sequence[str] = (), **options) -> Backend:
-    """Build (not load) the backend `name` (default: settings.backend) for `films`.
+def make_backend(settings: Settings, name: str | None = None, *, films: Sequence[str] = (), sessions: int = 1,
+                 **options) -> Backend:
+    """Build (not load) the backend `name` (default: settings.backend) for `films`; `sessions`:
+    the turns the worker runs at once (what ANIMEGAMER_MEMORY_MODE=auto fits the GPU for).
 
     Preview options: render, frames, width, height, fps, delay (see PreviewBackend)."""
     name = name or settings.backend
@@ -38,11 +44,11 @@ def make_backend(settings: Settings, name: str | None = None, *, films: Sequence
             **options,
         )
     if name == "animegamer":
-        return _animegamer(settings, films, **options)
+        return _animegamer(settings, films, sessions, **options)
     raise BackendUnavailable(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
 
 
-def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
+def _animegamer(settings: Settings, films: Sequence[str], sessions: int = 1, **options) -> Backend:
     """The model backend for one film or several: their MLLM checkpoints and converted decoders, found
     under settings.model_root (the layout of inference.model_paths). Nothing heavy is imported
     or loaded here; the worker calls load()."""
@@ -50,6 +56,7 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
 
     try:
         from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
+        from inference.memory.plan import OFFLOAD_MODES, QUANTIZE
         from inference.model_paths import film_paths
     except ImportError as e:
         raise BackendUnavailable(
@@ -59,11 +66,13 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
         ) from e
     if not films:
         raise BackendUnavailable("a model worker needs its film(s): start it with --film FILM[,FILM...] or --film all")
-    if len(films) > 1 and settings.memory_mode == "low_vram":
-        # int8 weights need the film's LoRA merged in, which one base shared by several films cannot be
+    memory = _memory_mode(settings, sessions)
+    quantize = QUANTIZE.get(memory.mode)
+    if len(films) > 1 and quantize:
+        # int8/int4 weights need the film's LoRA merged in, which one base shared by several films cannot be
         raise BackendUnavailable(
-            "ANIMEGAMER_MEMORY_MODE=low_vram serves one film per worker: start one worker per film with "
-            "--film FILM, or use a GPU with room for every film (see docs/performance.md)"
+            f"ANIMEGAMER_MEMORY_MODE={memory.mode} serves one film per worker ({memory.why}): start one worker "
+            "per film with --film FILM, or use a GPU with room for every film (see docs/performance.md)"
         )
     all_paths = {f: film_paths(settings.model_root, FILMS[f]) for f in films}
     agents = {}
@@ -80,10 +89,13 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     widths = {f: 1920 if mllm_only else _decoder_width(p.decoder) for f, p in all_paths.items()}
     if len(set(widths.values())) > 1:
         raise BackendUnavailable(f"these films' decoders take different representation widths ({widths}): serve them from separate workers")
-    low_vram = settings.memory_mode == "low_vram"
+    low_vram = memory.mode != "resident" and memory.mode != "two_gpus"  # the VAE tiled
+    mllm_device, decoder_device = settings.mllm_device, settings.decoder_device
+    if memory.mode == "two_gpus" and not (mllm_device and decoder_device):  # auto's pick
+        mllm_device, decoder_device = "cuda:0", "cuda:1"
     ag = AnimeGamerSettings(
         mistral_dir=paths.mistral, tokenizer_dir=paths.tokenizer, agent_path=agents[films[0]],
-        device=settings.mllm_device or device, dtype=dtype, quantize="int8" if low_vram else None,
+        device=mllm_device or device, dtype=dtype, quantize=quantize, offload=memory.mode in OFFLOAD_MODES,
         history_window=settings.history_window, mllm_only=mllm_only, rep_dim=widths[films[0]],
         motion_scope_map=settings.motion_scope, motion_scope_otherwise=settings.motion_scope_otherwise,
         max_batch=settings.mllm_max_batch,
@@ -95,7 +107,7 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
 
             from inference.decoder import load_decoder, warm_up_compiled
 
-            on = settings.decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
+            on = decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
             # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
             dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
             # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
@@ -104,6 +116,8 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
                 steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
                 runs_on=None if on_device else on,
             )
+            if memory.tiles:  # the largest VAE tile that fits the card (the offload modes)
+                dec.vae.enable_tiling(tile_sample_min_height=memory.tiles[0], tile_sample_min_width=memory.tiles[1])
             if on_device:  # several films: warmed up on the GPU by MultiFilmBackend.load
                 warm_up_compiled(dec, settings.mllm_max_batch)
             return dec
@@ -117,6 +131,15 @@ def _animegamer(settings: Settings, films: Sequence[str], **options) -> Backend:
     budget = None if settings.decoder_gpu_budget_gb is None else int(settings.decoder_gpu_budget_gb * 2**30)
     factories = None if mllm_only else {f: decoder_factory(f, on_device=False) for f in films}
     return MultiFilmBackend(ag, agents, decoder_factories=factories, decoder_budget_bytes=budget, **options)
+
+
+def _memory_mode(settings: Settings, sessions: int):
+    """The memory mode this worker runs (ANIMEGAMER_MEMORY_MODE, auto resolved for its GPUs), logged."""
+    from inference.memory.check import resolve
+
+    memory = resolve(settings, sessions)
+    log.info("GPU memory mode: %s", memory.why if settings.memory_mode == "auto" else memory.mode)
+    return memory
 
 
 def _decoder_width(decoder_dir) -> int:

@@ -1,18 +1,24 @@
 """Does a memory mode fit the GPUs a worker has? The plan's answer, for `doctor` and the worker's start.
 
-A worker refuses at start a mode that the plan predicts will not fit (with the plan's numbers and
-the mode that would), instead of failing with an out-of-memory error in a player's turn.
-`ANIMEGAMER_MEMORY_CHECK=0` (settings.memory_check) skips the check, for an operator who measured otherwise.
+`ANIMEGAMER_MEMORY_MODE=auto` (the default) picks the fastest mode that fits the GPUs found at the
+worker's number of sessions (`resolve`), and logs which and why; with no GPU in use it is
+`resident` (nothing to fit). An explicit mode wins, and a worker refuses at start one that the plan
+predicts will not fit (with the plan's numbers and the mode that would), instead of failing with
+an out-of-memory error in a player's turn. `ANIMEGAMER_MEMORY_CHECK=0` (settings.memory_check)
+skips the check, for an operator who measured otherwise. The plan's answer is cached on disk
+(inference.memory.cache; `ANIMEGAMER_PLAN_CACHE_DIR`, default ~/.cache/animegamer/memory-plan).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from .plan import MODES, Advice, Prediction, advise, predict
+from .plan import MODES, Advice, Prediction, advise, choose
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +66,42 @@ def check(settings, sessions: int = 1, gpus: Sequence[float] | None = None) -> A
     gpus = list(gpus) if gpus is not None else (cuda_totals() if uses_cuda(settings) else [])
     if not gpus:
         return None
-    return advise(gpus, mode_of(settings), sessions, predictions(sessions))
+    return advise(gpus, mode_of(settings), sessions, predictions(sessions))  # (auto: the pick)
 
 
 @functools.cache
 def predictions(sessions: int) -> tuple[Prediction, ...]:
-    """Every mode's prediction at `sessions` (traced once per process: ~20 s at full size)."""
-    return tuple(predict(sessions=(sessions,), modes=MODES))
+    """Every mode's prediction at `sessions`: from the disk cache, else traced (~1-3 min at full
+    size on two busy cores) and cached; once per process."""
+    from .cache import cached_predict
+
+    preds, _ = cached_predict(sessions=(sessions,), modes=MODES, cache_dir=os.environ.get("ANIMEGAMER_PLAN_CACHE_DIR"))
+    return tuple(preds)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The memory mode a worker runs: the settings' or auto's pick, with the VAE tiles it fits."""
+
+    mode: str  # resident | two_gpus | low_vram | offload | offload_int4
+    tiles: tuple[int, int] | None = None
+    why: str = ""
+
+
+def resolve(settings, sessions: int = 1, gpus: Sequence[float] | None = None) -> Resolved:
+    """The mode for these settings: explicit, or auto's pick for the GPUs found (or `gpus`, GiB each).
+    Auto with no GPU in use: resident. Auto with no fitting mode: the smallest (the check refuses it)."""
+    mode = mode_of(settings)
+    gpus = list(gpus) if gpus is not None else (cuda_totals() if uses_cuda(settings) else [])
+    if mode != "auto":
+        tiles = None
+        if gpus and mode in ("offload", "offload_int4"):
+            tiles = advise(gpus, mode, sessions, predictions(sessions)).tiles
+        return Resolved(mode, tiles, f"ANIMEGAMER_MEMORY_MODE={mode}")
+    if not gpus:
+        return Resolved("resident", None, "auto: no GPU in use, so nothing to fit: resident")
+    pick = choose(gpus, sessions, predictions(sessions))
+    return Resolved(pick.mode, pick.tiles, pick.message)
 
 
 def refusal(settings, sessions: int) -> str | None:

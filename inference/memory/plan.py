@@ -52,15 +52,18 @@ from .live import GiB, LiveBytes
 
 MODES = ("resident", "two_gpus", "low_vram", "offload", "offload_int4")  # fastest first
 OFFLOAD_MODES = ("offload", "offload_int4")
-# The offload modes' VAE tiles (frame height, width), largest first: each gives whole 480x720 frames
-# (diffusers' tiled decode blends overlapping tiles); the plan picks the largest that fits.
-VAE_TILES = ((240, 360), (192, 288), (160, 240), (120, 180))
+# The offload modes' VAE tiles (frame height, width), largest first; the plan picks the largest that
+# fits. diffusers' tiled decode pads tiles that do not divide 480x720 evenly with its overlap: of
+# heights and widths from 80 to 360, only these give whole frames (checked on the meta device,
+# tests/memory); 192x288 gives 480x741, 160x240 498x720, 120x180 496x760.
+VAE_TILES = ((240, 360), (240, 240))
 QUANTIZE = {"low_vram": "int8", "offload": "int8", "offload_int4": "int4"}
 SESSIONS = (1, 2, 4)
 STAGES = ("weights", "mllm", "denoise", "vae")
 # What a CUDA process holds besides tensors: the context (~0.5 GiB on Hopper with CUDA 12/13),
 # cuBLAS and cuDNN workspaces, and the allocator's fragmentation over a turn.
 OVERHEAD_GIB = 1.5
+AUTO_MARGIN_GIB = 0.5  # auto's pick leaves at least this much of the card spare
 CARD_SIZES_GB = (8, 12, 16, 24, 40, 48, 80, 141)  # marketed sizes (GB), compared in GiB as drivers report them
 
 
@@ -218,6 +221,7 @@ class Prediction:
     sessions: int
     devices: dict[str, dict[str, StagePrediction]]  # "gpu0"/"gpu1" -> stage -> prediction
     tiles: tuple[int, int] | None = None  # the offload modes' VAE tile (height, width)
+    moved_bytes: int = 0  # the offload modes: weights copied host -> device per turn's cycle
 
     def peak(self, device: str | None = None) -> StagePrediction:
         """The highest stage on one device (default: the fullest device)."""
@@ -316,7 +320,9 @@ def compose(mode: str, sessions: int, traces: Trace | dict[str, Trace], tiles: t
     else:
         w = quant.weights_mllm + full.weights_decoder
         devices = {"gpu0": weights(w) | stage(w, quant, "mllm") | stage(w, full, "denoise") | stage(w, vae, "vae")}
-    return Prediction(mode, sessions, devices, tiles if mode in OFFLOAD_MODES else None)
+    if mode in OFFLOAD_MODES:
+        return Prediction(mode, sessions, devices, tiles, quant.weights_mllm + full.weights_decoder)
+    return Prediction(mode, sessions, devices)
 
 
 def table(predictions: Sequence[Prediction]) -> str:
@@ -400,15 +406,16 @@ def _best(preds: Sequence[Prediction], mode: str, sessions: int, gpu_gib: Sequen
 
 
 def choose(gpu_gib: Sequence[float], sessions: int, predictions: Sequence[Prediction], single_gpu: bool = False) -> Advice:
-    """ANIMEGAMER_MEMORY_MODE=auto: the fastest mode (MODES' order) that fits, and why."""
+    """ANIMEGAMER_MEMORY_MODE=auto: the fastest mode (MODES' order) that fits with AUTO_MARGIN_GIB
+    to spare, and why (a desktop, the driver or another process may take a little of the card)."""
     cards = " + ".join(f"{g:.1f}" for g in gpu_gib) + " GiB"
     for m in MODES:
         if single_gpu and m == "two_gpus":
             continue
-        found = _best(predictions, m, sessions, gpu_gib)
+        found = _best(predictions, m, sessions, [g - AUTO_MARGIN_GIB for g in gpu_gib])
         if found and found[1] is not None and found[1] >= 0:
-            p, spare = found
-            slower = [f"{q} does not fit" for q in MODES[:MODES.index(m)] if not (single_gpu and q == "two_gpus")]
+            p, spare = found[0], found[1] + AUTO_MARGIN_GIB
+            slower = [f"{q} does not fit with {AUTO_MARGIN_GIB} GiB to spare" for q in MODES[:MODES.index(m)] if not (single_gpu and q == "two_gpus")]
             return Advice(True, m, f"auto: {p.label}, the fastest mode that fits {cards} at {sessions} session(s): needs "
                           f"{p.need_gib():.1f} GiB (predicted), {spare:.1f} GiB spare"
                           + (f" ({', '.join(slower)})" if slower else ""), p.tiles, p.need_gib(), spare)

@@ -77,7 +77,7 @@ def quantize_linears(module: torch.nn.Module, mode: str) -> int:
 
 
 def is_int4(module: torch.nn.Module) -> bool:
-    from torchao.quantization import WeightOnlyInt4Linear
+    from torchao.quantization.linear_quant_modules import WeightOnlyInt4Linear
 
     return isinstance(module, WeightOnlyInt4Linear)
 
