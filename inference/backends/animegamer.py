@@ -196,8 +196,11 @@ class AnimeGamerBackend:
 
     def _decode_items(self, items):
         """A batch's clips, with the decoder's weights on the GPU in the offload modes."""
+        decoder = self.decoder
+        if decoder is None:
+            raise BackendError("this backend has no video decoder (MLLM only)")
         with self.offload.stage("dit", "vae") if self.offload else contextlib.nullcontext():
-            return decode_together(self.decoder, items)
+            return decode_together(decoder, items)
 
     def close(self) -> None:
         """Stop the batching threads, which hold the models; the backend can load() again after."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 UTILISATION = 0.45  # assumed share of the dense tensor rate a turn's kernels reach (DiT linears + flash attention)
 
@@ -76,8 +77,9 @@ def _vae_flops_cached(vae_items: tuple, height: int, width: int, latent: tuple[i
     from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
     from inference.decoder.vae import decode_latents
 
+    config: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in vae_items}
     with torch.device("meta"):
-        vae = AutoencoderKLCogVideoX(**{k: list(v) if isinstance(v, tuple) else v for k, v in vae_items})
+        vae = AutoencoderKLCogVideoX(**config)
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
         decode_latents(vae, torch.empty((1, *latent), device="meta"))

@@ -250,7 +250,7 @@ def jobs_for(modes: Sequence[str], tiles: Sequence[tuple[int, int]] = VAE_TILES,
            "int4": Precision(quantize="int4", low_vram=True)}
     gpu.update(precision or {})
     whole = "resident" in modes or "two_gpus" in modes
-    jobs = [("full", gpu["full"], STAGES if whole else ("denoise",))]
+    jobs: list[tuple[str, Precision, tuple[str, ...]]] = [("full", gpu["full"], STAGES if whole else ("denoise",))]
     if "low_vram" in modes or "offload" in modes:
         jobs.append(("int8", gpu["int8"], ("mllm", "vae") if "low_vram" in modes else ("mllm",)))
     if "offload_int4" in modes:

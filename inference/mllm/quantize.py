@@ -59,7 +59,7 @@ def quantize_linears(module: torch.nn.Module, mode: str) -> int:
     def is_linear(m: torch.nn.Module, fqn: str = "") -> bool:
         return isinstance(m, torch.nn.Linear)
 
-    linears = [m for m in module.modules() if is_linear(m)]
+    linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     if mode == "int8":
         q.quantize_(module, q.Int8WeightOnlyConfig(), filter_fn=is_linear)
         return len(linears)

@@ -142,37 +142,47 @@ def test_table_rendering():
 
 
 def test_gpu_mode_advice_names_the_mode_the_gpus_need():
-    """By the memory plan's full-size prediction (traced once, ~20 s): the settings' mode fits or
-    is a FAIL (the worker refuses it at start), naming the mode that fits and its headroom."""
+    """By the memory plan's full-size prediction (cached on disk; traced once, ~1-5 min): auto (the
+    default) answers with the mode it picks, OK on every card from 8 GB, with its seconds per turn;
+    an explicit mode fits or is a FAIL (the worker refuses it at start), naming the mode that fits."""
     from animegamer.doctor import gpu_mode_advice
+    from inference.memory.plan import usable_gib
 
     plain = Settings(_env_file=None)
-    assert gpu_mode_advice([141.0], plain).status == OK
-    row = gpu_mode_advice([24.0], plain)
+    for gb, mode in ((8, "offload_int4"), (12, "offload"), (16, "offload"), (24, "low_vram"), (141, "resident")):
+        row = gpu_mode_advice([usable_gib(gb)], plain)
+        assert row.status == OK and row.detail.startswith(f"auto: {mode}") and "s per turn on an" in row.detail, row
+        assert "estimate" in row.detail
+    resident = Settings(_env_file=None, memory_mode="resident")
+    row = gpu_mode_advice([24.0], resident)
     assert row.status == FAIL and "resident needs" in row.detail and "ANIMEGAMER_MEMORY_MODE=low_vram" in row.detail
     row = gpu_mode_advice([24.0], Settings(_env_file=None, memory_mode="low_vram"))
     assert row.status == OK and "GiB spare" in row.detail
-    row = gpu_mode_advice([24.0, 24.0], plain)
+    row = gpu_mode_advice([24.0, 24.0], resident)
     assert row.status == FAIL and "ANIMEGAMER_DECODER_DEVICE=cuda:1" in row.detail
     split = Settings(_env_file=None, mllm_device="cuda:0", decoder_device="cuda:1")
     assert gpu_mode_advice([24.0, 24.0], split).status == OK
-    row = gpu_mode_advice([12.0], plain)
-    assert row.status == FAIL and "no mode fits: low_vram, the smallest, needs" in row.detail
+    row = gpu_mode_advice([12.0], Settings(_env_file=None, memory_mode="low_vram"))
+    assert row.status == FAIL and "ANIMEGAMER_MEMORY_MODE=offload" in row.detail
+    row = gpu_mode_advice([4.0], plain)
+    assert row.status == FAIL and "no mode fits" in row.detail and "offload_int4" in row.detail
 
 
 def test_doctor_gpu_memory_without_a_gpu(capsys):
-    """`doctor --gpu-memory 24GB` on a machine without a GPU: the plan's answer for that card."""
+    """`doctor --gpu-memory 8GiB` (12, 16, 24) on a machine without a GPU: the plan's answer for
+    that card, OK with default settings."""
     from animegamer.cli import main
 
-    code = main(["doctor", "--skip", "database", "--skip", "models", "--no-network", "--gpu-memory", "24GB"])
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if x.startswith("gpu mode"))
-    assert code == 1 and "22.4 GiB" in line and "low_vram fits" in line, out
+    for size in ("8GiB", "12GiB", "16GiB", "24GiB", "24GB"):
+        code = main(["doctor", "--skip", "database", "--skip", "models", "--no-network", "--gpu-memory", size])
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if x.startswith("gpu mode"))
+        assert code == 0 and " OK " in line and "auto: " in line and "s per turn" in line, out
+        assert "FAIL" not in out, out
+    assert "22.4 GiB" in line and "low_vram" in line
     with pytest.raises(SystemExit):  # argparse's usage error, naming the form it takes
         main(["doctor", "--gpu-memory", "lots"])
     assert "24GiB or 24GB" in capsys.readouterr().err
-
-
 
 
 def test_gpu_mode_advice_when_the_plan_cannot_run(monkeypatch):
