@@ -403,7 +403,9 @@ class FullSize:
 
 
 def gib(n: int) -> str:
-    return f"{n / GiB:.2f}" if n else "—"
+    if not n:
+        return "—"
+    return f"{n / GiB:.2f}" if n >= GiB / 100 else f"{n / GiB:.4f}"  # (the tiny models' stages)
 
 
 def table(runs: list[ModeRun], steps: int) -> str:

@@ -44,7 +44,7 @@ def test_fullsize_tiny_runs_every_stage_of_every_mode(tmp_path):
 
 def test_fullsize_refuses_unknown_modes(tmp_path):
     proc = _run("--tiny", "--modes", "everything", cwd=tmp_path)
-    assert proc.returncode == 2 and "--modes takes resident and/or low_vram" in proc.stderr
+    assert proc.returncode == 2 and "--modes takes some of resident, low_vram, offload, offload_int4" in proc.stderr
 
 
 def test_fullsize_refuses_vae_tiles_that_do_not_give_whole_frames(tmp_path):

@@ -161,7 +161,8 @@ def _plan_traces() -> str | None:
 
 async def test_worker_refuses_a_memory_mode_its_gpu_cannot_hold(msettings, monkeypatch):
     """The memory plan's full-size prediction, against a 16 GiB GPU (stood in for: this machine has
-    none): resident needs ~34 GiB, so the worker stops at start and names the mode that fits."""
+    none): resident needs ~34 GiB, so the worker stops at start and names the mode that fits (low_vram
+    would leave 0.1 GiB: auto's pick keeps 0.5 GiB spare, so offload)."""
     from inference.memory import check
     from inference.worker import WorkerStartError
 
@@ -171,7 +172,7 @@ async def test_worker_refuses_a_memory_mode_its_gpu_cannot_hold(msettings, monke
     monkeypatch.setattr(check, "cuda_totals", lambda: [16.0])
     s = msettings.model_copy(update={"device": "cuda", "memory_mode": "resident"})
     w = Worker(s, backend="animegamer", films=["qiqi"], install_signal_handlers=False, migrate=False, metrics_port=0)
-    with pytest.raises(WorkerStartError, match=r"resident needs 3\d\.\d GiB .* more than 16\.0 GiB; low_vram fits"):
+    with pytest.raises(WorkerStartError, match=r"resident needs 3\d\.\d GiB .* more than 16\.0 GiB; offload .*fits"):
         await asyncio.wait_for(w.run(), 300)
     assert w.backend is not None and not w.ready.is_set()  # refused before loading anything
 
