@@ -25,9 +25,18 @@ pytest.importorskip("torchao", reason="the offload modes' int8/int4 MLLM weights
 
 @pytest.fixture(scope="module")
 def models_root(tmp_path_factory):
+    from game.catalogue import FILMS
+    from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
+    from inference.decoder.latent_preview import fit_latent_rgb
+    from inference.model_paths import film_paths
     from tests.tiny.models_dir import build_models_dir
 
-    return build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (1, 0)})
+    root = build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (1, 0)})
+    # The preview map stored as a conversion stores it: fitted at load, it would run through the tiled
+    # modes' VAE with diffusers' default tiles, which do not fit the tiny frames.
+    decoder = film_paths(root, FILMS["qiqi"]).decoder
+    fit_latent_rgb(AutoencoderKLCogVideoX.from_pretrained(str(decoder / "vae"))).save(str(decoder))
+    return root
 
 
 def _settings(models_root, **kw) -> Settings:
