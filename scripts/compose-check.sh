@@ -84,7 +84,8 @@ start_dockerd() {
   if docker info >/dev/null 2>&1; then say "dockerd already runs"; else
     [ "$(id -u)" = 0 ] || cannot "no dockerd runs and starting one needs root"
     # Its default storage driver (overlay2). Never vfs: it copies every layer whole (tens of GB).
-    dockerd >"$WORK/dockerd.log" 2>&1 &
+    # Under nice: the builds' RUN steps and the stack run in its containers, which inherit it.
+    nice -n 10 dockerd >"$WORK/dockerd.log" 2>&1 &
     DOCKERD_PID=$!
     for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; kill -0 $DOCKERD_PID 2>/dev/null || break; sleep 1; done
     docker info >/dev/null 2>&1 || { tail -n 20 "$WORK/dockerd.log" >&2; DOCKERD_PID=""; cannot "dockerd did not start"; }
