@@ -64,7 +64,11 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
         shown = [json.dumps(e["body"]) for m in server.channel_messages(channel) for e in m.edits]
         assert any("Queue position" in b for b in shown) and any("generating" in b for b in shown)
         assert server.max_edits_in_window(channel, EDIT_WINDOW) <= EDIT_LIMIT, f"{channel.name}: {times}"
-        assert all(b - a >= 0.05 for a, b in itertools.pairwise(times)), "no two edits at once"
+        # Routine edits (positions, progress) are spaced out; a turn's post (its MP4) is a final
+        # edit, which bot.edits lets go at once when the window has room, so it may follow closely.
+        edits = sorted((e["at"], any(f.endswith(".mp4") for f in e["files"]))
+                       for m in server.channel_messages(channel) for e in m.edits if e["via"] == "channel")
+        assert all(b - a >= 0.05 for (a, _), (b, post) in itertools.pairwise(edits) if not post), "routine edits spaced"
     assert all(t.posted_message_id == t.status_message_id for t in turns)
     # Positions are refreshed when the queue changes (15 turns queued, 15 started, 15 finished;
     # bursts coalesce), not on every progress NOTIFY.
