@@ -170,10 +170,18 @@ def regen_posts(server, channel) -> list:
     return [m for m in server.channel_messages(channel) if any(c.startswith("ag:regen:") for c in m.custom_ids)]
 
 
+def turn_posts(server, channel) -> list:
+    """The channel's turn posts: each carries its clip, and a Regenerate button unless it is a
+    take that was generated again (its button is removed then)."""
+    return [m for m in server.channel_messages(channel)
+            if any(c.startswith("ag:regen:") for c in m.custom_ids)
+            or any(f.endswith(".mp4") for e in m.edits for f in e["files"])]
+
+
 async def posts(server, channel, n: int) -> list:
-    """The channel's turn posts once there are n of them (a post carries a Regenerate button)."""
+    """The channel's turn posts once there are n of them."""
     def enough() -> list | None:
-        found = regen_posts(server, channel)
+        found = turn_posts(server, channel)
         return found if len(found) >= n else None
 
     return await server.wait_until(enough, 30, f"{n} turn posts in #{channel.name}")
@@ -300,7 +308,9 @@ async def test_a_japanese_member_in_an_english_server(world, start_bot, start_wo
     h = await client.slash(w.alice, "privacy delete", locale="ja")
     confirm = await h.wait_response(timeout=5)
     assert confirm.ephemeral and labels(confirm.components) == [translation("ja", "Delete my data", "button")]
-    await posts(server, w.games, 4)  # the new take, still English (checked below), before the language changes
+    new_take = (await posts(server, w.games, 4))[-1]  # still English (checked below), before the language changes
+    assert new_take.id != latest.id and labels(new_take.components) == ["Regenerate"]
+    await server.wait_until(lambda: not server.messages[latest.id].custom_ids, 10, "the old take's button removed")
 
     seen = client.seen_by(w.alice)
     assert len(seen) >= 30, [s.text for s in seen]
