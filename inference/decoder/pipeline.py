@@ -80,6 +80,7 @@ class AnimeGamerDecoder:
         self.speed_report = SpeedReport("exact")  # set by prepare()
         self._gpu = threading.Lock()  # one decode at a time: concurrent turns come as one batch
         self.preview_map = preview_map  # fitted on first use if not given (load_decoder gives it)
+        self.preview_unavailable: str | None = None  # why there is no map, when load_decoder could not fit one
         self._num_timesteps = self.steps
 
     @property
@@ -91,6 +92,8 @@ class AnimeGamerDecoder:
         """A rough picture of one clip's `frame` from a clean-latent estimate (1, T, C, h, w) or
         (T, C, h, w): (3, h, w) in about [-1, 1], on the latents' device, made without the VAE."""
         if self.preview_map is None:
+            if self.preview_unavailable:  # the preview maker skips the turn's previews and logs this once
+                raise RuntimeError(self.preview_unavailable)
             self.preview_map = fit_latent_rgb(self.vae)
         frames = x0[0] if x0.dim() == 5 else x0
         return self.preview_map.project(frames[frame])
@@ -290,7 +293,11 @@ def load_decoder(
         fps=settings.get("fps", 8),
     )
     prepare(decoder, device, speed=speed, low_vram=low_vram, attention_backend=attention_backend, runs_on=runs_on)
-    decoder.preview_map = load_or_fit(model_dir, decoder.vae)  # after prepare: a fit runs where the VAE now is
+    try:
+        decoder.preview_map = load_or_fit(model_dir, decoder.vae)  # after prepare: a fit runs where the VAE now is
+    except Exception as e:  # previews are optional: a decoder whose map cannot be fitted still makes clips
+        decoder.preview_unavailable = f"no preview map for the decoder in {model_dir}: fitting it failed ({e!r})"
+        log.warning("%s; turns run without previews (convert the decoder again to store one)", decoder.preview_unavailable)
     return decoder
 
 

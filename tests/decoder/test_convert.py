@@ -101,6 +101,28 @@ def test_conversion_stores_the_preview_map_and_loading_uses_it(converted_dir):
     assert dec.preview_map is not None and np.array_equal(dec.preview_map.weight, stored.weight)
 
 
+def test_a_preview_map_that_cannot_be_fitted_leaves_the_decoder_loadable(converted_dir, tmp_path, monkeypatch, caplog):
+    """A decoder converted before previews existed has its map fitted at load; when that fit fails,
+    the decoder still loads and makes clips, and asking it for a preview says why there is none."""
+    import shutil
+
+    import inference.decoder.latent_preview as latent_preview
+
+    out = tmp_path / "converted-before-previews"
+    shutil.copytree(converted_dir[0], out)
+    os.remove(out / latent_preview.FILE_NAME)
+
+    def broken(vae):
+        raise RuntimeError("tiles do not fit")
+
+    monkeypatch.setattr(latent_preview, "fit_latent_rgb", broken)
+    dec = load_decoder(str(out), device="cpu", dtype="fp32")
+    assert dec.preview_map is None and "tiles do not fit" in (dec.preview_unavailable or "")
+    assert "turns run without previews" in caplog.text
+    with pytest.raises(RuntimeError, match="fitting it failed"):
+        dec.preview_rgb(torch.zeros(5, 4, 4, 6))
+
+
 def test_lora_is_merged_with_scale_one_over_rank(converted, sat_sd):
     sd, _ = converted
     base = f"{ref.P}transformer.layers.0.attention.query_key_value"
