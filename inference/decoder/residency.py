@@ -25,6 +25,8 @@ from typing import Generic, TypeVar
 import torch
 from torch import nn
 
+from inference.host_weights import WeightSlot, host_copies, nbytes, point
+
 log = logging.getLogger(__name__)
 
 D = TypeVar("D")  # the decoder type (AnimeGamerDecoder in the worker)
@@ -36,18 +38,10 @@ def decoder_modules(decoder) -> list[nn.Module]:
 
 
 @dataclass
-class _Slot:
-    owner: nn.Module
-    name: str
-    is_param: bool
-    host: torch.Tensor
-
-
-@dataclass
 class _Entry(Generic[D]):
     film: str
     decoder: D
-    slots: list[_Slot]
+    slots: list[WeightSlot]
     nbytes: int
     on_device: bool = False
     users: int = 0
@@ -84,21 +78,9 @@ class DecoderResidency(Generic[D]):
 
     @staticmethod
     def _entry(film: str, decoder: D, pin: bool) -> _Entry[D]:
-        slots, nbytes = [], 0
-        for module in decoder_modules(decoder):
-            for owner in module.modules():
-                for kind, table in ((True, owner._parameters), (False, owner._buffers)):
-                    for name, t in table.items():
-                        if t is None:
-                            continue
-                        host = t.detach().to("cpu")
-                        if pin:
-                            host = host.pin_memory()
-                        slots.append(_Slot(owner, name, kind, host))
-                        nbytes += host.numel() * host.element_size()
-        entry = _Entry(film, decoder, slots, nbytes)
-        _point(entry, to=None)  # start from the CPU copy (frees a copy that was loaded on the GPU)
-        return entry
+        slots = host_copies(decoder_modules(decoder), pin)
+        point(slots, to=None)  # start from the CPU copy (frees a copy that was loaded on the GPU)
+        return _Entry(film, decoder, slots, nbytes(slots))
 
     # -- public --------------------------------------------------------------------------------
 
@@ -149,29 +131,17 @@ class DecoderResidency(Generic[D]):
                             entry.film, entry.nbytes / 2**30, self.budget / 2**30)
                 return True
             victim = min(idle, key=lambda e: e.last_used)
-            _point(victim, to=None)
+            point(victim.slots, to=None)
             victim.on_device = False
             log.info("decoder %s moved off %s to make room for %s", victim.film, self.device, entry.film)
         return True
 
     def _bring(self, entry: _Entry) -> float:
         t0 = time.perf_counter()
-        _point(entry, to=self.device)
+        point(entry.slots, to=self.device)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         entry.on_device = True
         entry.moves += 1
         return time.perf_counter() - t0
 
-
-def _point(entry: _Entry, to: torch.device | None) -> None:
-    """Point every weight of `entry` at its CPU copy (to=None) or at a fresh copy on `to`."""
-    for s in entry.slots:
-        t = s.host if to is None else s.host.to(to, non_blocking=True)
-        if s.is_param:
-            param = s.owner._parameters[s.name]
-            if param is None:  # the slot was taken from a set parameter; inference never unsets one
-                raise RuntimeError(f"parameter {s.name} of {type(s.owner).__name__} was removed")
-            param.data = t
-        else:
-            s.owner._buffers[s.name] = t

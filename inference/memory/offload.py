@@ -29,69 +29,15 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from inference.host_weights import host_copies, nbytes, point
+
 log = logging.getLogger(__name__)
 
 PCIE_GBPS = {"PCIe 3.0 x16": 12.0, "PCIe 4.0 x16": 25.0}  # GB/s reached in practice (10^9 bytes)
-
-
-@dataclass
-class _Slot:
-    owner: nn.Module
-    name: str
-    is_param: bool
-    host: torch.Tensor
-
-
-def _pinned(t: torch.Tensor) -> torch.Tensor:
-    try:
-        return t.pin_memory()
-    except (RuntimeError, NotImplementedError):  # a tensor subclass without pinning: pageable, still correct
-        return t
-
-
-def _slots(modules: Sequence[nn.Module], pin: bool) -> list[_Slot]:
-    slots = []
-    for module in modules:
-        for owner in module.modules():
-            for is_param, table in ((True, owner._parameters), (False, owner._buffers)):
-                for name, t in table.items():
-                    if t is None:
-                        continue
-                    host = t.detach().to("cpu")
-                    slots.append(_Slot(owner, name, is_param, _pinned(host) if pin else host))
-    return slots
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    from .live import plain_tensors
-
-    return sum(p.untyped_storage().nbytes() for p in plain_tensors(t))
-
-
-def point(slots: Sequence[_Slot], to: torch.device | None) -> None:
-    """Point every weight at its host copy (to=None) or at a fresh copy on `to` (non-blocking)."""
-    with torch.inference_mode(False):  # (a turn may run under inference mode; weights are normal tensors)
-        _point(slots, to)
-
-
-def _point(slots: Sequence[_Slot], to: torch.device | None) -> None:
-    for s in slots:
-        t = s.host if to is None else s.host.to(to, non_blocking=True)
-        if s.is_param:
-            param = s.owner._parameters[s.name]
-            if param is None:
-                raise RuntimeError(f"parameter {s.name} of {type(s.owner).__name__} was removed")
-            if type(t) is torch.Tensor and type(param.data) is torch.Tensor:
-                param.data = t
-            else:  # a quantised tensor subclass: a new Parameter around it
-                s.owner._parameters[s.name] = nn.Parameter(t, requires_grad=False)
-        else:
-            s.owner._buffers[s.name] = t
 
 
 class StageOffload:
@@ -100,8 +46,8 @@ class StageOffload:
     def __init__(self, groups: Mapping[str, Sequence[nn.Module]], device: torch.device | str):
         self.device = torch.device(device)
         pin = self.device.type == "cuda" and torch.cuda.is_available()
-        self._slots = {name: _slots(mods, pin) for name, mods in groups.items()}
-        self.nbytes = {name: sum(_nbytes(s.host) for s in slots) for name, slots in self._slots.items()}
+        self._slots = {name: host_copies(mods, pin) for name, mods in groups.items()}
+        self.nbytes = {name: nbytes(slots) for name, slots in self._slots.items()}
         self._on: set[str] = set()
         self._lock = threading.Lock()  # held for a stage's duration: one stage on the device at a time
         self.moved_bytes = 0  # host -> device, since start
