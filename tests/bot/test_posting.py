@@ -46,7 +46,7 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
     for seq in range(5):
         for channel, member in zip(channels, (w.alice, w.bob, w.carol), strict=True):
             assert "is queued" in await say(w, member, "act", {"motion": "walk", "background": f"town {seq}"}, channel=channel)
-    await start_worker(films=["qiqi"], backend_options={"delay": 0.4})
+    await start_worker(films=["qiqi"], backend_options={"delay": 1.2})
 
     for channel in channels:
         for seq in range(1, 6):
@@ -54,6 +54,7 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
     turns = await posted_turns(sessions, 15, timeout=30)
     await asyncio.sleep(1.0)  # any straggling edit would land now
 
+    generating = 0
     for channel in channels:
         # one message per turn: its status message, edited into the post
         for seq in range(1, 6):
@@ -62,13 +63,18 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
         assert len([m for m in server.channel_messages(channel) if m.embeds]) == 5, "no other turn message"
         times = [at for at, _ in server.channel_edits(channel)]
         shown = [json.dumps(e["body"]) for m in server.channel_messages(channel) for e in m.edits]
-        assert any("Queue position" in b for b in shown) and any("generating" in b for b in shown)
+        assert any("Queue position" in b for b in shown)
+        # Progress is routine: with five status messages a channel refreshing their positions, a
+        # turn's "generating" edit may wait past its post and be dropped (the budget is short
+        # there by design); over the three channels some are shown.
+        generating += sum("generating" in b for b in shown)
         assert server.max_edits_in_window(channel, EDIT_WINDOW) <= EDIT_LIMIT, f"{channel.name}: {times}"
         # Routine edits (positions, progress) are spaced out; a turn's post (its MP4) is a final
         # edit, which bot.edits lets go at once when the window has room, so it may follow closely.
         edits = sorted((e["at"], any(f.endswith(".mp4") for f in e["files"]))
                        for m in server.channel_messages(channel) for e in m.edits if e["via"] == "channel")
         assert all(b - a >= 0.05 for (a, _), (b, post) in itertools.pairwise(edits) if not post), "routine edits spaced"
+    assert generating > 0, "no progress shown in any channel"
     assert all(t.posted_message_id == t.status_message_id for t in turns)
     # Positions are refreshed when the queue changes (15 turns queued, 15 started, 15 finished;
     # bursts coalesce), not on every progress NOTIFY.

@@ -81,6 +81,10 @@ async def test_admin_previews_off_is_audited_shown_and_honoured(world, start_bot
     assert _preview_edits(server, w.games) == []
 
     assert "now show their clip forming" in await say(w, w.erin, "admin previews", {"state": "on"})
+    # Turn 1's progress and post spent the channel's edit window (5 edits per 5 s), and routine
+    # edits (progress, previews) keep its last slot for posts: turn 2 starts once it is clear,
+    # so that its 2 s leave room for its previews.
+    await asyncio.sleep(EDIT_WINDOW)
     await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     await result(w, 2, timeout=60)
     assert _preview_edits(server, w.games)

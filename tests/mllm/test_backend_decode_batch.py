@@ -39,8 +39,8 @@ def test_concurrent_turns_share_one_decode_batch(small_files):
     batches = []
     inner = decoder.decode_batch_timed
 
-    def recording(reps, scopes, seeds, progress=None):
-        frames, timings = inner(reps, scopes, seeds, progress)
+    def recording(reps, scopes, seeds, *rest, **steps):  # rest, steps: progress and the step callback
+        frames, timings = inner(reps, scopes, seeds, *rest, **steps)
         batches.append(dict(zip(seeds, frames, strict=True)))
         return frames, timings
 
