@@ -1,10 +1,15 @@
-"""Admins' actions on a server's game: the film and the playable cast. Each is audited in its
-transaction (service.game.Game.record)."""
+"""Admins' actions on a server's game: the film and the playable cast, and the server's settings
+(limits, the bot's roles, the filter, the moderation log, the language of public posts, previews).
+Each change is audited in its transaction (service.game.Game.record)."""
 
 from __future__ import annotations
 
-from db import guilds, sessions
-from db.guilds import ChannelConfig
+from dataclasses import dataclass
+from typing import Literal
+
+from db import audit, content_filters, guilds, modlog, sessions
+from db.guilds import ChannelConfig, LimitsChange
+from db.models import AuditLog, ChannelSettings, GuildSettings
 from game.catalogue import Film
 from service.game import Game, Member, Place
 from service.moderation import reset_session
@@ -37,3 +42,108 @@ async def set_character(game: Game, place: Place, who: Member, character: str,
         await game.record(s, place, who, "enable_character" if enabled else "disable_character", character,
                           cast=sorted(cast))
         return cast, await config(game, s, place)
+
+
+# --- the server's settings: limits, the bot's roles, the filter, the moderation log, the
+# language of public posts, previews. Each returns what now applies; a face drops its cached
+# configuration after it (the bot's ConfigCache; other processes learn it by NOTIFY).
+
+AUTOMATIC = "auto"  # the language "follow Discord's server language", as the audit log stores it
+RoleKind = Literal["admin", "moderator"]
+
+
+async def set_limits(game: Game, place: Place, who: Member, *, cooldown: float | None = None,
+                     backlog: int | None = None, max_length: int | None = None) -> LimitsChange:
+    """Tighten the server's limits (None: unchanged); looser ones than the operator's never apply
+    (the result says which)."""
+    async with game.sessions.begin() as s:
+        change = await guilds.set_limits(s, game.settings, place.guild_id, cooldown_seconds=cooldown,
+                                         backlog_cap=backlog, max_instruction_len=max_length)
+        await game.record(s, place, who, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
+    return change
+
+
+async def set_role(game: Game, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
+                   enabled: bool) -> list[int]:
+    """Give (or take) the bot's admin or moderator rights to a role; the roles that now have them."""
+    async with game.sessions.begin() as s:
+        cfg = await config(game, s, place)
+        ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
+        (ids.add if enabled else ids.discard)(role_id)
+        held = sorted(ids)
+        await guilds.set_roles(s, place.guild_id, **{f"{kind}_role_ids": held})
+        await game.record(s, place, who, f"{'add' if enabled else 'remove'}_{kind}_role", str(role_id), role=role_name)
+    return held
+
+
+async def add_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
+    """Block a word or phrase in the server's instructions; the term as stored (normalised)."""
+    async with game.sessions.begin() as s:
+        added = await content_filters.add(s, place.guild_id, term, who.id)
+        await game.record(s, place, who, "filter_add", added)
+    return added
+
+
+async def remove_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
+    """Unblock a term of the server's filter (typed as added); the term as it was stored."""
+    async with game.sessions.begin() as s:
+        removed = await content_filters.remove(s, place.guild_id, term)
+        await game.record(s, place, who, "filter_remove", removed)
+    return removed
+
+
+async def filter_terms(game: Game, place: Place) -> list[str]:
+    async with game.sessions() as s:
+        return await content_filters.terms(s, place.guild_id)
+
+
+async def set_log_channel(game: Game, place: Place, who: Member, channel_id: int | None) -> None:
+    """Where the server's moderation log goes (None: off)."""
+    async with game.sessions.begin() as s:
+        await modlog.set_log_channel(s, place.guild_id, channel_id)
+        await game.record(s, place, who, "log_channel", None if channel_id is None else str(channel_id))
+
+
+async def set_language(game: Game, place: Place, who: Member, language: str | None,
+                       channel_id: int | None = None) -> None:
+    """The language of the server's public posts, or of one channel's (`channel_id`); None: the
+    server's Discord language (a channel: the server's choice)."""
+    async with game.sessions.begin() as s:
+        await guilds.set_language(s, place.guild_id, language, channel_id)
+        where = {"scope": "server"} if channel_id is None else {"scope": "channel", "channel": str(channel_id)}
+        await game.record(s, place, who, "set_language", language or AUTOMATIC, **where)
+
+
+async def set_previews(game: Game, place: Place, who: Member, on: bool) -> None:
+    """Whether the server's turns show their clip forming while it is made."""
+    async with game.sessions.begin() as s:
+        await guilds.set_previews(s, place.guild_id, on)
+        await game.record(s, place, who, "previews", "on" if on else "off")
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What is configured in a channel, as /admin show tells it."""
+
+    config: ChannelConfig
+    recent: list[AuditLog]  # the server's latest audited actions, newest first
+    language: str | None  # the public posts' language chosen here (None: the server's Discord language)
+    language_scope: Literal["channel", "server"] | None  # whose choice `language` is
+    previews: bool  # whether turns show previews here
+    previews_default: bool  # True: no server choice, the operator's default applies
+
+
+async def shown(game: Game, place: Place, recent: int = 10) -> Shown:
+    async with game.sessions() as s:
+        cfg = await config(game, s, place)
+        entries = await audit.recent(s, place.guild_id, limit=recent)
+        server = await s.get(GuildSettings, place.guild_id)
+        channel = await s.get(ChannelSettings, place.channel_id)
+    if channel is not None and channel.language:
+        language, scope = channel.language, "channel"
+    elif server is not None and server.language:
+        language, scope = server.language, "server"
+    else:
+        language, scope = None, None
+    chosen = None if server is None else server.previews
+    return Shown(cfg, entries, language, scope, game.settings.previews if chosen is None else chosen, chosen is None)

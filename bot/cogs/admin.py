@@ -4,7 +4,6 @@ the audit log in its transaction."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 from typing import Literal
 
@@ -20,16 +19,13 @@ from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from bot.game import member, place
-from db import audit, content_filters, guilds
-from db import modlog as modlog_db
-from db.models import ChannelSettings, GuildSettings
 from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
 from i18n import _, locales, ngettext
 from i18n.formatting import items, number
 from service import admin
 
-AUTOMATIC = "auto"  # /admin language's choice for "follow Discord's server language"
+AUTOMATIC = admin.AUTOMATIC  # /admin language's choice for "follow Discord's server language"
 
 
 def autonym(code: str) -> str:
@@ -65,12 +61,9 @@ class Admin(GameCog):
         """Every /admin command: Manage Server or a configured admin role (autocomplete is not checked)."""
         return await checks.require(interaction, "admin")
 
-    @contextlib.asynccontextmanager
-    async def _writing(self, interaction: Interaction):
-        """A transaction that writes the guild's settings; this process's cached configuration
-        is dropped once it commits (other processes learn it by NOTIFY)."""
-        async with self.bot.db.sessions.begin() as s:
-            yield s
+    def _changed(self, interaction: Interaction) -> None:
+        """The guild's settings changed (committed): this process's cached configuration is
+        dropped (other processes learn it by NOTIFY)."""
         self.bot.config.config_changed(interaction.guild_id)
 
     async def _done(self, interaction: Interaction, text: str) -> None:
@@ -81,7 +74,7 @@ class Admin(GameCog):
     @app_commands.autocomplete(film=film_choices)
     async def film(self, interaction: Interaction, film: str, scope: Literal["server", "channel"] = "server") -> None:
         chosen = await admin.set_film(self.service, place(interaction), member(interaction), film, channel_only=scope == "channel")
-        self.bot.config.config_changed(interaction.guild_id)
+        self._changed(interaction)
         if scope == "channel":
             text = _("This channel now plays %(film)s, with its whole cast. New games use it.", film=chosen.title_in())
         else:
@@ -93,7 +86,7 @@ class Admin(GameCog):
     @app_commands.autocomplete(character=character_choices)
     async def character(self, interaction: Interaction, character: str, enabled: bool) -> None:
         _cast, cfg = await admin.set_character(self.service, place(interaction), member(interaction), character, enabled)
-        self.bot.config.config_changed(interaction.guild_id)
+        self._changed(interaction)
         names = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
         names = names or _("nobody")
         await self._done(interaction, fit(_("Playable here now: %(names)s.", names=names), CONTENT_MAX))
@@ -111,12 +104,9 @@ class Admin(GameCog):
         backlog: app_commands.Range[int, 1, 100] | None = None,
         max_length: app_commands.Range[int, 40, 2000] | None = None,
     ) -> None:
-        async with self._writing(interaction) as s:
-            change = await guilds.set_limits(
-                s, self.bot.settings, context.guild_id(interaction),
-                cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length,
-            )
-            await bot_audit.record(s, interaction, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
+        change = await admin.set_limits(self.service, place(interaction), member(interaction), cooldown=cooldown,
+                                        backlog=backlog, max_length=max_length)
+        self._changed(interaction)
         text = _limits_text(change.effective)
         looser = [_looser(name, asked) for name, (asked, _effective) in change.clamped.items()]
         if looser:
@@ -129,34 +119,27 @@ class Admin(GameCog):
     async def role(
         self, interaction: Interaction, kind: Literal["admin", "moderator"], role: discord.Role, enabled: bool = True
     ) -> None:
-        async with self._writing(interaction) as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
-            ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
-            (ids.add if enabled else ids.discard)(role.id)
-            await guilds.set_roles(s, context.guild_id(interaction), **{f"{kind}_role_ids": sorted(ids)})
-            await bot_audit.record(s, interaction, f"{'add' if enabled else 'remove'}_{kind}_role", str(role.id), role=role.name)
+        await admin.set_role(self.service, place(interaction), member(interaction), kind, role.id, role.name, enabled)
+        self._changed(interaction)
         await self._done(interaction, fit(_role_text(esc(role.name), kind, enabled), CONTENT_MAX))
 
     @filters.command(name="add", description="Block a word or phrase in instructions here (*term* anywhere, term* prefix, *term suffix)")
     @app_commands.describe(term="A word or phrase of at most 60 characters; no star: the whole word only")
     async def filter_add(self, interaction: Interaction, term: app_commands.Range[str, 1, 100]) -> None:
-        async with self._writing(interaction) as s:
-            added = await content_filters.add(s, context.guild_id(interaction), term, interaction.user.id)
-            await bot_audit.record(s, interaction, "filter_add", added)
+        added = await admin.add_filter_term(self.service, place(interaction), member(interaction), term)
+        self._changed(interaction)
         await self._done(interaction, _("Blocked here from now on: %(term)s", term=esc(added)))
 
     @filters.command(name="remove", description="Unblock a word or phrase of this server's filter")
     @app_commands.describe(term="The term as it was added (/admin filter list shows them)")
     async def filter_remove(self, interaction: Interaction, term: app_commands.Range[str, 1, 100]) -> None:
-        async with self._writing(interaction) as s:
-            removed = await content_filters.remove(s, context.guild_id(interaction), term)
-            await bot_audit.record(s, interaction, "filter_remove", removed)
+        removed = await admin.remove_filter_term(self.service, place(interaction), member(interaction), term)
+        self._changed(interaction)
         await self._done(interaction, _("No longer blocked: %(term)s", term=esc(removed)))
 
     @filters.command(name="list", description="This server's blocked words and phrases")
     async def filter_list(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            terms = await content_filters.terms(s, context.guild_id(interaction))
+        terms = await admin.filter_terms(self.service, place(interaction))
         if not terms:
             await self._done(interaction, _("This server's filter is empty. Add a term with /admin filter add."))
             return
@@ -180,9 +163,8 @@ class Admin(GameCog):
     async def log_channel(self, interaction: Interaction, channel: discord.TextChannel | None = None) -> None:
         if channel is not None:
             modlog_setup.require_postable(interaction, channel)
-        async with self._writing(interaction) as s:
-            await modlog_db.set_log_channel(s, context.guild_id(interaction), None if channel is None else channel.id)
-            await bot_audit.record(s, interaction, "log_channel", None if channel is None else str(channel.id))
+        await admin.set_log_channel(self.service, place(interaction), member(interaction), None if channel is None else channel.id)
+        self._changed(interaction)
         if channel is None:
             await self._done(interaction, _("The moderation log is off. Reports are refused until an admin sets a channel again."))
         else:
@@ -201,10 +183,8 @@ class Admin(GameCog):
         chosen = None if language == AUTOMATIC else language
         channel_id = None if channel is None else channel.id
         mention = None if channel is None else f"<#{channel.id}>"
-        async with self._writing(interaction) as s:
-            await guilds.set_language(s, guild_id, chosen, channel_id)
-            where = {"scope": "server"} if channel_id is None else {"scope": "channel", "channel": str(channel_id)}
-            await bot_audit.record(s, interaction, "set_language", chosen or AUTOMATIC, **where)
+        await admin.set_language(self.service, place(interaction), member(interaction), chosen, channel_id)
+        self._changed(interaction)
         if chosen is not None:
             name = autonym(chosen)
             if channel_id is None:
@@ -223,19 +203,15 @@ class Admin(GameCog):
     @admin.command(name="previews", description="Show pictures of each clip forming while it is made, or not")
     @app_commands.describe(state="on: the turn's message shows the clip forming; off: only its progress")
     async def previews(self, interaction: Interaction, state: Literal["on", "off"]) -> None:
-        async with self._writing(interaction) as s:
-            await guilds.set_previews(s, context.guild_id(interaction), state == "on")
-            await bot_audit.record(s, interaction, "previews", state)
+        await admin.set_previews(self.service, place(interaction), member(interaction), state == "on")
+        self._changed(interaction)
         await self._done(interaction, _("Turns on this server now show their clip forming while it is made.") if state == "on"
                          else _("Turns on this server no longer show previews while they are made; only their progress."))
 
     @admin.command(name="show", description="What is configured here, and the latest admin and moderator actions")
     async def show(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
-            recent = await audit.recent(s, context.guild_id(interaction), limit=10)
-            language = await self._language_shown(s, interaction)
-            previews = await self._previews_shown(s, interaction)
+        shown = await admin.shown(self.service, place(interaction))
+        cfg = shown.config
         e = discord.Embed(title=_("Game settings here"), colour=INFO)
         e.add_field(name=_("Film"), value=cfg.film.title_in() if cfg.film else _("none (choose one with /admin film)"), inline=False)
         cast = ", ".join(cfg.film.character_name_in(c.id) for c in cfg.cast()) if cfg.film else ""
@@ -248,11 +224,11 @@ class Admin(GameCog):
                     inline=False)
         e.add_field(name=_("Admin roles"), value=_mentions(cfg.admin_role_ids) or _("none"), inline=True)
         e.add_field(name=_("Moderator roles"), value=_mentions(cfg.moderator_role_ids) or _("none"), inline=True)
-        e.add_field(name=_("Public posts' language"), value=language, inline=False)
-        e.add_field(name=_("Previews"), value=previews, inline=False)
+        e.add_field(name=_("Public posts' language"), value=_language_shown(shown, interaction), inline=False)
+        e.add_field(name=_("Previews"), value=_previews_shown(shown), inline=False)
         # Names and mentions, never bare ids (mentions in an embed render as names and never ping).
         log_lines = []
-        for a in recent:
+        for a in shown.recent:
             line = bot_audit.describe(a)
             if sum(len(x) + 1 for x in log_lines) + len(line) > 1024:  # an embed field's limit
                 break
@@ -260,23 +236,22 @@ class Admin(GameCog):
         e.add_field(name=_("Recent actions"), value="\n".join(log_lines) or _("none"), inline=False)
         await interaction.followup.send(embed=e, ephemeral=True)
 
-    async def _previews_shown(self, s, interaction: Interaction) -> str:
-        row = await s.get(GuildSettings, context.guild_id(interaction))
-        if row is None or row.previews is None:
-            return _("on (the bot's default)") if self.bot.settings.previews else _("off (the bot's default)")
-        return _("on") if row.previews else _("off")
 
-    async def _language_shown(self, s, interaction: Interaction) -> str:
-        """Where the public posts' language here comes from: this channel's choice, the server's,
-        or Discord's server language."""
-        guild_row = await s.get(GuildSettings, context.guild_id(interaction))
-        channel_row = await s.get(ChannelSettings, context.channel_id(interaction))
-        if channel_row is not None and channel_row.language:
-            return _("%(language)s (this channel's choice)", language=autonym(channel_row.language))
-        if guild_row is not None and guild_row.language:
-            return _("%(language)s (this server's choice)", language=autonym(guild_row.language))
-        return _("%(language)s (automatic: Discord's server language)",
-                 language=autonym(locales.resolve(interaction.guild_locale)))
+def _previews_shown(shown: admin.Shown) -> str:
+    if shown.previews_default:
+        return _("on (the bot's default)") if shown.previews else _("off (the bot's default)")
+    return _("on") if shown.previews else _("off")
+
+
+def _language_shown(shown: admin.Shown, interaction: Interaction) -> str:
+    """Where the public posts' language here comes from: this channel's choice, the server's,
+    or Discord's server language."""
+    if shown.language is not None and shown.language_scope == "channel":
+        return _("%(language)s (this channel's choice)", language=autonym(shown.language))
+    if shown.language is not None:
+        return _("%(language)s (this server's choice)", language=autonym(shown.language))
+    return _("%(language)s (automatic: Discord's server language)",
+             language=autonym(locales.resolve(interaction.guild_locale)))
 
 
 def _mentions(role_ids) -> str:
