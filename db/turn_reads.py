@@ -65,6 +65,16 @@ async def history(s: AsyncSession, session_id: int, count: int = 10, *, blobs: b
     return list(reversed((await s.scalars(q)).all()))
 
 
+async def page(s: AsyncSession, session_id: int, limit: int, before: int | None = None) -> tuple[list[Turn], bool]:
+    """The latest `limit` turns not taken down (before turn number `before`), oldest first, and
+    whether older ones remain."""
+    q = select(Turn).where(Turn.session_id == session_id, Turn.removed_at.is_(None))
+    if before is not None:
+        q = q.where(Turn.seq < before)
+    rows = list((await s.scalars(q.order_by(Turn.seq.desc()).limit(limit + 1))).all())
+    return list(reversed(rows[:limit])), len(rows) > limit
+
+
 @dataclass(frozen=True)
 class Shot:
     """A finished turn's clip as /export lists it; the bytes are read one clip at a time."""

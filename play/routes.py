@@ -12,7 +12,6 @@ import asyncio
 from pathlib import Path
 
 from aiohttp import web
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions, turn_reads
@@ -41,8 +40,8 @@ from play.requests import (
     TurnsQuery,
     accepts,
 )
-from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, PlayServices, channel_config, services
-from service import admin, moderation, players
+from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, channel_config, services
+from service import admin, moderation, players, reads
 from service.game import Member
 from service.players import ActFields
 
@@ -51,17 +50,6 @@ HEALTH_TIMEOUT = 2.0  # seconds for the health check's SELECT 1
 
 
 routes = web.RouteTableDef()
-
-
-async def _position(svc: PlayServices, s: AsyncSession, t: Turn) -> int | None:
-    if t.status != "queued":
-        return None
-    return await svc.game.jobs.position(s, t)
-
-
-async def _turns_json(svc: PlayServices, s: AsyncSession, rows: list[Turn], gs: GameSession | None) -> list[dict]:
-    names = shapes.names_of(gs.film_id if gs else None)
-    return [shapes.turn_json(t, names, await _position(svc, s, t)) for t in rows]
 
 
 async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSession]:
@@ -113,15 +101,10 @@ async def healthz(request: web.Request) -> web.Response:
 @accepts(query=StateQuery)
 async def get_state(request: web.Request, query: StateQuery) -> web.Response:
     svc = services(request)
-    async with svc.db.sessions() as s:
-        cfg = await channel_config(s, svc)
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        players, states, pending = [], {}, []
-        if gs is not None:
-            players = await sessions.players(s, gs.id)
-            states = await sessions.states(s, gs.id)
-            pending = await turn_reads.pending_turns(s, gs.id)
-        return web.json_response(shapes.state_json(cfg, gs, players, states, pending, query.player, svc.backend))
+    t = await reads.table(svc.game, PLACE)
+    live = t.live
+    return web.json_response(shapes.state_json(t.config, live.session if live else None, live.players if live else [],
+                                               live.states if live else {}, t.pending, query.player, svc.backend))
 
 
 @routes.get("/api/turns")
@@ -129,21 +112,14 @@ async def get_state(request: web.Request, query: StateQuery) -> web.Response:
 async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
     """The live session's turns, newest page first: `before` (a seq) pages back in history;
     `pending=1` gives the queued and running ones (to refresh their places)."""
-    svc = services(request)
-    async with svc.db.sessions() as s:
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        if gs is None:
-            return web.json_response({"session_id": None, "turns": [], "more": False})
-        if query.only_pending:
-            rows, more = await turn_reads.pending_turns(s, gs.id), False
-        else:
-            q = select(Turn).where(Turn.session_id == gs.id, Turn.removed_at.is_(None))
-            if query.before is not None:
-                q = q.where(Turn.seq < query.before)
-            rows = list((await s.scalars(q.order_by(Turn.seq.desc()).limit(query.limit + 1))).all())
-            more = len(rows) > query.limit
-            rows = list(reversed(rows[:query.limit]))
-        return web.json_response({"session_id": gs.id, "turns": await _turns_json(svc, s, rows, gs), "more": more})
+    page = await reads.turns_page(services(request).game, PLACE, before=query.before, limit=query.limit,
+                                  only_pending=query.only_pending)
+    gs = page.session
+    if gs is None:
+        return web.json_response({"session_id": None, "turns": [], "more": False})
+    names = shapes.names_of(gs.film_id)
+    turns = [shapes.turn_json(p.turn, names, p.position) for p in page.turns]
+    return web.json_response({"session_id": gs.id, "turns": turns, "more": page.more})
 
 
 @routes.get("/api/turns/{turn_id}")
@@ -152,7 +128,8 @@ async def get_turn(request: web.Request, path: TurnPath) -> web.Response:
     svc = services(request)
     async with svc.db.sessions() as s:
         t, gs = await _turn_in_play(s, path.turn_id)
-        return web.json_response((await _turns_json(svc, s, [t], gs))[0])
+        position = await svc.game.jobs.position(s, t) if t.status == "queued" else None
+    return web.json_response(shapes.turn_json(t, shapes.names_of(gs.film_id), position))
 
 
 @routes.get("/api/turns/{turn_id}/video.mp4")

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
-from bot import context
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction
+from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
-from db import games as past_games
+from bot.game import place
+from db.games import GameSummary
 from game.catalogue import FILMS
 from i18n import _, ngettext
+from service import reads
 
 SHOWN = 20  # the latest games listed (fewer when their lines overflow the embed's description)
 
 
-def _line(g: past_games.GameSummary) -> str:
+def _line(g: GameSummary) -> str:
     gs = g.session
     film = FILMS.get(gs.film_id)
     title = film.title_in() if film else gs.film_id
@@ -32,7 +32,7 @@ def _line(g: past_games.GameSummary) -> str:
              when=f"<t:{int(gs.created_at.timestamp())}:d>", state=state)
 
 
-def _description(found: list[past_games.GameSummary]) -> str:
+def _description(found: list[GameSummary]) -> str:
     """The latest games, newest last, as many of the latest SHOWN as the description holds."""
     lines: list[str] = []
     size = 0
@@ -48,15 +48,11 @@ def _description(found: list[past_games.GameSummary]) -> str:
     return fit("\n".join(lines), DESCRIPTION_MAX)
 
 
-class Games(commands.Cog):
-    def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-
+class Games(GameCog):
     @app_commands.command(name="games", description="This channel's games, past and present, with their turn counts")
     @app_commands.guild_only()
     async def games(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            found = await past_games.channel_games(s, context.channel_id(interaction))
+        found = await reads.channel_games(self.service, place(interaction))
         e = discord.Embed(title=_("Games in this channel"), colour=INFO)
         if not found:
             e.description = _("No game has been played here yet. Start one with /game start.")

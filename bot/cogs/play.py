@@ -13,7 +13,7 @@ from pathlib import Path
 import discord
 from discord import app_commands
 
-from bot import checks, context
+from bot import checks
 from bot.choices import film_choices, join_choices
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
@@ -31,13 +31,9 @@ from bot.export import ExportLimiter, export_session
 from bot.game import member, place
 from bot.notices import english_note
 from bot.status import position_text
-from db import games as past_games
-from db import sessions as game_sessions
-from db import turn_reads
 from game.catalogue import display_film
-from game.errors import NothingToExport
 from i18n import _, ngettext
-from service import players
+from service import players, reads
 
 log = logging.getLogger(__name__)
 
@@ -111,17 +107,9 @@ class Play(GameCog):
     @app_commands.command(name="status", description="Every character's stamina, social and entertainment")
     @app_commands.guild_only()
     async def status(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, context.channel_id(interaction))
-            states = await game_sessions.states(s, gs.id)
-            players = await game_sessions.players(s, gs.id)
-        await interaction.followup.send(embed=states_embed(gs, display_film(gs.film_id), states, players), ephemeral=True)
-
-    async def _game(self, s, interaction: Interaction, number: int | None):
-        """The live game, or the channel's game `number` (past ones included: see /games)."""
-        if number is None:
-            return await game_sessions.require_session(s, context.channel_id(interaction))
-        return await past_games.game_by_number(s, context.channel_id(interaction), number)
+        live = await reads.live_game(self.service, place(interaction))
+        gs = live.session
+        await interaction.followup.send(embed=states_embed(gs, display_film(gs.film_id), live.states, live.players), ephemeral=True)
 
     @app_commands.command(name="history", description="The latest turns of this channel's game, or of a past game")
     @app_commands.guild_only()
@@ -129,25 +117,18 @@ class Play(GameCog):
     async def history(
         self, interaction: Interaction, count: app_commands.Range[int, 1, 25] = 10, game: app_commands.Range[int, 1] | None = None
     ) -> None:
-        async with self.bot.db.sessions() as s:
-            gs = await self._game(s, interaction, game)
-            turns = await turn_reads.history(s, gs.id, count)
-            # TRANSLATORS: a past game in /history's title ("History · Kiki's Delivery Service · game 2")
-            label = _("game %(number)s", number=game) if game is not None else None
+        gs, turns = await reads.history(self.service, place(interaction), count, game)
+        # TRANSLATORS: a past game in /history's title ("History · Kiki's Delivery Service · game 2")
+        label = _("game %(number)s", number=game) if game is not None else None
         await interaction.followup.send(embed=history_embed(turns, display_film(gs.film_id), label=label), ephemeral=True)
 
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
     @app_commands.guild_only()
     async def queue(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            gs = await game_sessions.require_session(s, context.channel_id(interaction))
-            pending = await turn_reads.pending_turns(s, gs.id)
-            # TRANSLATORS: a waiting turn in /queue: "#3 by alice: position 2 in the queue"
-            lines = [
-                _("#%(seq)s by %(author)s: %(position)s", seq=t.seq, author=person(t.author_name),
-                  position=position_text(await self.bot.queue.position(s, t)))
-                for t in pending
-            ]
+        # TRANSLATORS: a waiting turn in /queue: "#3 by alice: position 2 in the queue"
+        lines = [_("#%(seq)s by %(author)s: %(position)s", seq=w.turn.seq, author=person(w.turn.author_name),
+                   position=position_text(w.position))
+                 for w in await reads.waiting(self.service, place(interaction))]
         await interaction.followup.send(lines_within(lines) or _("No turns are waiting in this channel."), ephemeral=True)
 
     @app_commands.command(name="export", description="This game's shots (or a past game's) stitched into one video")
@@ -155,10 +136,7 @@ class Play(GameCog):
     @app_commands.describe(game="A game's number from /games (default: the current game)")
     async def export(self, interaction: Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
         # What cannot be served says why before the rate limit applies: no game, no finished shot.
-        async with self.bot.db.sessions() as s:
-            gs = await self._game(s, interaction, game)
-            if not await turn_reads.exportable_shots(s, gs.id, 1):
-                raise NothingToExport()
+        gs = await reads.exportable(self.service, place(interaction), game)
         async with self.exports.hold(interaction.user.id):
             film = display_film(gs.film_id)
             with tempfile.TemporaryDirectory(prefix="animegamer-export-") as tmp:

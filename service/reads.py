@@ -1,0 +1,132 @@
+"""What members read of a channel's games, for both faces: the live game with its players and
+their characters' states, a game by its number (past ones included), its history, the waiting
+turns with their places in the queue, the channel's games, and the page's list of turns.
+
+Each opens its own read-only session and returns rows (a face renders them); a game that is not
+there is the refusal the db layer raises (NoSession, UnknownGame)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import games, sessions, turn_reads
+from db.guilds import ChannelConfig
+from db.models import GameSession, Player, Turn
+from game.errors import NothingToExport
+from game.states import CharacterState
+from service.game import Game, Place
+from service.players import config
+
+
+@dataclass(frozen=True)
+class LiveGame:
+    session: GameSession
+    players: list[Player]  # those playing now, in the order they joined
+    states: dict[str, CharacterState]  # character id -> state
+
+
+@dataclass(frozen=True)
+class Table:
+    """The channel as the play page shows it: its configuration, and its live game (None: none)
+    with the turns still waiting or running."""
+
+    config: ChannelConfig
+    live: LiveGame | None
+    pending: list[Turn]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A turn and its place in its film's queue (None: not waiting; 0: being made)."""
+
+    turn: Turn
+    position: int | None
+
+
+@dataclass(frozen=True)
+class TurnsPage:
+    session: GameSession | None  # the live game (None: none, and no turns)
+    turns: list[Placed]  # oldest first
+    more: bool  # older turns before these
+
+
+async def _live(s: AsyncSession, gs: GameSession) -> LiveGame:
+    return LiveGame(gs, await sessions.players(s, gs.id), await sessions.states(s, gs.id))
+
+
+async def live_game(game: Game, place: Place) -> LiveGame:
+    """The channel's live game (NoSession if none) with its players and states."""
+    async with game.sessions() as s:
+        return await _live(s, await sessions.require_session(s, place.channel_id))
+
+
+async def table(game: Game, place: Place) -> Table:
+    async with game.sessions() as s:
+        cfg = await config(game, s, place)
+        gs = await sessions.live_session(s, place.channel_id)
+        if gs is None:
+            return Table(cfg, None, [])
+        return Table(cfg, await _live(s, gs), await turn_reads.pending_turns(s, gs.id))
+
+
+async def _game(s: AsyncSession, place: Place, number: int | None) -> GameSession:
+    if number is None:
+        return await sessions.require_session(s, place.channel_id)
+    return await games.game_by_number(s, place.channel_id, number)
+
+
+async def game_by_number(game: Game, place: Place, number: int | None = None) -> GameSession:
+    """The live game (number None), or the channel's game `number` (1: its first; past ones
+    included: see channel_games)."""
+    async with game.sessions() as s:
+        return await _game(s, place, number)
+
+
+async def history(game: Game, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:
+    """The latest `count` turns of the live game, or of game `number`, oldest first."""
+    async with game.sessions() as s:
+        gs = await _game(s, place, number)
+        return gs, await turn_reads.history(s, gs.id, count)
+
+
+async def exportable(game: Game, place: Place, number: int | None = None) -> GameSession:
+    """The live game, or game `number`, if it has a finished shot to export (NothingToExport if not)."""
+    async with game.sessions() as s:
+        gs = await _game(s, place, number)
+        if not await turn_reads.exportable_shots(s, gs.id, 1):
+            raise NothingToExport()
+    return gs
+
+
+async def waiting(game: Game, place: Place) -> list[Placed]:
+    """The live game's queued and running turns, each with its place in the film's queue."""
+    async with game.sessions() as s:
+        gs = await sessions.require_session(s, place.channel_id)
+        return [Placed(t, await game.jobs.position(s, t)) for t in await turn_reads.pending_turns(s, gs.id)]
+
+
+async def channel_games(game: Game, place: Place) -> list[games.GameSummary]:
+    """The channel's games, oldest first (their numbers), with their turn counts."""
+    async with game.sessions() as s:
+        return await games.channel_games(s, place.channel_id)
+
+
+async def _queued_places(game: Game, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
+    """Each turn with its place, counted for the queued ones only."""
+    return [Placed(t, await game.jobs.position(s, t) if t.status == "queued" else None) for t in rows]
+
+
+async def turns_page(game: Game, place: Place, *, before: int | None = None, limit: int = 20,
+                     only_pending: bool = False) -> TurnsPage:
+    """The live game's turns not taken down, the newest `limit` (before turn number `before`), or
+    only the waiting and running ones; the queued ones with their places."""
+    async with game.sessions() as s:
+        gs = await sessions.live_session(s, place.channel_id)
+        if gs is None:
+            return TurnsPage(None, [], False)
+        if only_pending:
+            return TurnsPage(gs, await _queued_places(game, s, await turn_reads.pending_turns(s, gs.id)), False)
+        rows, more = await turn_reads.page(s, gs.id, limit, before)
+        return TurnsPage(gs, await _queued_places(game, s, rows), more)
