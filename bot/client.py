@@ -18,6 +18,7 @@ from bot import ack_order, health, locale
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
+from bot.hosting import VoteRounds
 from bot.interaction_meter import InteractionMeter
 from bot.job_queue import JobQueue
 from bot.maintenance import Maintenance
@@ -116,6 +117,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
         self.edits = EditScheduler(self, metrics, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
         self.board = StatusBoard(self, self.edits)
+        self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.privacy refreshes rounds)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
         self.queue_watch = QueueWatch(db, metrics)  # the queue gauges and database_up

@@ -15,11 +15,10 @@ from datetime import datetime
 from typing import Protocol
 
 import discord
-from discord.ext import commands
 
 from bot import locale
 from bot.edits import EditScheduler
-from bot.hosting import DiscordClient, StaleJobs, Stored
+from bot.hosting import DiscordClient, StaleJobs, Stored, VoteRounds
 from bot.locale import Speaker
 from bot.removed import removed_embed
 from bot.shards import ShardClaim
@@ -41,7 +40,8 @@ class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
     @property
     def edits(self) -> EditScheduler: ...
 
-    def get_cog(self, name: str, /) -> commands.Cog | None: ...
+    @property
+    def vote_rounds(self) -> VoteRounds: ...
 
 
 def removed_post(seq: int) -> dict:
@@ -74,14 +74,12 @@ async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
 async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
     """Edit the request's vote rounds' messages, which list proposals with their authors' names
     (bot.cogs.vote shows each round as it is stored now); how many."""
-    cog = bot.get_cog("Vote")
-    refresh = getattr(cog, "refresh", None)
-    if refresh is None:
+    if not bot.vote_rounds.loaded:
         return 0
     async with bot.db.sessions() as s:
         ids = await member_data.rounds_to_refresh(s, request_id)
     for round_id in ids:
-        await refresh(round_id)
+        await bot.vote_rounds.refresh(round_id)
     return len(ids)
 
 

@@ -161,6 +161,7 @@ class Vote(GameCog):
 
     async def cog_load(self) -> None:
         self.bot.add_dynamic_items(VoteButton)
+        self.bot.vote_rounds.register(self)
         every = min(CHECK_SECONDS, self.bot.maintenance.sweep_seconds)
         self.bot.maintenance.scheduler.add_job(
             self.tick, "interval", seconds=every, id="vote_rounds", coalesce=True, max_instances=1, misfire_grace_time=None
@@ -168,6 +169,7 @@ class Vote(GameCog):
 
     async def cog_unload(self) -> None:  # also when the bot closes
         self.bot.remove_dynamic_items(VoteButton)
+        self.bot.vote_rounds.unregister(self)
         if self.bot.maintenance.scheduler.get_job("vote_rounds") is not None:
             self.bot.maintenance.scheduler.remove_job("vote_rounds")
 
