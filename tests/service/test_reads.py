@@ -1,0 +1,115 @@
+"""What members read of a channel's games (service.reads) against a real Postgres and the real
+turn queue: the live game, a game by its number, history, the waiting turns with their places,
+the export check, the channel's games and the page's list of turns."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import update
+
+from db.models import Turn
+from game.errors import NoSession, NothingToExport, UnknownGame
+from service import admin, moderation, players, reads
+from service.game import Game, Member, Place
+from service.jobs import QueueJobs
+from service.players import ActFields
+
+HERE = Place(100, 200)
+ELSEWHERE = Place(100, 201)
+ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
+WALK = ActFields("walk", "town")
+
+
+@pytest.fixture
+def game(sessions, settings) -> Game:
+    return Game(settings, sessions, QueueJobs())
+
+
+async def _playing(game: Game) -> None:
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    await players.start(game, HERE, ALICE)
+    await players.join(game, HERE, ALICE, "qiqi")
+    await players.join(game, HERE, BOB, "jiji")
+
+
+async def _set(sessions, turn_id: int, **values) -> None:
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == turn_id).values(**values))
+
+
+async def test_no_game_here_is_refused_and_the_page_gets_its_config_alone(game):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    for read in (reads.live_game, reads.waiting, reads.game_by_number, reads.exportable):
+        with pytest.raises(NoSession):
+            await read(game, HERE)
+    with pytest.raises(NoSession):
+        await reads.history(game, HERE, 10)
+    table = await reads.table(game, HERE)
+    assert (table.config.film and table.config.film.id, table.live, table.pending) == ("qiqi", None, [])
+    assert await reads.turns_page(game, HERE) == reads.TurnsPage(None, [], False)
+    assert await reads.channel_games(game, HERE) == []
+
+
+async def test_the_live_game_has_its_players_in_join_order_and_their_characters_states(game):
+    await _playing(game)
+    live = await reads.live_game(game, HERE)
+    assert [(p.user_name, p.character_id) for p in live.players] == [("alice", "qiqi"), ("bob", "jiji")]
+    assert {c: (st.stamina, st.social, st.entertainment) for c, st in live.states.items()} == {
+        "qiqi": (50, 50, 50), "jiji": (50, 50, 50)}
+    await players.act(game, HERE, ALICE, WALK)
+    table = await reads.table(game, HERE)
+    assert table.live is not None and table.live.session.id == live.session.id
+    assert [t.seq for t in table.pending] == [1]
+    with pytest.raises(NoSession):  # another channel's game is not this one's
+        await reads.live_game(game, ELSEWHERE)
+
+
+async def test_waiting_turns_have_their_places_and_the_pages_list_counts_only_queued_ones(game, sessions):
+    """In the film's queue the running turn is being made (0) and the next ones follow; the page's
+    list gives a place to queued turns only (a running one shows its progress instead)."""
+    await _playing(game)
+    first = (await players.act(game, HERE, ALICE, WALK)).turn
+    await players.act(game, HERE, BOB, WALK)
+    assert [(w.turn.seq, w.position) for w in await reads.waiting(game, HERE)] == [(1, 1), (2, 2)]
+    await _set(sessions, first.id, status="running")
+    assert [(w.turn.seq, w.position) for w in await reads.waiting(game, HERE)] == [(1, 0), (2, 1)]
+    page = await reads.turns_page(game, HERE, only_pending=True)
+    assert [(p.turn.seq, p.position) for p in page.turns] == [(1, None), (2, 1)] and not page.more
+
+
+async def test_the_pages_list_pages_back_from_the_newest_and_leaves_out_removed_turns(game, sessions):
+    await _playing(game)
+    turns = [(await players.act(game, HERE, ALICE, WALK)).turn for _ in range(4)]
+    await _set(sessions, turns[1].id, removed_at=turns[1].created_at)  # taken down: gone from the page
+    newest = await reads.turns_page(game, HERE, limit=2)
+    assert ([p.turn.seq for p in newest.turns], newest.more) == ([3, 4], True)
+    older = await reads.turns_page(game, HERE, limit=2, before=3)
+    assert ([p.turn.seq for p in older.turns], older.more) == ([1], False)
+
+
+async def test_past_games_by_number_their_history_and_what_can_be_exported(game, sessions):
+    """A reset archives game 1 and starts game 2: both are reached by number, the live one also
+    without; a game with no finished clip has nothing to export."""
+    await _playing(game)
+    first = (await players.act(game, HERE, ALICE, WALK)).turn
+    await players.act(game, HERE, BOB, ActFields("run", "field"))
+    with pytest.raises(NothingToExport):
+        await reads.exportable(game, HERE)
+    await _set(sessions, first.id, status="done", mp4_size=1000)
+    old = await reads.exportable(game, HERE)
+    done = await moderation.reset(game, HERE, MOD)
+
+    assert (await reads.game_by_number(game, HERE, 1)).id == old.id
+    assert (await reads.game_by_number(game, HERE, 2)).id == (await reads.game_by_number(game, HERE)).id == done.fresh.id
+    with pytest.raises(UnknownGame):
+        await reads.game_by_number(game, HERE, 3)
+    gs, turns = await reads.history(game, HERE, 1, number=1)
+    assert gs.id == old.id and [t.seq for t in turns] == [2]  # the latest one
+    assert [t.seq for t in (await reads.history(game, HERE, 10, number=1))[1]] == [1, 2]
+    assert (await reads.history(game, HERE, 10))[1] == []  # the fresh game has no turn yet
+    assert (await reads.exportable(game, HERE, 1)).id == old.id
+    with pytest.raises(NothingToExport):
+        await reads.exportable(game, HERE)
+
+    listed = await reads.channel_games(game, HERE)
+    assert [(g.number, g.session.id, g.turns, g.done) for g in listed] == [(1, old.id, 2, 1), (2, done.fresh.id, 0, 0)]
