@@ -23,9 +23,9 @@ from db.privacy import DELETED_NAME
 from game import turn_texts
 from game.catalogue import Film
 from game.content_rules import NEUTRAL_NAME
-from game.errors import turn_status as status_label
 from game.sanitize import clean_text
 from game.states import STATE_NAMES, CharacterState, bar, state_label
+from game.texts import turn_status as status_label
 from i18n import Lazy, _, locales, pgettext, use_locale
 from i18n.formatting import number, percent
 from i18n.translate import Lp_

@@ -22,6 +22,7 @@ from bot.hosting import Wakes
 from bot.status import StatusBoard
 from db import sessions as game_sessions
 from db import turn_posts
+from game import stored_reasons
 from game.catalogue import FILMS
 from game.errors import FilmWithdrawn
 from i18n import ngettext
@@ -91,13 +92,13 @@ class Maintenance:
 
         idle = timedelta(minutes=self.bot.settings.idle_pause_minutes)
         return await self._pause_with_notice(
-            "idle", lambda s: game_sessions.idle_sessions(s, idle, self.bot.shards_claim), game_sessions.IDLE_REASON, text,
+            "idle", lambda s: game_sessions.idle_sessions(s, idle, self.bot.shards_claim), stored_reasons.IDLE, text,
         )
 
     async def pause_withdrawn(self) -> list[int]:
         return await self._pause_with_notice(
             "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS), self.bot.shards_claim),
-            game_sessions.WITHDRAWN_REASON,
+            stored_reasons.FILM_WITHDRAWN,
             lambda gs: FilmWithdrawn(gs.film_id).message,
         )
 

@@ -19,7 +19,8 @@ from bot.embeds import CONTENT_MAX, fit
 from bot.hints import BOT_HINTS
 from bot.job_queue import QueueDown
 from db.transient import is_transient
-from game.errors import ContentRefused, GameError, InternalError, ServiceDown, TextRefused, new_reference
+from game.content_errors import ContentRefused, TextRefused
+from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
 
 if TYPE_CHECKING:

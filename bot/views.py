@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot import buttons, checks, interaction_locale, replies
+from bot import buttons, checks, replies
 from bot.ack_gate import think
 from bot.embeds import esc
 from bot.game import game_of, member, place
 from bot.interaction_locale import LocalizedItem
-from i18n import L_, _, use_locale
+from i18n import L_, _
 from service import moderation
 
 if TYPE_CHECKING:
@@ -58,11 +58,9 @@ class CancelButton(_TurnButton, template=buttons.CANCEL.template):
     look = buttons.CANCEL
 
     async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
-        with use_locale(await interaction_locale.public_for(interaction)):  # stored on the turn, shown to the channel's players
-            # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is the member who cancelled it
-            stored = _("cancelled by %(name)s", name=interaction.user.display_name)
+        # The turn keeps a code and the clicker's name (rendered where shown).
         turn = await moderation.cancel_own(game_of(bot), place(interaction), member(interaction), self.turn_id,
-                                           moderator=await checks.is_moderator(interaction), stored=stored)
+                                           moderator=await checks.is_moderator(interaction))
         # Shown on the public status message: rendered there, in the server's language.
         note = L_("Cancelled by %(name)s.", name=esc(interaction.user.display_name))
         bot.board.spawn(bot.board.finish(turn, "cancelled", note=note), f"close-turn-{turn.id}")

@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import fits_bigint, require_id
 from db.models import ContentFilterTerm
+from game.content_errors import FilterFull, FilterTermExists, FilterTermRefused, FilterTermUnknown
 from game.content_rules import MAX_TERMS, SERVER_FILTER, RuleSet, TermRefused, parse_term
-from game.errors import FilterFull, FilterTermExists, FilterTermRefused, FilterTermUnknown
 
 
 def _term(raw: str) -> str:

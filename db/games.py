@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import GameSession, Turn
-from game.errors import UnknownGame
+from game.session_errors import UnknownGame
 
 
 @dataclass(frozen=True)

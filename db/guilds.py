@@ -20,10 +20,12 @@ from db.bounds import fits_bigint, require_id
 from db.models import ChannelSettings, GuildSettings
 from game import vocabulary
 from game.catalogue import FILMS, Film, find_film
+from game.content_errors import ContentRefused
 from game.content_rules import NEUTRAL_NAME, RuleSet, check_all
-from game.errors import ContentRefused, GameError, NoFilm, UnknownCharacter, UnknownFilm
+from game.errors import GameError, NoFilm, UnknownFilm
 from game.instruction import Instruction, build_instruction
 from game.operator_rules import operator_rules
+from game.session_errors import UnknownCharacter
 from i18n import L_
 from settings import Settings
 

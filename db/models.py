@@ -110,7 +110,10 @@ class GameSession(Base):
     created_by: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = _now()
     last_activity_at: Mapped[datetime] = _now()
+    # Why it is paused: a code (game.stored_reasons, NULL: no reason given), and apart from it the
+    # moderator's own words when they gave some (the code is then MODERATOR_WORDS).
     paused_reason: Mapped[str | None] = mapped_column(Text)
+    paused_note: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     players: Mapped[list[Player]] = relationship(back_populates="session", lazy="raise")
@@ -225,7 +228,11 @@ class Turn(Base):
     mp4_size: Mapped[int | None] = mapped_column(Integer)
     clip_seconds: Mapped[float | None] = mapped_column(Float)  # the clip's length (frames / fps)
     blobs_pruned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Why it failed (game.turn_texts) or was cancelled (a code of game.stored_reasons); for a
+    # cancel, who cancelled it (their name as shown then) and a moderator's own words, apart.
     error: Mapped[str | None] = mapped_column(Text)
+    cancelled_by_name: Mapped[str | None] = mapped_column(String(100))
+    cancel_note: Mapped[str | None] = mapped_column(Text)
     timings: Mapped[dict | None] = mapped_column(JSONB)  # seconds: queue_wait, mllm, decoder, encode, total
 
     created_at: Mapped[datetime] = _now()

@@ -47,6 +47,7 @@ from db.models import (
     VoteRound,
 )
 from db.removal import take_down_turns
+from game.stored_reasons import CANCEL_CODES
 from i18n import N_
 
 # Stored in English in place of a name and as a removal reason; translated where shown.
@@ -287,13 +288,16 @@ async def _ids_and_names(s: AsyncSession, req: PrivacyRequest, uid: int) -> int 
             if e.actor_id == tomb and e.action.endswith("_refused") and isinstance(details, dict):
                 details["text"] = ""  # the words the content rules refused were theirs
             e.details = details if isinstance(details, dict) else {}
-        if quoted_names:  # free text quoting them: "cancelled by alice", a pause reason
-            quoted = or_(*(Turn.error.contains(n) for n in quoted_names))
+        if quoted_names:  # free text quoting them: who cancelled a turn, a moderator's words
+            free = (Turn.error, Turn.cancelled_by_name, Turn.cancel_note)
+            quoted = or_(*(col.contains(n) for col in free for n in quoted_names))
             for t in (await s.scalars(select(Turn).where(in_guild, quoted))).all():
-                t.error = _scrub(t.error, names, uid)
-            said = or_(*(GameSession.paused_reason.contains(n) for n in quoted_names))
+                if t.error not in CANCEL_CODES:  # a code names nobody (a reason stored before the codes may)
+                    t.error = _scrub(t.error, names, uid)
+                t.cancelled_by_name, t.cancel_note = _scrub(t.cancelled_by_name, names, uid), _scrub(t.cancel_note, names, uid)
+            said = or_(*(GameSession.paused_note.contains(n) for n in quoted_names))
             for gs in (await s.scalars(select(GameSession).where(GameSession.guild_id == guild_id, said))).all():
-                gs.paused_reason = _scrub(gs.paused_reason, names, uid)
+                gs.paused_note = _scrub(gs.paused_note, names, uid)
     await s.flush()
     return None
 

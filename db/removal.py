@@ -18,12 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.models import PENDING_TURN_STATUSES, GameSession, Turn, VoteProposal, VoteRound
-from i18n import N_
 
-# What a shot taken down without a reason says (removed_reason, and the error of a queued turn taken
-# down), stored in English and translated where it is shown.
-# TRANSLATORS: why a shot is gone: a moderator or its author removed it.
-REMOVED = N_("removed")
+# What a shot taken down without a reason says: the cancel code of a queued turn taken down, and
+# its removed_reason (where it is also the catalogs' English, translated where shown).
+from game.stored_reasons import REMOVED
 
 # What a removed turn's text columns hold instead of the member's words.
 REMOVED_TEXT = ""

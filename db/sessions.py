@@ -16,9 +16,10 @@ from db.claims import GuildClaim, claimed
 from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
 from game.catalogue import Film, session_film
-from game.errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
+from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState
-from i18n import L_, N_
+from game.stored_reasons import FILM_WITHDRAWN, MODERATOR_WORDS, PAUSE_REASONS, RESET
+from i18n import L_
 
 
 async def session_by_id(s: AsyncSession, session_id: int, *, lock: bool = False) -> GameSession:
@@ -45,7 +46,7 @@ async def require_session(s: AsyncSession, channel_id: int, *, lock: bool = Fals
     if gs is None:
         raise NoSession()
     if active and gs.status == "paused":
-        raise SessionPaused(gs.paused_reason)
+        raise SessionPaused(gs.paused_reason, gs.paused_note)
     return gs
 
 
@@ -136,13 +137,23 @@ async def touch(s: AsyncSession, session_id: int) -> None:
     await s.execute(update(GameSession).where(GameSession.id == session_id).values(last_activity_at=func.now()))
 
 
-async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None) -> GameSession:
-    """Pause or resume. Resuming a game whose film left the catalogue is refused (FilmWithdrawn):
-    no worker serves it, and the withdrawn-film check would pause it again with another notice."""
+async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None,
+                     note: str | None = None) -> GameSession:
+    """Pause or resume. `reason`: a pause code (game.stored_reasons; None: no reason given), `note`:
+    a moderator's own words (stored cleaned, under MODERATOR_WORDS). Resuming a game whose film
+    left the catalogue is refused (FilmWithdrawn): no worker serves it, and the withdrawn-film
+    check would pause it again with another notice."""
+    note = free_text(note, REASON_LEN) if paused else None
+    if note:
+        reason = MODERATOR_WORDS
+    elif reason == MODERATOR_WORDS:
+        reason = None  # words that cleaned to nothing: no reason given
+    if reason is not None and reason not in PAUSE_REASONS:
+        raise ValueError(f"unknown pause reason {reason!r} (game.stored_reasons.PAUSE_REASONS)")
     if not paused:
         session_film(gs.film_id)
     gs.status = "paused" if paused else "active"
-    gs.paused_reason = free_text(reason, REASON_LEN) if paused else None
+    gs.paused_reason, gs.paused_note = (reason, note) if paused else (None, None)
     if not paused:
         gs.last_activity_at = func.now()
     await s.flush()
@@ -151,7 +162,8 @@ async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str
 
 
 async def cancel_pending(s: AsyncSession, session_id: int, reason: str) -> int:
-    """Cancel every queued turn of a session (running ones finish; their result is kept)."""
+    """Cancel every queued turn of a session (running ones finish; their result is kept); `reason`:
+    a cancel code (game.stored_reasons)."""
     return await rowcount(
         s,
         update(Turn)
@@ -163,8 +175,7 @@ async def cancel_pending(s: AsyncSession, session_id: int, reason: str) -> int:
 async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession:
     """Archive the session and start a fresh one in the channel: same film, same players,
     every character back to the starting states. Queued turns are cancelled."""
-    # Stored in English (turns.error), translated where shown.
-    await cancel_pending(s, gs.id, N_("the game was reset"))
+    await cancel_pending(s, gs.id, RESET)
     kept = await players(s, gs.id)
     gs.status = "archived"
     gs.archived_at = func.now()
@@ -178,12 +189,6 @@ async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession
     await ensure_states(s, fresh.id, [p.character_id for p in kept])
     await notify.notify(s, notify.SESSION_CHANGED, session_id=fresh.id, channel_id=gs.channel_id, event="reset")
     return fresh
-
-
-# Pause reasons the code stores (game_sessions.paused_reason), in English: marked for the catalogs,
-# translated where they are shown (game.errors.SessionPaused).
-# TRANSLATORS: why a game was paused: nobody played for a while.
-IDLE_REASON = N_("idle")
 
 
 async def idle_sessions(s: AsyncSession, idle: timedelta, claim: GuildClaim | None = None) -> list[GameSession]:
@@ -203,10 +208,6 @@ async def idle_sessions(s: AsyncSession, idle: timedelta, claim: GuildClaim | No
         .with_for_update(skip_locked=True)
     )
     return list((await s.scalars(q)).all())
-
-
-# TRANSLATORS: why a game was paused: its film is no longer offered.
-WITHDRAWN_REASON = N_("film withdrawn")
 
 
 async def withdrawn_sessions(
@@ -231,4 +232,4 @@ async def pause_withdrawn_films(s: AsyncSession, known_films: Collection[str]) -
     """Pause the active sessions whose film is no longer in the catalogue (an operator removed
     or disabled it). Their states, players and queued turns are kept: once the film is back a
     moderator resumes them (/mod resume) and the queued turns run."""
-    return [await set_paused(s, gs, True, WITHDRAWN_REASON) for gs in await withdrawn_sessions(s, known_films)]
+    return [await set_paused(s, gs, True, FILM_WITHDRAWN) for gs in await withdrawn_sessions(s, known_films)]

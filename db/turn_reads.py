@@ -15,7 +15,7 @@ from db.bounds import fits_bigint, fits_int
 from db.models import PENDING_TURN_STATUSES, GameSession, Turn
 from db.sessions import session_by_id
 from game import states as rules
-from game.errors import TurnNotFound
+from game.turn_errors import TurnNotFound
 
 
 async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: bool = False) -> Turn | None:

@@ -24,23 +24,10 @@ from db.guilds import Limits
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
 from db.sessions import ensure_states, player_of, session_by_id, touch
 from db.turn_reads import latest_turn
-from game.errors import (
-    BacklogFull,
-    Cooldown,
-    NoSession,
-    NotJoined,
-    NoTurnToRegenerate,
-    SessionPaused,
-    TurnNotCancellable,
-    TurnNotFinished,
-    VoteModeOn,
-)
 from game.instruction import Instruction
-from i18n import N_
-
-# What a cancelled turn's error says when no reason is given (stored in English, translated where shown).
-# TRANSLATORS: why a turn did not run.
-CANCELLED = N_("cancelled")
+from game.session_errors import NoSession, NotJoined, SessionPaused
+from game.stored_reasons import CANCELLED
+from game.turn_errors import BacklogFull, Cooldown, NoTurnToRegenerate, TurnNotCancellable, TurnNotFinished, VoteModeOn
 
 # enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
 Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]
@@ -89,7 +76,7 @@ async def submit_turn(
     author_name = name_text(author_name)
     await s.refresh(gs, with_for_update=True)
     if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason)
+        raise SessionPaused(gs.paused_reason, gs.paused_note)
     if gs.status != "active":
         raise NoSession()
     if via_vote:
@@ -139,8 +126,8 @@ async def submit_turn(
 
 
 async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = CANCELLED) -> Turn:
-    """Cancel a queued turn; `reason` is stored as given (turns.error: English from the code, or a
-    moderator's words) and translated where it is shown."""
+    """Cancel a queued turn; `reason`: a cancel code (game.stored_reasons), rendered where it is
+    shown. Who cancelled it and their words are noted apart (note_canceller)."""
     await s.refresh(turn, with_for_update=True)
     if turn.status != "queued":
         raise TurnNotCancellable(turn.status)
@@ -153,12 +140,20 @@ async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = CANCELLED) -> T
     return turn
 
 
+async def note_canceller(s: AsyncSession, turn: Turn, by: str | None, note: str | None = None) -> None:
+    """Who cancelled `turn` (their name as shown now; None: a moderator left unnamed) and a
+    moderator's own words, kept beside its cancel code, in the cancel's transaction."""
+    turn.cancelled_by_name = name_text(by) if by else None
+    turn.cancel_note = free_text(note, REASON_LEN)
+    await s.flush()
+
+
 async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue | None) -> Turn:
     """Generate the session's latest finished turn again with a new seed: its effect on the
     characters is undone, and it is queued again under the same number."""
     await s.refresh(gs, with_for_update=True)
     if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason)
+        raise SessionPaused(gs.paused_reason, gs.paused_note)
     turn = await latest_turn(s, gs.id)
     if turn is None or turn.removed_at is not None:  # a shot taken down stays down
         raise NoTurnToRegenerate()

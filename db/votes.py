@@ -35,18 +35,11 @@ from db.models import GameSession, Player, Turn, VoteBallot, VoteChannel, VotePr
 from db.sessions import players as live_players
 from db.sessions import session_by_id, touch
 from db.turns import Enqueue, instruction_columns, submit_turn
-from game.errors import (
-    AlreadyProposed,
-    BacklogFull,
-    GameError,
-    Later,
-    NoOpenRound,
-    RoundFull,
-    SessionPaused,
-    UnknownProposal,
-    VoteModeOff,
-)
+from game.errors import GameError
 from game.instruction import Instruction
+from game.session_errors import SessionPaused
+from game.texts import Later
+from game.turn_errors import AlreadyProposed, BacklogFull, NoOpenRound, RoundFull, UnknownProposal, VoteModeOff
 from i18n import L_, N_, _, ngettext
 from i18n.formatting import number as format_number
 from settings import Settings
@@ -166,7 +159,7 @@ async def open_round(s: AsyncSession, gs: GameSession, by: int | None) -> tuple[
     if not cfg.enabled:
         raise VoteModeOff()
     if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason)
+        raise SessionPaused(gs.paused_reason, gs.paused_note)
     rnd = await open_round_of(s, gs.id, lock=True)
     if rnd is not None:
         return rnd, False
@@ -233,7 +226,7 @@ async def vote(s: AsyncSession, proposal_id: int, voter_id: int) -> tuple[VoteRo
         raise NoOpenRound()
     gs = await session_by_id(s, rnd.session_id)
     if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason)
+        raise SessionPaused(gs.paused_reason, gs.paused_note)
     if gs.status != "active":
         raise NoOpenRound()
     stmt = insert(VoteBallot).values(round_id=rnd.id, voter_id=voter_id, proposal_id=p.id)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from game.catalogue import Film
-from game.errors import Later, listed
 from game.sanitize import InputRefused, field_label, sanitize_field, too_long
+from game.texts import Later, listed
 from i18n import L_, _
 
 # Per-field caps; the whole instruction is capped by the `max_instruction_len` setting.

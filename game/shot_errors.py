@@ -4,7 +4,8 @@ them as written, with the face's hint for what to do next (game.errors.GameError
 
 from __future__ import annotations
 
-from game.errors import GameError, Later, catalog_text, listed, turn_status, wait_text
+from game.errors import GameError
+from game.texts import Later, catalog_text, listed, turn_status, wait_text
 from i18n import L_, Lazy
 from i18n.translate import Ln_
 
@@ -22,14 +23,14 @@ class ShotNotFinished(GameError):
 
     def __init__(self, seq: int, status: str) -> None:
         # TRANSLATORS: %(status)s is a turn's status: queued or running.
-        super().__init__(L_("Turn #%(seq)s is still %(status)s.", seq=seq, status=turn_status(status)))
+        super().__init__(L_("Turn #%(seq)s is still %(status)s.", seq=seq, status=turn_status(status)), seq=seq, status=status)
 
 
 class ShotAlreadyRemoved(GameError):
     code = "shot_already_removed"
 
     def __init__(self, seq: int) -> None:
-        super().__init__(L_("Turn #%(seq)s was already removed. Nothing else to do.", seq=seq))
+        super().__init__(L_("Turn #%(seq)s was already removed. Nothing else to do.", seq=seq), seq=seq)
 
 
 class NotShotAuthor(GameError):
@@ -38,7 +39,7 @@ class NotShotAuthor(GameError):
     def __init__(self, author: str) -> None:
         # TRANSLATORS: %(author)s is a member's display name; "Report shot" is the message command's name.
         super().__init__(L_("Only %(author)s (who asked for this shot) or a moderator can remove it. "
-                            "Use Report shot to tell the moderators.", author=author))
+                            "Use Report shot to tell the moderators.", author=author), author=author)
 
 
 class NoLogChannel(GameError):
@@ -61,7 +62,7 @@ class LogChannelUnusable(GameError):
             "I cannot post in %(channel)s: I need %(permissions)s there. Give me that permission, or choose another channel.",
             "I cannot post in %(channel)s: I need %(permissions)s there. Give me those permissions, or choose another channel.",
             len(missing), channel=channel, permissions=permissions,
-        ))
+        ), channel=channel, permissions=[str(m) for m in missing])
 
 
 class ReportCooldown(GameError):
@@ -70,4 +71,4 @@ class ReportCooldown(GameError):
     def __init__(self, seconds_left: float) -> None:
         # TRANSLATORS: %(wait)s is a length of time, e.g. "27 seconds".
         super().__init__(L_("You sent a report a moment ago; you can report again in %(wait)s.",
-                            wait=Later(wait_text, seconds_left)))
+                            wait=Later(wait_text, seconds_left)), seconds_left=seconds_left)

@@ -1,17 +1,15 @@
-"""What the services and the worker store about a turn (turns.error), as the reader sees it: one
-mapping for both faces (the bot's posts and the play page).
+"""What the worker stores about a failed turn (turns.error), as the reader sees it: one mapping for
+both faces (the bot's posts and the play page).
 
 A row is read in many languages, so the worker's fixed failure reasons are stored as codes
-(`failed`, `lost`, `generator_failed:<exception kind>`) and rendered here through the catalogs;
-the services' fixed cancel and pause reasons are their English source texts (marked N_ where
-written), translated when shown. A moderator's own words and a backend's free text are shown as
-written (quoted as the generator's when a turn failed)."""
+(`failed`, `lost`, `generator_failed:<exception kind>`) and rendered here through the catalogs
+(a cancelled turn's codes: game.stored_reasons). A backend's free text is shown as written,
+quoted as the generator's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from game.errors import catalog_text
 from i18n import _
 
 FAILED = "failed"  # no reason given
@@ -37,9 +35,3 @@ def failure_text(error: str | None, quote: Callable[[str], str] = str) -> str:
                  kind=quote(kind))
     # TRANSLATORS: %(reason)s is the generator's own explanation, in English
     return _("The generator reported: %(reason)s", reason=quote(error))
-
-
-def reason_text(reason: str | None) -> str:
-    """A stored cancel, removal or pause reason in the current language: the services' fixed
-    reasons (marked N_ where written) translated, anything else as typed."""
-    return str(catalog_text(reason)) if reason else ""

@@ -1,20 +1,22 @@
 """Every answer that is not a success, in one JSON shape: `{"error": code, "message": text,
-"field"?: name}`, whichever part refused (a request model, the origin guard, aiohttp's router,
+"field"?: name, "params"?: values}`, whichever part refused (a request model, the origin guard, aiohttp's router,
 a game rule). A 500 is only a bug, and it is logged with its traceback. A game's refusal ends
 with the page's hint for what to do next (PAGE_HINTS: its panels and buttons, never the bot's
 commands). Messages render in the request's locale (play.language's middleware runs outside this
-one).
+one). A game's refusal also gives its values apart from the message (`params`: what was typed, a
+limit, a wait in seconds; game.errors.GameError.params), for a page that words it its own way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 
 from aiohttp import web
 
 from db.transient import classify, is_transient
-from game.errors import GameError, InternalError, ServiceDown, new_reference
+from game.errors import GameError, InternalError, Param, ServiceDown, new_reference
 from game.sanitize import InputRefused
 from i18n import L_, Lazy
 
@@ -71,10 +73,12 @@ def not_found(message: str | Lazy | None = None) -> ApiError:
 
 
 def json_error(status: int, code: str, message: str | Lazy, field: str | None = None,
-               headers: dict | None = None) -> web.Response:
-    body = {"error": code, "message": str(message)}
+               headers: dict | None = None, params: Mapping[str, Param] | None = None) -> web.Response:
+    body: dict[str, object] = {"error": code, "message": str(message)}
     if field:
         body["field"] = field
+    if params is not None:
+        body["params"] = dict(params)
     return web.json_response(body, status=status, headers=headers)
 
 
@@ -85,7 +89,7 @@ async def errors_middleware(request: web.Request, handler):
     except ApiError as e:
         return json_error(e.status, e.code, e.message, e.field, e.headers)
     except GameError as e:
-        return json_error(409, e.code, e.shown(PAGE_HINTS))
+        return json_error(409, e.code, e.shown(PAGE_HINTS), params=e.params)
     except InputRefused as e:
         return json_error(400, "input_refused", str(e), e.field_name)
     except web.HTTPException as e:
@@ -100,8 +104,8 @@ async def errors_middleware(request: web.Request, handler):
         if is_transient(e):  # the database went away for a moment (db.transient decides, for every process)
             log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
             down = ServiceDown()
-            return json_error(503, down.code, down.message)
+            return json_error(503, down.code, down.message, params=down.params)
         ref = new_reference()
         log.exception("%s %s failed (reference %s)", request.method, request.path, ref)
         bug = InternalError(ref)
-        return json_error(500, bug.code, bug.message)
+        return json_error(500, bug.code, bug.message, params=bug.params)

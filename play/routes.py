@@ -20,7 +20,8 @@ from game import vocabulary
 from game.catalogue import FILMS, suggest
 from game.errors import ServiceDown
 from game.sanitize import InputRefused, clean_text
-from i18n import N_, _
+from game.stored_reasons import BY_MODERATOR
+from i18n import _
 from i18n.formatting import number
 from play import media, shapes
 from play.errors import not_found
@@ -255,7 +256,7 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
 async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
     game = services(request).game
     if body.paused:
-        await moderation.pause(game, PLACE, ADMIN, N_("paused by a moderator"))
+        await moderation.pause(game, PLACE, ADMIN, code=BY_MODERATOR)
     else:
         await moderation.resume(game, PLACE, ADMIN)
     return web.json_response({"ok": True, "paused": body.paused})
@@ -282,5 +283,5 @@ async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.
     svc = services(request)
     async with svc.db.sessions() as s:
         t, _gs = await _turn_in_play(s, path.turn_id)
-    await moderation.cancel(svc.game, PLACE, ADMIN, turn_id=t.id, stored=N_("cancelled by a moderator"))
+    await moderation.cancel(svc.game, PLACE, ADMIN, turn_id=t.id)  # unnamed: "cancelled by a moderator"
     return web.json_response({"ok": True})

@@ -9,7 +9,8 @@ from db.models import GameSession, Player, Turn
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from game.states import STATE_NAMES, CharacterState, state_label
-from game.turn_texts import failure_text, reason_text
+from game.stored_reasons import cancel_reason, pause_text
+from game.turn_texts import failure_text
 
 
 def names_of(film_id: str | None) -> dict[str, str]:
@@ -37,8 +38,8 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
         "stage": t.progress_stage,
         "position": position,
         "error": t.error,
-        # The stored reason (English) as the request's language reads it (game.turn_texts).
-        "error_text": failure_text(t.error) if t.status == "failed" else reason_text(t.error),
+        # The stored code as the request's language reads it (game.turn_texts, game.stored_reasons).
+        "error_text": failure_text(t.error) if t.status == "failed" else str(cancel_reason(t.error, t.cancelled_by_name, t.cancel_note)),
         "backend": t.backend,
         "is_preview": t.is_preview,
         "prediction": pred,
@@ -87,8 +88,9 @@ def state_json(
             kind: [vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind)] for kind in vocabulary.KINDS
         } if film else None,
         "session": None if gs is None else {
-            "id": gs.id, "status": gs.status, "paused_reason": reason_text(gs.paused_reason), "film": gs.film_id,
-            "next_seq": gs.next_seq,
+            "id": gs.id, "status": gs.status, "film": gs.film_id, "next_seq": gs.next_seq,
+            # Why it is paused in the request's language, and its code (game.stored_reasons; None: no reason).
+            "paused_reason": pause_text(gs.paused_reason, gs.paused_note), "paused_reason_code": gs.paused_reason,
         },
         "players": [
             {"user_id": str(p.user_id), "name": p.user_name, "character": p.character_id,

@@ -12,9 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import sessions
 from db.models import GameSession, Player, Turn
 from db.turn_reads import get_turn, latest_turn, pending_turns, turn_by_seq
-from db.turns import regenerate_latest
+from db.turns import note_canceller, regenerate_latest
 from game.content_rules import RuleSet
-from game.errors import GameEnded, NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, PlayerNotInGame, TurnNotFound
+from game.session_errors import GameEnded, PlayerNotInGame
+from game.stored_reasons import CANCELLED_BY_AUTHOR, CANCELLED_BY_MODERATOR
+from game.turn_errors import NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
 from service.game import Game, Member, Place
 from service.players import config
 
@@ -42,12 +44,14 @@ async def _reason_allowed(game: Game, s: AsyncSession, place: Place, reason: str
 
 
 async def pause(game: Game, place: Place, who: Member, reason: str | None = None,
-                extra_rules: Sequence[RuleSet] = ()) -> GameSession:
-    """No new turns until resumed; `reason` is shown to the players (stored cleaned)."""
+                extra_rules: Sequence[RuleSet] = (), *, code: str | None = None) -> GameSession:
+    """No new turns until resumed; `reason`: the moderator's own words, shown to the players
+    (stored cleaned, apart from the code); `code`: why, when they gave none (game.stored_reasons;
+    None: no reason shown)."""
     async with game.sessions.begin() as s:
         await _reason_allowed(game, s, place, reason, extra_rules)
         gs = await sessions.require_session(s, place.channel_id, lock=True)
-        await sessions.set_paused(s, gs, True, reason)
+        await sessions.set_paused(s, gs, True, code, note=reason)
         await game.record(s, place, who, "pause", f"session {gs.id}", reason=reason)
     return gs
 
@@ -91,13 +95,15 @@ async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | N
 
 
 async def cancel(game: Game, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
-                 stored: str, reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> Turn:
-    """Cancel a queued turn (by its number in the live game, or by id) and its job. `stored`: why,
-    as the turn keeps it; `reason`: the moderator's own words, content-checked and audited."""
+                 reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> Turn:
+    """Cancel a queued turn (by its number in the live game, or by id) and its job, kept as
+    cancelled by a moderator: `who` by name (one without a name, the play page's: "a moderator");
+    `reason`: the moderator's own words, content-checked, kept on the turn and audited."""
     async with game.sessions.begin() as s:
         await _reason_allowed(game, s, place, reason, extra_rules)
         row = await _turn(s, place, seq, turn_id)
-        await game.jobs.cancel_queued_turn(s, row, stored)
+        await game.jobs.cancel_queued_turn(s, row, CANCELLED_BY_MODERATOR)
+        await note_canceller(s, row, who.name, reason)
         await game.record(s, place, who, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
     return row
 
@@ -112,12 +118,14 @@ async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderato
     return turn
 
 
-async def cancel_own(game: Game, place: Place, who: Member, turn_id: int, *, moderator: bool, stored: str) -> Turn:
+async def cancel_own(game: Game, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
     """Cancel a queued turn its author asked for, or any one for a moderator (then audited, `via`
-    the turn's button)."""
+    the turn's button); kept as cancelled by `who`, by name."""
     async with game.sessions.begin() as s:
         turn = await _own_or_moderated(s, turn_id, who, moderator, "cancel")
-        await game.jobs.cancel_queued_turn(s, turn, stored)
+        own = who.id == turn.author_id
+        await game.jobs.cancel_queued_turn(s, turn, CANCELLED_BY_AUTHOR if own else CANCELLED_BY_MODERATOR)
+        await note_canceller(s, turn, who.name)
         if who.id != turn.author_id:
             await game.record(s, place, who, "cancel_turn", str(turn.seq), turn_id=turn.id, via="button")
     return turn

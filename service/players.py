@@ -13,8 +13,9 @@ from db.models import GameSession, Player, Turn
 from db.turns import require_direct_play, submit_turn
 from game.catalogue import Film, session_film
 from game.content_rules import RuleSet
-from game.errors import FilmFixed, NoFilm, NotJoined, UnknownCharacter
+from game.errors import FilmFixed, NoFilm
 from game.instruction import Instruction
+from game.session_errors import NotJoined, UnknownCharacter
 from service.game import Game, Member, Place
 
 

@@ -13,6 +13,7 @@ from bot.cogs.shared import GameCog, Interaction, announce, by
 from bot.embeds import FIELD_VALUE_MAX, esc, fit
 from bot.game import member, place
 from game.catalogue import display_film
+from game.stored_reasons import pause_reason
 from i18n import _, ngettext, use_locale
 from service import moderation
 from service.game import Member
@@ -35,10 +36,10 @@ class Moderation(GameCog):
     async def pause(self, interaction: Interaction, reason: app_commands.Range[str, 1, 200] | None = None) -> None:
         automod = await self.bot.automod.for_interaction(interaction) if reason else ()
         gs = await moderation.pause(self.service, place(interaction), member(interaction), reason, automod)
-        name, reason_shown = by(interaction), esc(gs.paused_reason)  # the reason as stored (cleaned)
+        name, reason_shown = by(interaction), pause_reason(gs.paused_reason, gs.paused_note)  # as stored (cleaned)
         await announce(
             interaction,
-            lambda: _("%(name)s paused the game (%(reason)s).", name=name, reason=reason_shown) if reason_shown
+            lambda: _("%(name)s paused the game (%(reason)s).", name=name, reason=esc(str(reason_shown))) if reason_shown
             else _("%(name)s paused the game.", name=name),
             _("The game is paused."),
         )
@@ -72,12 +73,11 @@ class Moderation(GameCog):
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction) if reason else ()
         mod = interaction.user.display_name
-        with use_locale(await interaction_locale.public_for(interaction)):  # stored on the turn and shown on its status message
-            # TRANSLATORS: why a turn was cancelled, stored on it; %(name)s is a moderator's name
-            stored = _("cancelled by %(name)s: %(reason)s", name=mod, reason=reason) if reason else _("cancelled by %(name)s", name=mod)
+        with use_locale(await interaction_locale.public_for(interaction)):  # shown on the turn's status message
             note = _("Cancelled by %(name)s: %(reason)s.", name=esc(mod), reason=esc(reason)) if reason else \
                 _("Cancelled by %(name)s.", name=esc(mod))
-        row = await moderation.cancel(self.service, place(interaction), member(interaction), seq=turn, stored=stored,
+        # The turn keeps a code, the moderator's name and their words (rendered where shown).
+        row = await moderation.cancel(self.service, place(interaction), member(interaction), seq=turn,
                                       reason=reason, extra_rules=automod)
         self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=fit(note, FIELD_VALUE_MAX),
                                                    channel_id=place(interaction).channel_id), f"close-turn-{row.id}")

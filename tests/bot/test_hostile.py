@@ -30,8 +30,11 @@ class Row:
 
 
 async def paused_reason(sessions):
+    """The live game's pause code and the moderator's words, kept apart (game.stored_reasons)."""
     async with sessions() as s:
-        return (await s.scalars(select(GameSession.paused_reason).where(GameSession.status != "archived"))).one()
+        row = (await s.execute(select(GameSession.paused_reason, GameSession.paused_note)
+                               .where(GameSession.status != "archived"))).one()
+        return tuple(row)
 
 
 async def player_names(sessions):
@@ -41,16 +44,17 @@ async def player_names(sessions):
 
 async def turn_rows(sessions):
     async with sessions() as s:
-        return [(t.seq, t.status, t.author_name, t.instruction, t.error) for t in (await s.scalars(select(Turn).order_by(Turn.seq))).all()]
+        return [(t.seq, t.status, t.author_name, t.instruction, t.error, t.cancelled_by_name, t.cancel_note)
+                for t in (await s.scalars(select(Turn).order_by(Turn.seq))).all()]
 
 
 ROWS = [
     Row("pause, reason with NUL", "dave", "mod pause", {"reason": "bad\x00rea\u202eson"}, "The game is paused.",
-        "dave paused the game (badreason).", lambda ss: _eq(paused_reason(ss), "badreason")),
+        "dave paused the game (badreason).", lambda ss: _eq(paused_reason(ss), ("moderator_words", "badreason"))),
     Row("act while paused", "alice", "act", {"motion": "walk", "background": "town"}, "This game is paused (badreason)."),
     Row("resume", "dave", "mod resume", {}, "The game is resumed."),
     Row("pause, reason only invisible", "dave", "mod pause", {"reason": "\u200b\u202e\x00"}, "The game is paused.",
-        "dave paused the game.", lambda ss: _eq(paused_reason(ss), None)),
+        "dave paused the game.", lambda ss: _eq(paused_reason(ss), (None, None))),
     Row("resume again", "dave", "mod resume", {}, "The game is resumed."),
     Row("join as <@123>", "mention", "game join", {"character": "tombo"}, "You play Tombo.", "<\u200b@123> plays Tombo."),
     Row("join as @everyone", "everyone", "game join", {"character": "osono"}, "You play Osono.", "@\u200beveryone plays Osono."),
@@ -63,12 +67,12 @@ ROWS = [
     Row("act, others a NUL", "mention", "act", {"motion": "walk", "background": "town", "with": "\x00"},
         "Your list of characters was refused"),
     Row("act, NUL inside the motion", "mention", "act", {"motion": "wa\x00lk", "background": "to\u200bwn"}, "Turn #1 is queued",
-        stored=lambda ss: _eq(turn_rows(ss), [(1, "queued", "<@123>", "Character: Tombo; Motion: walk; Background: town.", None)])),
+        stored=lambda ss: _eq(turn_rows(ss), [(1, "queued", "<@123>", "Character: Tombo; Motion: walk; Background: town.", None, None, None)])),
     Row("cancel turn 2^40", "dave", "mod cancel", {"turn": 2**40}, f"Turn {2**40} was not found in this game."),
     Row("cancel turn 2^53 - 1", "dave", "mod cancel", {"turn": 2**53 - 1}, f"Turn {2**53 - 1} was not found in this game."),
     Row("cancel with a NUL reason", "dave", "mod cancel", {"turn": 1, "reason": "spa\x00m"}, "Turn #1 is cancelled.",
         stored=lambda ss: _eq(turn_rows(ss), [(1, "cancelled", "<@123>", "Character: Tombo; Motion: walk; Background: town.",
-                                             "cancelled by dave: spam")])),
+                                             "cancelled_by_moderator", "dave", "spam")])),
     Row("kick <@123>", "dave", "mod kick", {"player": "mention"}, "<\u200b@123> no longer plays Tombo.",
         "dave removed <\u200b@123> from the game; Tombo is free to join."),
     Row("limits looser than the operator's", "erin", "admin limits", {"cooldown": 0, "backlog": 100, "max_length": 2000},

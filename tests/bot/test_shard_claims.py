@@ -21,6 +21,7 @@ from db import sessions as gsess
 from db.claims import claimed, narrows
 from db.guilds import Limits
 from db.models import AuditLog, GameSession, GuildDeparture, Turn
+from game import stored_reasons
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
@@ -67,7 +68,7 @@ async def test_idle_and_withdrawn_sessions_of_the_claim_only(sessions):
     # Shard 1's process is down: shard 0's locks and pauses its own, and shard 1's wait.
     async with sessions.begin() as s:
         for gs in await gsess.idle_sessions(s, idle, SHARD0):
-            await gsess.set_paused(s, gs, True, gsess.IDLE_REASON)
+            await gsess.set_paused(s, gs, True, stored_reasons.IDLE)
     async with sessions() as s:
         status = dict((await s.execute(select(GameSession.guild_id, GameSession.status))).all())
     assert status == {**dict.fromkeys(ZERO, "paused"), **dict.fromkeys(ONE, "active")}

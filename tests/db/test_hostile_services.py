@@ -20,8 +20,9 @@ from db import sessions as gsess
 from db.guilds import Limits
 from db.models import AuditLog, GameSession, Player, Turn
 from game.catalogue import FILMS
-from game.errors import GameError, OutOfRange, TurnNotFound
+from game.errors import GameError, OutOfRange
 from game.instruction import build_instruction
+from game.turn_errors import TurnNotFound
 
 QIQI = FILMS["qiqi"]
 GUILD, CHANNEL = 100, 200
@@ -55,7 +56,7 @@ class Row:
 
 async def _paused_reason(c: Ctx, _):
     await c.s.refresh(c.gs)
-    return c.gs.paused_reason == CLEAN
+    return (c.gs.paused_reason, c.gs.paused_note) == ("moderator_words", CLEAN)
 
 
 async def _player_name(c: Ctx, p):
@@ -117,7 +118,7 @@ ROWS = [
     Row("set_limits backlog 2^64", lambda c: guilds.set_limits(c.s, c.settings, GUILD, backlog_cap=BIG), GameError),
     Row("audit guild 2^64", lambda c: audit.record(c.s, guild_id=BIG, actor_id=1, actor_name="x", action="a"), OutOfRange),
     # free text: stored cleaned
-    Row("set_paused reason with NUL", lambda c: gsess.set_paused(c.s, c.gs, True, DIRTY), _paused_reason),
+    Row("set_paused reason with NUL", lambda c: gsess.set_paused(c.s, c.gs, True, note=DIRTY), _paused_reason),
     Row("join name with NUL", lambda c: gsess.join(c.s, c.gs, QIQI, 3, DIRTY, "tombo"), _player_name),
     Row("submit_turn author with NUL", lambda c: turns.submit_turn(
         c.s, c.gs, author_id=1, author_name=DIRTY, instruction=ins(), limits=LIMITS, enqueue=None), _author_name),

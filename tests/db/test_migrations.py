@@ -114,3 +114,51 @@ async def test_turn_failure_reasons_become_codes_and_still_read():
                     lost, generic, "the GPU caught fire"]
         finally:
             await engine.dispose()
+
+
+async def test_pause_and_cancel_reasons_become_codes_and_still_read():
+    """Revision 0014: pause and cancel reasons stored as sentences before it become codes
+    (game.stored_reasons), with a moderator's words and name apart; the downgrade writes them back."""
+    from game.stored_reasons import cancel_reason, pause_text
+
+    pauses = ["idle", "film withdrawn", "paused by a moderator", "too loud tonight", None]
+    cancels = ["cancelled", "the game was reset", "removed", "cancelled by a moderator", "cancelled by dave: spoilers: all",
+               "cancelled by alice", "cancelled by dave", "ロボが取り消し"]
+    with fresh_database("agmig") as url:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine, "0013")
+            async with engine.begin() as conn:
+                for channel, reason in enumerate(pauses, start=1):
+                    await conn.execute(text(
+                        "INSERT INTO game_sessions (guild_id, channel_id, film_id, status, paused_reason) "
+                        "VALUES (1, :c, 'qiqi', 'paused', :r)"), {"c": channel, "r": reason})
+                gid = await conn.scalar(text("SELECT id FROM game_sessions WHERE channel_id = 1"))
+                for seq, error in enumerate(cancels, start=1):
+                    await conn.execute(text(
+                        "INSERT INTO turns (session_id, seq, author_id, author_name, characters, motion, background, "
+                        "instruction, seed, status, error) "
+                        "VALUES (:g, :seq, 3, 'alice', '{qiqi}', 'walk', 'town', 'walk', 1, 'cancelled', :error)"),
+                        {"g": gid, "seq": seq, "error": error})
+            await upgrade(engine, "0014")
+            async with engine.connect() as conn:
+                paused = (await conn.execute(text(
+                    "SELECT paused_reason, paused_note FROM game_sessions ORDER BY channel_id"))).all()
+                turns = (await conn.execute(text(
+                    "SELECT error, cancelled_by_name, cancel_note FROM turns ORDER BY seq"))).all()
+            assert [tuple(r) for r in paused] == [
+                ("idle", None), ("film_withdrawn", None), ("moderator", None), ("moderator_words", "too loud tonight"),
+                (None, None)]
+            assert [tuple(r) for r in turns] == [
+                ("cancelled", None, None), ("reset", None, None), ("removed", None, None),
+                ("cancelled_by_moderator", None, None), ("cancelled_by_moderator", "dave", "spoilers: all"),
+                ("cancelled_by_author", "alice", None), ("cancelled_by_moderator", "dave", None), ("ロボが取り消し", None, None)]
+            # Read as before the codes (a reason in another language stays as written).
+            assert [pause_text(*r) for r in paused] == ["idle", "film withdrawn", "paused by a moderator", "too loud tonight", ""]
+            assert [str(cancel_reason(*r)) for r in turns] == cancels
+            await downgrade(engine, "0013")
+            async with engine.connect() as conn:
+                assert list((await conn.scalars(text("SELECT paused_reason FROM game_sessions ORDER BY channel_id"))).all()) == pauses
+                assert list((await conn.scalars(text("SELECT error FROM turns ORDER BY seq"))).all()) == cancels
+        finally:
+            await engine.dispose()

@@ -30,6 +30,7 @@ from db.models import (
     VoteProposal,
     VoteRound,
 )
+from game import stored_reasons
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
@@ -84,7 +85,9 @@ async def _world(sessions):
     b2 = await _turn(sessions, g1, BOB, "bobby", motion="run", finish=False)
     async with sessions.begin() as s:
         row = await s.get(Turn, b2)
-        await turns.cancel_turn(s, row, "cancelled by dave (asked by alice-wonder)")
+        await turns.cancel_turn(s, row, stored_reasons.CANCELLED_BY_MODERATOR)
+        await turns.note_canceller(s, row, "dave", "asked by alice-wonder")
+        await gsess.set_paused(s, await s.get(GameSession, g2.id), True, note="alice-in-g2 went to lunch")
         now = datetime.now(UTC)
         closed = VoteRound(session_id=g1.id, guild_id=G1, channel_id=11, status="closed", opened_by=ALICE, deadline=now, turn_id=a2)
         open_ = VoteRound(session_id=g1.id, guild_id=G1, channel_id=11, status="open", opened_by=BOB, deadline=now + timedelta(hours=1))
@@ -171,7 +174,10 @@ async def test_delete_everywhere_keeps_other_players_games(sessions):
         b1 = rows[ids["b1"]]
         assert b1.author_name == "bobby" and b1.instruction and await s.scalar(select(Turn.mp4).where(Turn.id == b1.id))
         assert [t.seq for t in sorted(rows.values(), key=lambda t: t.id) if t.session_id == g1.id] == [1, 2, 3, 4]
-        assert rows[ids["b2"]].error == "cancelled by dave (asked by deleted member)"
+        b2 = rows[ids["b2"]]  # the code and the moderator's name kept, her name gone from the words
+        assert (b2.error, b2.cancelled_by_name, b2.cancel_note) == ("cancelled_by_moderator", "dave", "asked by deleted member")
+        g2_now = await s.get(GameSession, g2.id)
+        assert (g2_now.paused_reason, g2_now.paused_note) == ("moderator_words", "deleted member went to lunch")
         assert [p.user_name for p in await gsess.players(s, g1.id)] == ["bobby"]
         assert await s.scalar(select(func.count()).select_from(Player).where(Player.session_id == g2.id)) == 0
         assert (await s.get(GameSession, g1.id)).created_by == -tombs[G1]

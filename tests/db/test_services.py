@@ -15,21 +15,13 @@ from db import audit, guilds, turn_posts, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import GameSession, Turn
+from game import stored_reasons
 from game.catalogue import FILMS
-from game.errors import (
-    AlreadyJoined,
-    BacklogFull,
-    CharacterTaken,
-    Cooldown,
-    GameError,
-    NoSession,
-    NotJoined,
-    SessionExists,
-    SessionPaused,
-    TurnNotCancellable,
-)
+from game.errors import GameError
 from game.instruction import build_instruction
+from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState, Prediction
+from game.turn_errors import BacklogFull, Cooldown, TurnNotCancellable
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)
@@ -178,7 +170,7 @@ async def test_refusals_not_joined_paused_backlog_cooldown(sessions):
         await _submit(sessions, gs)
     async with sessions.begin() as s:
         assert await s.scalar(select(func.count()).select_from(Turn)) == 3  # nothing half-written
-        await gsess.set_paused(s, await s.get(GameSession, gs.id), True, "maintenance")
+        await gsess.set_paused(s, await s.get(GameSession, gs.id), True, note="maintenance")
     with pytest.raises(SessionPaused, match="maintenance"):
         await _submit(sessions, gs, author=2, chars=("jiji",))
     async with sessions.begin() as s:
@@ -320,7 +312,7 @@ async def test_pause_idle(sessions):
     gs = await _game(sessions)
     async with sessions.begin() as s:
         await s.execute(update(GameSession).values(last_activity_at=func.now() - timedelta(hours=3)))
-        paused = [await gsess.set_paused(s, gs, True, gsess.IDLE_REASON) for gs in await gsess.idle_sessions(s, timedelta(hours=2))]
+        paused = [await gsess.set_paused(s, gs, True, stored_reasons.IDLE) for gs in await gsess.idle_sessions(s, timedelta(hours=2))]
     assert [p.id for p in paused] == [gs.id]
     with pytest.raises(SessionPaused, match="idle"):
         await _submit(sessions, gs)
@@ -415,7 +407,7 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions):
             row = await s.get(GameSession, gs.id)
             queued = await s.get(Turn, turn.id)
             kept = await gsess.players(s, gs.id)
-        assert again == [] and (row.status, row.paused_reason) == ("paused", gsess.WITHDRAWN_REASON)
+        assert again == [] and (row.status, row.paused_reason) == ("paused", stored_reasons.FILM_WITHDRAWN)
         assert queued.status == "queued" and len(kept) == 2
         with pytest.raises(SessionPaused, match="film withdrawn"):
             async with sessions() as s:

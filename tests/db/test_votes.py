@@ -11,8 +11,9 @@ from sqlalchemy import func, select
 
 from db import turn_reads, votes
 from db.models import GameSession, VoteRound
-from game.errors import AlreadyProposed, NotJoined, RoundFull, VoteModeOff, VoteModeOn
 from game.instruction import build_instruction
+from game.session_errors import NotJoined
+from game.turn_errors import AlreadyProposed, RoundFull, VoteModeOff, VoteModeOn
 from tests.db.test_services import CHANNEL, GUILD, QIQI, _game, _submit
 
 

@@ -10,6 +10,8 @@ plural forms) and the pseudo-locale built from the template.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,15 +23,17 @@ from babel.messages.pofile import write_po
 
 from animegamer.i18n_cli import KEYWORDS, ROOT
 from bot.hints import BOT_HINTS
-from game import errors, shot_errors
+from game import content_errors, errors, session_errors, shot_errors, stored_reasons, turn_errors
 from game.sanitize import InputRefused, sanitize_field
 from game.states import describe
-from i18n import locales, use_locale
+from game.texts import size_text
+from i18n import L_, locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
 from play.errors import PAGE_HINTS
 from tests.i18n.helpers import catalogs_in
 
-SOURCES = ("bot/hints.py", "game/errors.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
+SOURCES = ("bot/hints.py", "game/errors.py", "game/session_errors.py", "game/turn_errors.py", "game/content_errors.py",
+           "game/stored_reasons.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
            "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
 
 JA = {
@@ -47,6 +51,10 @@ JA = {
     "This game is paused (%(reason)s).": "このゲームは一時停止中です（%(reason)s）。",
     "A moderator can resume it with /mod resume.": "モデレーターが /mod resume で再開できます。",
     "idle": "放置",
+    "film withdrawn": "映画の提供終了",
+    "the game was reset": "ゲームはリセットされました",
+    "cancelled by %(name)s": "%(name)sが取り消し",
+    "cancelled by %(name)s: %(reason)s": "%(name)sが取り消し：%(reason)s",
     "%(field)s: %(reason)s": "%(field)s：%(reason)s",
     "The latest turn is still %(status)s; wait for it to finish before regenerating it.":
         "最新のターンはまだ%(status)sです。終わるまで待ってから作り直してください。",
@@ -110,7 +118,7 @@ def test_the_refusals_are_extracted(catalogs_here: Catalog):
 
 
 def test_a_refusal_built_in_english_renders_in_the_locale_where_it_is_shown(catalogs_here):
-    e = errors.CharacterTaken("Kiki", "alice")  # raised by a service: no locale of its own
+    e = session_errors.CharacterTaken("Kiki", "alice")  # raised by a service: no locale of its own
     assert e.message == "Kiki is already played by alice. Pick another character."
     with use_locale("ja"):
         assert e.message == "Kikiはaliceが使っています。別のキャラクターを選んでください。"
@@ -118,15 +126,15 @@ def test_a_refusal_built_in_english_renders_in_the_locale_where_it_is_shown(cata
     assert e.message.startswith("Kiki is already")  # and in English again outside
     # A placeholder that is itself a catalog message renders in the locale shown too.
     with use_locale("ja"):
-        assert errors.CharacterTaken("Kiki", errors.L_("another player")).message.startswith("Kikiは別のプレイヤーが")
+        assert session_errors.CharacterTaken("Kiki", L_("another player")).message.startswith("Kikiは別のプレイヤーが")
 
 
 def test_placeholders_locale_formatting_and_lists(catalogs_here):
-    wait = errors.Cooldown(26.2)
+    wait = turn_errors.Cooldown(26.2)
     assert wait.message == "Slow down: you can act again in 27 seconds."
     with use_locale("ja"):
         assert wait.message == "少し待ってください。27 秒後にまた行動できます。"
-    assert errors.Cooldown(600).message.endswith("again in 10 minutes.")
+    assert turn_errors.Cooldown(600).message.endswith("again in 10 minutes.")
     assert errors.ExportCooldown(59.5).message.endswith("export again in 60 seconds.")
 
     films = errors.UnknownFilm("totoro", ["ponyo", "qiqi"])
@@ -135,23 +143,23 @@ def test_placeholders_locale_formatting_and_lists(catalogs_here):
         assert films.message == "映画'totoro'はありません。ponyoまたはqiqiから選んでください。"
 
     assert "(8.0 MB)" in errors.ExportTooLarge(8 * 1024 * 1024).message
-    assert errors.size_text(750 * 1024) == "750 KB"
+    assert size_text(750 * 1024) == "750 KB"
     unusable = shot_errors.LogChannelUnusable("<#1>", ["Send Messages", "Embed Links"])
     assert unusable.message.startswith("I cannot post in <#1>: I need Send Messages and Embed Links there. Give me those")
     assert "Give me that permission" in shot_errors.LogChannelUnusable("<#1>", ["Embed Links"]).message
 
 
 def test_plural_forms_are_chosen_by_the_count(catalogs_here):
-    assert errors.BacklogFull(1).message == "This game already has 1 turn waiting. Try again when it has finished."
-    assert errors.BacklogFull(3).message == "This game already has 3 turns waiting. Try again when one has finished."
-    assert errors.FilterFull(1000).message.startswith("This server's filter already holds 1,000 terms")
+    assert turn_errors.BacklogFull(1).message == "This game already has 1 turn waiting. Try again when it has finished."
+    assert turn_errors.BacklogFull(3).message == "This game already has 3 turns waiting. Try again when one has finished."
+    assert content_errors.FilterFull(1000).message.startswith("This server's filter already holds 1,000 terms")
     with use_locale("ja"):  # one form in Japanese
-        assert errors.BacklogFull(1).message.startswith("このゲームには待機中のターンが1件")
-        assert errors.BacklogFull(3).message.startswith("このゲームには待機中のターンが3件")
+        assert turn_errors.BacklogFull(1).message.startswith("このゲームには待機中のターンが1件")
+        assert turn_errors.BacklogFull(3).message.startswith("このゲームには待機中のターンが3件")
     with use_locale("pl"):  # three: 1, 2-4, 5+ (and 22-24 again the second)
-        assert [errors.RoundFull(n).message for n in (1, 2, 5, 22)] == ["PL-ONE 1", "PL-FEW 2", "PL-MANY 5", "PL-FEW 22"]
+        assert [turn_errors.RoundFull(n).message for n in (1, 2, 5, 22)] == ["PL-ONE 1", "PL-FEW 2", "PL-MANY 5", "PL-FEW 22"]
     with use_locale(locales.PSEUDO):
-        one, many = errors.BacklogFull(1).message, errors.BacklogFull(3).message
+        one, many = turn_errors.BacklogFull(1).message, turn_errors.BacklogFull(3).message
     assert one.startswith(OPEN) and many.startswith(OPEN) and "ţûŕñ ŵàîţîñĝ" in one and "ţûŕñš ŵàîţîñĝ" in many
 
 
@@ -160,12 +168,12 @@ def test_player_text_refusals_translate_field_reason_and_status(catalogs_here):
         sanitize_field("   ", "motion", 80)
     e = refused.value
     assert (e.field_name, e.reason, str(e)) == ("motion", "is empty; please type something", "motion: is empty; please type something")
-    shown = errors.TextRefused(e.field_name, e.lazy_reason)
+    shown = content_errors.TextRefused(e.field_name, e.lazy_reason)
     assert shown.message == "Your motion was refused: is empty; please type something. Please change it and try again."
     with use_locale("ja"):
         assert str(e) == "動き：空です。何か入力してください"
         assert shown.message == "動きは受け付けられません：空です。何か入力してください。変更してもう一度どうぞ。"
-        assert errors.TurnNotFinished("queued").message.startswith("最新のターンはまだ待機中です")
+        assert turn_errors.TurnNotFinished("queued").message.startswith("最新のターンはまだ待機中です")
         assert describe("stamina", 60, 70) == "体力 ███████░░░ 70 (+10)"
     with pytest.raises(InputRefused) as long:
         sanitize_field("x" * 1234, "time_of_day", 30)
@@ -174,11 +182,23 @@ def test_player_text_refusals_translate_field_reason_and_status(catalogs_here):
         "removed 1 invisible or control character", "removed 1 reserved model token")
 
 
-def test_stored_english_is_translated_where_shown_and_peoples_words_are_not(catalogs_here):
-    from db.sessions import IDLE_REASON
-
-    idle, typed = errors.SessionPaused(IDLE_REASON), errors.SessionPaused("too loud tonight")
+def test_stored_codes_are_rendered_where_shown_and_peoples_words_are_not(catalogs_here):
+    """A pause or cancel is stored as a code with a moderator's words and name apart
+    (game.stored_reasons): each reader sees the code in their language, the words as typed."""
+    idle = session_errors.SessionPaused(stored_reasons.IDLE)
+    typed = session_errors.SessionPaused(stored_reasons.MODERATOR_WORDS, "too loud tonight")
+    assert idle.params == {"reason": "idle"} and typed.params == {"reason": "moderator_words", "note": "too loud tonight"}
+    assert idle.message == "This game is paused (idle)." and typed.message == "This game is paused (too loud tonight)."
+    assert session_errors.SessionPaused().message == "This game is paused."
+    reset = stored_reasons.cancel_reason(stored_reasons.RESET)
+    by_mod = stored_reasons.cancel_reason(stored_reasons.CANCELLED_BY_MODERATOR, "dave", "spoilers")
+    unnamed = stored_reasons.cancel_reason(stored_reasons.CANCELLED_BY_MODERATOR)
+    own = stored_reasons.cancel_reason(stored_reasons.CANCELLED_BY_AUTHOR, "alice")
+    assert [str(r) for r in (reset, by_mod, unnamed, own)] == [
+        "the game was reset", "cancelled by dave: spoilers", "cancelled by a moderator", "cancelled by alice"]
     with use_locale("ja"):
+        assert [str(r) for r in (reset, by_mod, own)] == ["ゲームはリセットされました", "daveが取り消し：spoilers", "aliceが取り消し"]
+        assert stored_reasons.pause_text(stored_reasons.FILM_WITHDRAWN) == "映画の提供終了"
         assert idle.message == "このゲームは一時停止中です（放置）。"
         # the bot's hint after it, joined as Japanese joins sentences (no space after 。)
         assert idle.shown(BOT_HINTS) == "このゲームは一時停止中です（放置）。モデレーターが /mod resume で再開できます。"
@@ -210,26 +230,54 @@ def test_vote_outcomes_are_stored_in_english_and_shown_per_locale(catalogs_here)
 def _samples() -> list[errors.GameError]:
     """One of each refusal, with player-typed values in it."""
     return [
-        errors.NoSession(), errors.SessionExists(), errors.SessionPaused(), errors.SessionPaused("PLAYER_REASON"),
+        session_errors.NoSession(), session_errors.SessionExists(), session_errors.SessionPaused(), session_errors.SessionPaused("moderator_words", "PLAYER_REASON"),
         errors.NoFilm(), errors.UnknownFilm("PLAYER_FILM", ["ponyo"]), errors.UnknownFilm("PLAYER_FILM", []),
-        errors.FilmWithdrawn("ponyo"), errors.UnknownCharacter("PLAYER_NAME", ["Kiki"]),
-        errors.UnknownCharacter("PLAYER_NAME", []), errors.CharacterTaken("Kiki", "PLAYER_NAME"),
-        errors.AlreadyJoined("Kiki"), errors.NotJoined(), errors.BacklogFull(2), errors.Cooldown(3), errors.TurnNotFound(4),
-        errors.TurnNotCancellable("running"), errors.TurnNotFinished("queued"), errors.NotAllowed("PLAYER_ACTION"),
+        errors.FilmWithdrawn("ponyo"), session_errors.UnknownCharacter("PLAYER_NAME", ["Kiki"]),
+        session_errors.UnknownCharacter("PLAYER_NAME", []), session_errors.CharacterTaken("Kiki", "PLAYER_NAME"),
+        session_errors.AlreadyJoined("Kiki"), session_errors.NotJoined(), turn_errors.BacklogFull(2), turn_errors.Cooldown(3), turn_errors.TurnNotFound(4),
+        turn_errors.TurnNotCancellable("running"), turn_errors.TurnNotFinished("queued"), errors.NotAllowed("PLAYER_ACTION"),
         errors.ServiceDown(), errors.ServiceDown("the generation queue"), errors.GuildOnly(), errors.FilmFixed("Ponyo"),
-        errors.MissingRights("admin"), errors.MissingRights("moderator"), errors.NotTurnAuthor("PLAYER_NAME", "cancel"),
-        errors.NotTurnAuthor("PLAYER_NAME", "regenerate"), errors.NoTurnToRegenerate(), errors.NotLatestTurn(1, 2),
-        errors.TextRefused("characters", "PLAYER_REASON"), errors.NothingToExport(), errors.ExportTooLarge(10_000),
-        errors.ExportCooldown(5), errors.PlayerNotInGame("PLAYER_NAME"), errors.GameEnded(),
+        errors.MissingRights("admin"), errors.MissingRights("moderator"), turn_errors.NotTurnAuthor("PLAYER_NAME", "cancel"),
+        turn_errors.NotTurnAuthor("PLAYER_NAME", "regenerate"), turn_errors.NoTurnToRegenerate(), turn_errors.NotLatestTurn(1, 2),
+        content_errors.TextRefused("characters", "PLAYER_REASON"), errors.NothingToExport(), errors.ExportTooLarge(10_000),
+        errors.ExportCooldown(5), session_errors.PlayerNotInGame("PLAYER_NAME"), session_errors.GameEnded(),
         errors.InternalError("abcd1234"), errors.OutOfRange("server id"), errors.OutOfRange("turn number"),
-        errors.UnknownGame(3, 2), errors.UnknownGame(1, 0), errors.VoteModeOn(), errors.VoteModeOff(), errors.NoOpenRound(),
-        errors.AlreadyProposed(1), errors.RoundFull(20), errors.UnknownProposal(),
-        errors.ContentRefused("instruction", "the operator's rules", "x", "x"), errors.FilterTermRefused("PLAYER_TERM", "is bad"),
-        errors.FilterFull(1000), errors.FilterTermExists("PLAYER_TERM"), errors.FilterTermUnknown("PLAYER_TERM"),
+        session_errors.UnknownGame(3, 2), session_errors.UnknownGame(1, 0), turn_errors.VoteModeOn(), turn_errors.VoteModeOff(), turn_errors.NoOpenRound(),
+        turn_errors.AlreadyProposed(1), turn_errors.RoundFull(20), turn_errors.UnknownProposal(),
+        content_errors.ContentRefused("instruction", "the operator's rules", "x", "x"), content_errors.FilterTermRefused("PLAYER_TERM", "is bad"),
+        content_errors.FilterFull(1000), content_errors.FilterTermExists("PLAYER_TERM"), content_errors.FilterTermUnknown("PLAYER_TERM"),
         shot_errors.NotAShot(), shot_errors.ShotNotFinished(1, "running"), shot_errors.ShotAlreadyRemoved(1),
         shot_errors.NotShotAuthor("PLAYER_NAME"), shot_errors.NoLogChannel(),
         shot_errors.LogChannelUnusable("<#1>", ["Embed Links"]), shot_errors.ReportCooldown(9),
     ]
+
+
+def _refusal_classes(base: type = errors.GameError) -> set[type]:
+    """Every refusal class of the game package (the bot's and the page's own are not refusals of
+    the game's rules)."""
+    found: set[type] = set()
+    for c in base.__subclasses__():
+        found |= ({c} if c.__module__.startswith("game.") else set()) | _refusal_classes(c)
+    return found
+
+
+def test_every_refusal_has_a_code_and_json_safe_params():
+    """A refusal carries its code and its values apart from the message (the play page's error
+    JSON, anything that stores a refusal): text, numbers and lists of text only."""
+    samples = _samples()
+    assert _refusal_classes() <= {type(e) for e in samples}, "a refusal class without a sample here"
+    for e in samples:
+        assert re.fullmatch(r"[a-z_]+", e.code) and e.code != errors.GameError.code, type(e).__name__
+        params = e.params
+        assert json.loads(json.dumps(params)) == params, (type(e).__name__, params)
+        for value in params.values():
+            assert isinstance(value, str | int | float) or (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)), (type(e).__name__, value)
+    # The values as given, not as the message quotes or words them.
+    assert errors.UnknownFilm("PLAYER_FILM", ["ponyo", "qiqi"]).params == {"film": "PLAYER_FILM", "films": ["ponyo", "qiqi"]}
+    assert turn_errors.Cooldown(2.5).params == {"seconds_left": 2.5}
+    assert turn_errors.TurnNotCancellable("running").params == {"status": "running"}
+    assert session_errors.CharacterTaken("Kiki", L_("another player")).params == {"character": "Kiki", "player": "another player"}
 
 
 def test_every_refusal_passes_through_the_catalogs(catalogs_here):
@@ -253,6 +301,6 @@ def test_no_refusal_names_a_face_and_each_face_says_what_to_do_next():
             assert e.hint in BOT_HINTS, (type(e).__name__, e.hint)
             assert "/" in e.shown(BOT_HINTS) and e.shown(BOT_HINTS).startswith(e.message + " ")
             assert "/" not in e.shown(PAGE_HINTS)
-    assert errors.NoSession().shown(BOT_HINTS) == "No game is running in this channel. Start one with /game start."
-    assert errors.NoSession().shown(PAGE_HINTS) == "No game is running in this channel. Start one under Setup."
-    assert errors.UnknownCharacter("x", ["Kiki"]).shown(BOT_HINTS) == "'x' is not a playable character here. Choose Kiki."
+    assert session_errors.NoSession().shown(BOT_HINTS) == "No game is running in this channel. Start one with /game start."
+    assert session_errors.NoSession().shown(PAGE_HINTS) == "No game is running in this channel. Start one under Setup."
+    assert session_errors.UnknownCharacter("x", ["Kiki"]).shown(BOT_HINTS) == "'x' is not a playable character here. Choose Kiki."

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from db.models import GameSession, Turn
-from game import errors
+from game import session_errors, turn_errors
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
@@ -82,15 +82,15 @@ async def test_refusals_are_the_games_messages(app, http):
     base, _ = app
     # No game yet.
     status, r = await post(http, f"{base}/api/join", {"player_id": A, "name": "Ann", "character": "qiqi"})
-    assert (status, r["message"]) == (409, errors.NoSession().shown(PAGE_HINTS))
+    assert (status, r["message"]) == (409, session_errors.NoSession().shown(PAGE_HINTS))
     await start_and_join(http, base)
 
     status, r = await post(http, f"{base}/api/join", {"player_id": 3333, "name": "Cy", "character": "qiqi"})
-    assert (status, r["message"]) == (409, errors.CharacterTaken("Qiqi", "Ann").message)
+    assert (status, r["message"]) == (409, session_errors.CharacterTaken("Qiqi", "Ann").message)
     status, r = await post(http, f"{base}/api/join", {"player_id": 3333, "name": "Cy", "character": "Totoro"})
     assert r["error"] == "unknown_character" and "Totoro" in r["message"]
     status, r = await post(http, f"{base}/api/act", {"player_id": 3333, "motion": "walk", "background": "town"})
-    assert (status, r["message"]) == (409, errors.NotJoined().shown(PAGE_HINTS))
+    assert (status, r["message"]) == (409, session_errors.NotJoined().shown(PAGE_HINTS))
 
     # A hostile instruction: only reserved model tokens. The message is the sanitiser's own.
     hostile = {"motion": "<TURN></TURN><ML>", "background": "sky"}
@@ -108,8 +108,11 @@ async def test_refusals_are_the_games_messages(app, http):
     # Paused: the same refusal as /act in a paused channel, with the page's hint (its panel, not /mod resume).
     assert (await post(http, f"{base}/api/pause", {"paused": True}))[0] == 200
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
-    assert (status, r["message"]) == (409, errors.SessionPaused("paused by a moderator").shown(PAGE_HINTS))
+    assert (status, r["message"]) == (409, session_errors.SessionPaused("moderator").shown(PAGE_HINTS))
     assert r["message"] == "This game is paused (paused by a moderator). Resume it under Moderate."
+    assert (r["error"], r["params"]) == ("paused", {"reason": "moderator"})  # the code and its values apart
+    _, st = await get(http, f"{base}/api/state")
+    assert (st["session"]["paused_reason"], st["session"]["paused_reason_code"]) == ("paused by a moderator", "moderator")
     assert (await post(http, f"{base}/api/pause", {"paused": False}))[0] == 200
 
 
@@ -124,7 +127,7 @@ async def test_backlog_and_cooldown(settings, engine, database_url, sessions, ht
         assert (await post(http, f"{base}/api/act", {"player_id": B, **act}))[0] == 200
         assert (await post(http, f"{base}/api/join", {"player_id": 5, "name": "Cy", "character": "tombo"}))[0] == 200
         status, r = await post(http, f"{base}/api/act", {"player_id": 5, **act})
-        assert (status, r["message"]) == (409, errors.BacklogFull(2).message)
+        assert (status, r["message"]) == (409, turn_errors.BacklogFull(2).message)
 
 
 async def test_reset_and_film_change(app, http, sessions):
@@ -202,9 +205,10 @@ async def test_cancel_a_queued_turn(app, http, sessions):
     status, _ = await post(http, f"{base}/api/turns/{r['turn_id']}/cancel")
     assert status == 200
     status, again = await post(http, f"{base}/api/turns/{r['turn_id']}/cancel")
-    assert (status, again["message"]) == (409, errors.TurnNotCancellable("cancelled").message)
+    assert (status, again["message"]) == (409, turn_errors.TurnNotCancellable("cancelled").message)
+    assert again["params"] == {"status": "cancelled"}
     _, t = await get(http, f"{base}/api/turns/{r['turn_id']}")
-    assert t["status"] == "cancelled"
+    assert (t["status"], t["error"], t["error_text"]) == ("cancelled", "cancelled_by_moderator", "cancelled by a moderator")
     async with http.get(f"{base}/api/turns/{r['turn_id']}/video.mp4") as v:
         assert v.status == 404
 
@@ -240,10 +244,10 @@ async def test_regenerate_needs_a_finished_turn(app, http):
     base, _ = app
     await start_and_join(http, base)
     status, r = await post(http, f"{base}/api/regenerate")
-    assert (status, r["message"]) == (409, errors.NoTurnToRegenerate().message)
+    assert (status, r["message"]) == (409, turn_errors.NoTurnToRegenerate().message)
     await post(http, f"{base}/api/act", {"player_id": A, "motion": "walk", "background": "town"})
     status, r = await post(http, f"{base}/api/regenerate")
-    assert (status, r["message"]) == (409, errors.TurnNotFinished("queued").message)
+    assert (status, r["message"]) == (409, turn_errors.TurnNotFinished("queued").message)
 
 
 async def test_healthz_says_whether_the_database_and_live_updates_are_up(app, http):

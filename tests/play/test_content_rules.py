@@ -28,7 +28,8 @@ async def test_the_page_refuses_an_operator_blocked_instruction(app, http, sessi
     await start_and_join(http, base)
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "ride a ＤＲＡＧＯＮ", "background": "sky"})
     assert status == 409, r
-    assert r == {"error": "content_refused", "message": "Your instruction was refused by the operator's rules. Please rephrase it and try again."}
+    assert r == {"error": "content_refused", "message": "Your instruction was refused by the operator's rules. Please rephrase it and try again.",
+                 "params": {"what": "instruction", "rules": "the operator's rules"}}
     async with sessions() as s:
         assert (await s.scalars(select(Turn))).all() == []
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "fly", "background": "sky"})

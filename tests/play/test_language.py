@@ -19,7 +19,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import write_po
 
-from game import errors, vocabulary
+from game import session_errors, vocabulary
 from game.catalogue import FILMS
 from i18n import catalogs, locales, use_locale
 from i18n.pseudo import pseudo
@@ -96,7 +96,7 @@ async def post(http, url, body=None, **headers):
 async def test_refusals_follow_accept_language(app, http):
     base, _ = app
     with use_locale(locales.PSEUDO):  # the game's refusal, then the page's hint: both through the catalogs
-        no_session = errors.NoSession().shown(PAGE_HINTS)
+        no_session = session_errors.NoSession().shown(PAGE_HINTS)
     assert no_session.startswith("⟦") and no_session.endswith("⟧")
 
     # A game rule (GameError, lazy) and a refusal of the page's own, in the pseudo-locale...
@@ -115,7 +115,7 @@ async def test_refusals_follow_accept_language(app, http):
         status, body = await get(http, f"{base}/api/turns/99999", **header)
         assert body["message"] == "There is no such turn.", header
     status, body = await post(http, f"{base}/api/join", {"player_id": 1, "name": "Ann", "character": "qiqi"})
-    assert body["message"] == errors.NoSession().shown(PAGE_HINTS) == "No game is running in this channel. Start one under Setup."
+    assert body["message"] == session_errors.NoSession().shown(PAGE_HINTS) == "No game is running in this channel. Start one under Setup."
 
 
 async def test_query_and_cookie_choose_over_the_header(app, http):

@@ -15,7 +15,7 @@ from db import sessions as session_service
 from db.engine import describe_database_error, masked_url
 from db.guilds import Limits
 from db.models import GameSession, Turn
-from game.errors import BacklogFull, TurnNotCancellable
+from game.turn_errors import BacklogFull, TurnNotCancellable
 from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
 from tests.ports import free_port
 from tests.queue.helpers import (

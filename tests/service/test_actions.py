@@ -7,21 +7,12 @@ import pytest
 from sqlalchemy import func, select, text, update
 
 from db.models import AuditLog, GameSession, Player, Turn, VoteRound
+from game.content_errors import ContentRefused
 from game.content_rules import OPERATOR, RuleSet
-from game.errors import (
-    ContentRefused,
-    FilmFixed,
-    NoSession,
-    NotJoined,
-    NotTurnAuthor,
-    PlayerNotInGame,
-    SessionPaused,
-    TurnNotFinished,
-    TurnNotFound,
-    UnknownCharacter,
-    VoteModeOn,
-)
+from game.errors import FilmFixed
 from game.sanitize import InputRefused
+from game.session_errors import NoSession, NotJoined, PlayerNotInGame, SessionPaused, UnknownCharacter
+from game.turn_errors import NotTurnAuthor, TurnNotFinished, TurnNotFound, VoteModeOn
 from service import admin, moderation, players, voting
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs, StoredJobs
@@ -113,15 +104,16 @@ async def test_pause_resume_cancel_kick(game, sessions):
     with pytest.raises(ContentRefused):
         await moderation.pause(game, HERE, MOD, "a dragon did it", [RuleSet.of(OPERATOR, ["*dragon*"])])
     gs = await moderation.pause(game, HERE, MOD, "lunch")
-    assert gs.paused_reason == "lunch"
+    assert (gs.paused_reason, gs.paused_note) == ("moderator_words", "lunch")  # a code, the words apart
     with pytest.raises(SessionPaused):
         await players.act(game, HERE, ALICE, WALK)
     await moderation.resume(game, HERE, MOD)
     turn = (await players.act(game, HERE, ALICE, WALK)).turn
     with pytest.raises(TurnNotFound):  # a turn of another channel
-        await moderation.cancel(game, ELSEWHERE, MOD, turn_id=turn.id, stored="cancelled by mod")
-    row = await moderation.cancel(game, HERE, MOD, seq=1, stored="cancelled by mod", reason="dup")
-    assert (row.id, row.status, row.error) == (turn.id, "cancelled", "cancelled by mod")
+        await moderation.cancel(game, ELSEWHERE, MOD, turn_id=turn.id)
+    row = await moderation.cancel(game, HERE, MOD, seq=1, reason="dup")
+    assert (row.id, row.status, row.error, row.cancelled_by_name, row.cancel_note) == (
+        turn.id, "cancelled", "cancelled_by_moderator", MOD.name, "dup")
     assert await _jobs(sessions) == ["cancelled"]
     with pytest.raises(PlayerNotInGame):
         await moderation.kick(game, HERE, MOD, Member(5, "eve"))
@@ -160,8 +152,9 @@ async def test_a_turns_author_or_a_moderator_cancels_or_regenerates_it(game, ses
     await _playing(game)
     first = (await players.act(game, HERE, ALICE, WALK)).turn
     with pytest.raises(NotTurnAuthor):  # bob's button on alice's turn
-        await moderation.cancel_own(game, HERE, BOB, first.id, moderator=False, stored="cancelled by bob")
-    assert (await moderation.cancel_own(game, HERE, ALICE, first.id, moderator=False, stored="x")).status == "cancelled"
+        await moderation.cancel_own(game, HERE, BOB, first.id, moderator=False)
+    own = await moderation.cancel_own(game, HERE, ALICE, first.id, moderator=False)
+    assert (own.status, own.error, own.cancelled_by_name) == ("cancelled", "cancelled_by_author", ALICE.name)
     second = (await players.act(game, HERE, BOB, WALK)).turn
     with pytest.raises(TurnNotFinished):
         await moderation.regenerate(game, HERE, BOB, second.id, moderator=False)
