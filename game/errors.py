@@ -28,8 +28,6 @@ Param = str | int | float | list[str]
 def _json_safe(value: object) -> Param:
     """A parameter as JSON keeps it: numbers and text as they are, a list as its items' text, and
     anything rendered in the locale (a lazy name, a status) as text in the locale current now."""
-    if isinstance(value, bool):
-        return str(value).lower()
     if isinstance(value, int | float | str):
         return value
     if isinstance(value, list | tuple | set | frozenset):
