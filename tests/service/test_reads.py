@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import update
 
 from db.models import Turn
-from game.errors import NoSession, NothingToExport, UnknownGame
+from game.errors import NothingToExport
+from game.session_errors import NoSession, UnknownGame
 from service import admin, moderation, players, reads
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs

@@ -10,7 +10,8 @@ from sqlalchemy import func, select
 
 from db import modlog
 from db.models import AuditLog
-from game.errors import FilterTermExists, FilterTermUnknown, GameError
+from game.content_errors import FilterTermExists, FilterTermUnknown
+from game.errors import GameError
 from service import admin
 from service.game import Game, Member, Place
 from service.jobs import StoredJobs
