@@ -20,7 +20,7 @@ import discord
 from bot import context
 from bot.embeds import FAILED, INFO, PREVIEW
 from db import audit
-from game.content_rules import rule_set_label
+from game.content_rules import stored_rule_set_label
 from i18n import L_, Lazy, _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number
 from i18n.translate import Ln_, Lp_
@@ -149,7 +149,8 @@ async def record(s, interaction: discord.Interaction, action: str, target: str |
 
 
 def rule_set_name(text) -> str:
-    """A rule set's name as stored: game.content_rules names rule sets by their English name."""
+    """A rule set's English name (game.content_rules names rule sets in English), which
+    game.content_rules.rule_set_code turns into what is stored."""
     with use_locale(locales.SOURCE):
         return str(text)
 
@@ -181,9 +182,10 @@ def turn_text(seq) -> str:
     return _("turn #%(seq)s", seq=int(seq)) if str(seq or "").isdigit() else _name(seq)
 
 
-def rule_set_text(stored) -> str:
-    """A rule set's stored name (game.content_rules) in the current language."""
-    return _name(rule_set_label(str(stored))) if stored else ""
+def rule_set_text(stored, rule=None) -> str:
+    """A stored rule set (game.content_rules.rule_set_code: a code, and an AutoMod rule's name) in
+    the current language."""
+    return _name(stored_rule_set_label(str(stored), None if rule is None else str(rule))) if stored else ""
 
 
 def language_name(code) -> str:
@@ -241,7 +243,7 @@ _TARGETS = {
 # Parameters from the details (the stored keys they read).
 _DETAILS = {
     "reason": lambda d: _name(d["reason"]) if d.get("reason") else None,
-    "rules": lambda d: rule_set_text(d.get("rule_set")),
+    "rules": lambda d: rule_set_text(d.get("rule_set"), d.get("rule")),
     "limits": _limits,
     "n": lambda d: _count(d.get("cancelled", 0)),
     "author": lambda d: user_text(d.get("author_id"), d.get("author")),

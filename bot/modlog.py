@@ -72,7 +72,7 @@ def log_embed(entry: AuditLog) -> discord.Embed:
     elif entry.action == REFUSED:
         e.add_field(name=_("Member"), value=user_text(entry.actor_id, entry.actor_name), inline=True)
         rules = _first(d, "rule_set", "rules", "rule", "ruleset")
-        e.add_field(name=_("Rule set"), value=fit(rule_set_text(rules) if rules else _("unknown"), 1000), inline=True)
+        e.add_field(name=_("Rule set"), value=fit(rule_set_text(rules, d.get("rule")) if rules else _("unknown"), 1000), inline=True)
         if d.get("term"):
             e.add_field(name=_("Matched"), value=f"||{esc(str(d['term'])[:300])}||", inline=True)
         text = _first(d, "text", "instruction", "input")

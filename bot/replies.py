@@ -20,6 +20,7 @@ from bot.hints import BOT_HINTS
 from bot.job_queue import QueueDown
 from db.transient import is_transient
 from game.content_errors import ContentRefused, TextRefused
+from game.content_rules import rule_set_code
 from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
 
@@ -72,8 +73,10 @@ async def record_refusal(interaction: discord.Interaction[AnimeGamerBot], refuse
     command = interaction.command.qualified_name if interaction.command else None
     try:
         async with interaction.client.db.sessions.begin() as s:
+            rule_set, rule = rule_set_code(audit.rule_set_name(refused.rule_set))  # a code, the AutoMod rule's name apart
             await audit.record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
-                               rule_set=audit.rule_set_name(refused.rule_set), term=refused.term, text=refused.text)
+                               rule_set=rule_set, **({"rule": rule} if rule is not None else {}),
+                               term=refused.term, text=refused.text)
     except Exception as e:
         log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
 

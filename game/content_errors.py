@@ -4,7 +4,7 @@ way."""
 
 from __future__ import annotations
 
-from game.content_rules import rule_set_label
+from game.content_rules import rule_set_code, rule_set_label
 from game.errors import GameError
 from game.sanitize import field_label
 from game.texts import Later, catalog_text
@@ -32,11 +32,14 @@ class ContentRefused(GameError):
 
     def __init__(self, what: str, rule_set: str | Lazy, term: str, text: str) -> None:
         self.what, self.rule_set, self.term, self.text = what, rule_set, term, text
+        # The rule set as stored (a code, an AutoMod rule's name apart); the term and the text are
+        # left out: the refusal does not show which term matched.
+        code, rule = rule_set_code(rule_set) if isinstance(rule_set, str) else (str(rule_set), None)
         # TRANSLATORS: %(what)s names what the player typed ("instruction", "reason"); %(rules)s names the
         # rule set that refused it ("the operator's rules", "this server's filter").
         super().__init__(L_("Your %(what)s was refused by %(rules)s. Please rephrase it and try again.",
                             what=Later(field_label, what), rules=rule_set_label(rule_set)),
-                         what=what, rules=rule_set_label(rule_set))
+                         what=what, rule_set=code, rule=rule)
 
 
 class FilterTermRefused(GameError):

@@ -88,6 +88,27 @@ def rule_set_label(name: str | Lazy) -> Lazy:
     return Lazy(name, {})  # OPERATOR and SERVER_FILTER are in the catalogs (N_ above)
 
 
+# A rule set as an audit entry keeps it (a refused text's `rule_set`): a code, and apart from it
+# the name a server's admins gave their AutoMod rule (`rule`), rendered where the entry is read.
+RULE_SET_CODES = {OPERATOR: "operator", SERVER_FILTER: "server_filter"}
+AUTOMOD = "automod"
+
+
+def rule_set_code(name: str) -> tuple[str, str | None]:
+    """A rule set's English name (RuleSet.name) as stored: its code, and an AutoMod rule's name."""
+    if name.startswith(_AUTOMOD):
+        return AUTOMOD, name.removeprefix(_AUTOMOD)
+    return RULE_SET_CODES.get(name, name), None
+
+
+def stored_rule_set_label(code: str, rule: str | None = None) -> Lazy:
+    """A stored rule set (rule_set_code) as the reader sees it; a name stored before the codes (its
+    English name) reads as it did."""
+    if code == AUTOMOD:
+        return rule_set_label(automod_rule_name(rule or ""))
+    return rule_set_label(next((name for name, c in RULE_SET_CODES.items() if c == code), code))
+
+
 class TermRefused(ValueError):
     """A term that cannot be used; `reason` says why, worded for the person who typed it (in the
     locale current where it is read; `lazy_reason` keeps it for rendering later)."""

@@ -33,6 +33,13 @@ CASES = [
     ("reason_refused", "/mod pause", {"rule_set": "the operator's rules"}, "had a reason refused by the operator's rules in /mod pause"),
     ("name_refused", "/game join", {"rule_set": "this server's AutoMod rule Words"},
      "had a text refused by this server's AutoMod rule Words in /game join"),
+    # As stored since revision 0015: the rule set's code, an AutoMod rule's name apart.
+    ("instruction_refused", "/act", {"rule_set": "server_filter"}, "had an instruction refused by this server's filter in /act"),
+    ("reason_refused", "/mod pause", {"rule_set": "operator"}, "had a reason refused by the operator's rules in /mod pause"),
+    ("name_refused", "/game join", {"rule_set": "automod", "rule": "Words"},
+     "had a text refused by this server's AutoMod rule Words in /game join"),
+    ("name_refused", "/game join", {"rule_set": "automod", "rule": "without a name"},
+     "had a text refused by this server's AutoMod rule without a name in /game join"),
     ("filter_add", "dragon", {}, "added dragon to this server's filter"),
     ("filter_remove", "dragon", {}, "removed dragon from this server's filter"),
     ("remove_shot", "4", {"by": "author", "reason": "x"}, "removed turn #4 (their own)"),

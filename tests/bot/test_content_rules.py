@@ -53,7 +53,7 @@ async def test_operator_rule_refuses_act_without_cooldown_and_is_audited(world, 
     assert await turns_of(sessions) == []  # nothing queued
     (entry, *_) = await audited(sessions, "instruction_refused", 3)
     assert entry.actor_id == w.alice.id and entry.target == "/act"
-    assert entry.details == {"rule_set": "the operator's rules", "term": "*dragon*", "text": "fight a DRAGON | sky"}
+    assert entry.details == {"rule_set": "operator", "term": "*dragon*", "text": "fight a DRAGON | sky"}  # a code, not a name
 
     # The refusals took no cooldown: the next turn is queued at once, and that one does.
     assert "is queued" in await say(w, w.alice, "act", {"motion": "fly", "background": "sky"})

@@ -162,3 +162,40 @@ async def test_pause_and_cancel_reasons_become_codes_and_still_read():
                 assert list((await conn.scalars(text("SELECT error FROM turns ORDER BY seq"))).all()) == cancels
         finally:
             await engine.dispose()
+
+
+async def test_refused_rule_sets_become_codes_and_still_read():
+    """Revision 0015: a refused text's entry named its rule set in English; after it the entry
+    keeps a code (an AutoMod rule's name apart) and reads as it did."""
+    from bot.audit import describe
+    from db.models import AuditLog
+
+    names = ["the operator's rules", "this server's filter", "this server's AutoMod rule No: spoilers"]
+    with fresh_database("agmig") as url:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine, "0014")
+            async with engine.begin() as conn:
+                for name in names:
+                    await conn.execute(text(
+                        "INSERT INTO audit_log (guild_id, actor_id, actor_name, action, target, details) "
+                        "VALUES (1, 3, 'dave', 'instruction_refused', '/act', jsonb_build_object('rule_set', CAST(:n AS text), 'term', 'x'))"),
+                        {"n": name})
+                await conn.execute(text("INSERT INTO audit_log (guild_id, actor_id, actor_name, action, target, details) "
+                                        "VALUES (1, 3, 'dave', 'pause', 'session 1', '{\"rule_set\": \"the operator''s rules\"}')"))
+            await upgrade(engine, "0015")
+            async with engine.connect() as conn:
+                rows = (await conn.execute(text("SELECT action, target, details FROM audit_log ORDER BY id"))).all()
+            assert [d for _, _, d in rows] == [
+                {"rule_set": "operator", "term": "x"}, {"rule_set": "server_filter", "term": "x"},
+                {"rule_set": "automod", "rule": "No: spoilers", "term": "x"},
+                {"rule_set": "the operator's rules"}]  # not a refusal's entry: left as it is
+            said = [describe(AuditLog(guild_id=1, actor_id=3, actor_name="dave", action=a, target=t, details=d))
+                    for a, t, d in rows[:3]]
+            assert said == [f"<@3> (dave) had an instruction refused by {n} in /act" for n in names]
+            await downgrade(engine, "0014")
+            async with engine.connect() as conn:
+                back = list((await conn.scalars(text("SELECT details FROM audit_log ORDER BY id"))).all())
+            assert back[:3] == [{"rule_set": n, "term": "x"} for n in names]
+        finally:
+            await engine.dispose()

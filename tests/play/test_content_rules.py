@@ -29,7 +29,7 @@ async def test_the_page_refuses_an_operator_blocked_instruction(app, http, sessi
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "ride a ＤＲＡＧＯＮ", "background": "sky"})
     assert status == 409, r
     assert r == {"error": "content_refused", "message": "Your instruction was refused by the operator's rules. Please rephrase it and try again.",
-                 "params": {"what": "instruction", "rules": "the operator's rules"}}
+                 "params": {"what": "instruction", "rule_set": "operator"}}
     async with sessions() as s:
         assert (await s.scalars(select(Turn))).all() == []
     status, r = await post(http, f"{base}/api/act", {"player_id": A, "motion": "fly", "background": "sky"})
