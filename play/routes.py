@@ -12,12 +12,9 @@ import asyncio
 from pathlib import Path
 
 from aiohttp import web
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import sessions, turn_reads
-from db.models import GameSession, Turn
 from game import vocabulary
-from game.catalogue import FILMS, suggest
+from game.catalogue import suggest
 from game.errors import ServiceDown
 from game.sanitize import InputRefused, clean_text
 from game.stored_reasons import BY_MODERATOR
@@ -41,7 +38,7 @@ from play.requests import (
     TurnsQuery,
     accepts,
 )
-from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, channel_config, services
+from play.services import ADMIN, PLACE, services
 from service import admin, moderation, players, reads
 from service.game import Member
 from service.players import ActFields
@@ -53,16 +50,14 @@ HEALTH_TIMEOUT = 2.0  # seconds for the health check's SELECT 1
 routes = web.RouteTableDef()
 
 
-async def _turn_in_play(s: AsyncSession, turn_id: int) -> tuple[Turn, GameSession]:
-    t = await turn_reads.get_turn(s, turn_id)
-    if t is None:
+async def _turn_in_play(request: web.Request, turn_id: int, *, clip: bool = False) -> reads.ChannelTurn:
+    """The page's turn `turn_id`; a Discord guild's, or one taken down (db.removal), is not there."""
+    found = await reads.turn(services(request).game, PLACE, turn_id, clip=clip)
+    if found is None:
         raise not_found(_("There is no such turn."))
-    gs = await s.get(GameSession, t.session_id)
-    if gs is None or gs.channel_id != PLAY_CHANNEL_ID:  # a Discord guild's turn: not ours to show
-        raise not_found(_("There is no such turn."))
-    if t.removed_at is not None:  # taken down (db.removal): gone from the page
+    if found.turn.removed_at is not None:
         raise not_found(_("This turn was removed."))
-    return t, gs
+    return found
 
 
 def player_name(raw: str) -> str:
@@ -126,21 +121,14 @@ async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
 @routes.get("/api/turns/{turn_id}")
 @accepts(path=TurnPath)
 async def get_turn(request: web.Request, path: TurnPath) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s:
-        t, gs = await _turn_in_play(s, path.turn_id)
-        position = await svc.game.jobs.position(s, t) if t.status == "queued" else None
-    return web.json_response(shapes.turn_json(t, shapes.names_of(gs.film_id), position))
+    found = await _turn_in_play(request, path.turn_id)
+    return web.json_response(shapes.turn_json(found.turn, shapes.names_of(found.session.film_id), found.position))
 
 
 @routes.get("/api/turns/{turn_id}/video.mp4")
 @accepts(path=TurnPath)
 async def get_video(request: web.Request, path: TurnPath) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s:
-        t, _gs = await _turn_in_play(s, path.turn_id)
-        full = await turn_reads.get_turn(s, t.id, blobs=True)
-        data = full.mp4 if full is not None else None
+    data = (await _turn_in_play(request, path.turn_id, clip=True)).turn.mp4
     if not data:
         raise not_found(_("This turn has no clip (not finished, or pruned)."))
     return media.mp4_response(request, data)
@@ -151,11 +139,8 @@ async def get_video(request: web.Request, path: TurnPath) -> web.Response:
 async def get_suggestions(request: web.Request, query: SuggestQuery) -> web.Response:
     """Autocomplete, as /act offers it: the film's suggestions in the request's language, matched
     on what is shown (the act routes map a chosen one back to the English term)."""
-    svc = services(request)
     fields = {"motion": "motions", "adverb": "adverbs", "background": "backgrounds", "time_of_day": "times"}
-    async with svc.db.sessions() as s:
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        film = FILMS.get(gs.film_id) if gs else (await channel_config(s, svc)).film
+    film = (await reads.playing(services(request).game, PLACE)).film
     kind = fields[query.field]
     shown = tuple(vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind))
     return web.json_response(suggest(tuple(dict.fromkeys(shown)), query.q))
@@ -280,8 +265,6 @@ async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
 @routes.post("/api/turns/{turn_id}/cancel")
 @accepts(path=TurnPath, body=Empty)
 async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.Response:
-    svc = services(request)
-    async with svc.db.sessions() as s:
-        t, _gs = await _turn_in_play(s, path.turn_id)
-    await moderation.cancel(svc.game, PLACE, ADMIN, turn_id=t.id)  # unnamed: "cancelled by a moderator"
+    t = (await _turn_in_play(request, path.turn_id)).turn
+    await moderation.cancel(services(request).game, PLACE, ADMIN, turn_id=t.id)  # unnamed: "cancelled by a moderator"
     return web.json_response({"ok": True})

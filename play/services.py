@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from aiohttp import web
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import guilds, sessions
 from db.runtime import Database
@@ -55,15 +54,11 @@ def services(request: web.Request) -> PlayServices:
     return request.app[SERVICES]
 
 
-async def channel_config(s: AsyncSession, svc: PlayServices) -> guilds.ChannelConfig:
-    return await guilds.channel_config(s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID)
-
-
 async def ensure_film(svc: PlayServices) -> str:
     """The page's guild gets the default film the first time, so there is always a cast.
     Returns the film being played (the live session's, else the configured one)."""
     async with svc.db.sessions() as s, s.begin():
-        cfg = await channel_config(s, svc)
+        cfg = await guilds.channel_config(s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID)
         film_id = cfg.film.id if cfg.film else None
         if film_id is None:
             film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id

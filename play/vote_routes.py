@@ -17,11 +17,11 @@ from typing import Annotated
 from aiohttp import web
 from pydantic import Field
 
-from db import sessions, votes
+from db import votes
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
 from play.routes import act_fields, player_name
-from play.services import ADMIN, PLACE, PLAY_CHANNEL_ID, PLAY_GUILD_ID, SERVICES, services
-from service import voting
+from play.services import ADMIN, PLACE, PLAY_GUILD_ID, SERVICES, services
+from service import reads, voting
 from service.game import Member
 
 log = logging.getLogger(__name__)
@@ -78,15 +78,9 @@ def round_json(v: votes.RoundView, now: datetime) -> dict:
 @accepts(query=StateQuery)
 async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
     """The mode, and the open round (else the latest one, to show how it ended)."""
-    svc = services(request)
-    async with svc.db.sessions() as s:
-        cfg = await votes.vote_config(s, PLAY_CHANNEL_ID)
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        rnd = await votes.latest_round(s, gs.id) if gs is not None else None
-        body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds, "round": None}
-        if rnd is not None:
-            now = datetime.now(UTC)
-            body["round"] = round_json(await votes.view(s, rnd.id, voter_id=query.player), now)
+    cfg, view = await reads.latest_round(services(request).game, PLACE, query.player)
+    body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds,
+            "round": round_json(view, datetime.now(UTC)) if view is not None else None}
     return web.json_response(body)
 
 

@@ -1,6 +1,7 @@
 """What members read of a channel's games, for both faces: the live game with its players and
 their characters' states, a game by its number (past ones included), its history, the waiting
-turns with their places in the queue, the channel's games, and the page's list of turns.
+turns with their places in the queue, the channel's games, the page's list of turns, one turn
+by id (with its clip), what the channel plays (film and vote mode) and its latest vote round.
 
 Each opens its own read-only session and returns rows (a face renders them); a game that is not
 there is the refusal the db layer raises (NoSession, UnknownGame)."""
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import games, sessions, turn_reads
+from db import games, sessions, turn_reads, votes
 from db.guilds import ChannelConfig
 from db.models import GameSession, Player, Turn
+from game.catalogue import FILMS, Film
 from game.errors import NothingToExport
 from game.states import CharacterState
 from service.game import Game, Place
@@ -43,6 +45,26 @@ class Placed:
 
     turn: Turn
     position: int | None
+
+
+@dataclass(frozen=True)
+class ChannelTurn:
+    """One of the channel's turns (taken down or not: a face decides what to show), its game, and
+    its place in the queue (None unless queued)."""
+
+    turn: Turn
+    session: GameSession
+    position: int | None
+
+
+@dataclass(frozen=True)
+class Playing:
+    """What a channel plays: its configuration, the film (its live game's, else the configured
+    one; None: none chosen) and its vote mode."""
+
+    config: ChannelConfig
+    film: Film | None
+    voting: votes.VoteConfig
 
 
 @dataclass(frozen=True)
@@ -130,3 +152,35 @@ async def turns_page(game: Game, place: Place, *, before: int | None = None, lim
             return TurnsPage(gs, await _queued_places(game, s, await turn_reads.pending_turns(s, gs.id)), False)
         rows, more = await turn_reads.page(s, gs.id, limit, before)
         return TurnsPage(gs, await _queued_places(game, s, rows), more)
+
+
+async def turn(game: Game, place: Place, turn_id: int, *, clip: bool = False) -> ChannelTurn | None:
+    """Turn `turn_id` if it is one of the channel's (None: no such turn here, e.g. another
+    channel's); `clip`: its stored clip and model state loaded too."""
+    async with game.sessions() as s:
+        t = await turn_reads.get_turn(s, turn_id, blobs=clip)
+        if t is None:
+            return None
+        gs = await sessions.session_by_id(s, t.session_id)
+        if gs.channel_id != place.channel_id:
+            return None
+        return ChannelTurn(t, gs, await game.jobs.position(s, t) if t.status == "queued" else None)
+
+
+async def playing(game: Game, place: Place) -> Playing:
+    async with game.sessions() as s:
+        cfg = await config(game, s, place)
+        gs = await sessions.live_session(s, place.channel_id)
+        return Playing(cfg, FILMS.get(gs.film_id) if gs is not None else cfg.film,
+                       await votes.vote_config(s, place.channel_id))
+
+
+async def latest_round(game: Game, place: Place, voter_id: int | None = None
+                       ) -> tuple[votes.VoteConfig, votes.RoundView | None]:
+    """The channel's vote mode, and its live game's latest round (the open one, else how the last
+    one ended; None: none yet, or no live game), with `voter_id`'s vote in it."""
+    async with game.sessions() as s:
+        cfg = await votes.vote_config(s, place.channel_id)
+        gs = await sessions.live_session(s, place.channel_id)
+        rnd = await votes.latest_round(s, gs.id) if gs is not None else None
+        return cfg, (await votes.view(s, rnd.id, voter_id=voter_id) if rnd is not None else None)

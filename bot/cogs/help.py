@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
-from bot import checks, context
+from bot import checks
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction
+from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
-from db import guilds, votes
-from db import sessions as game_sessions
+from bot.game import place
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import L_, N_, _, pgettext
+from service import reads
 
 # The sections' headings (shown translated, with _(); marked here for extraction)
 PLAYING, VOTING, LOOKING = N_("Playing"), N_("Voting"), N_("Looking around")
@@ -132,18 +131,12 @@ def pages(title: str, description: str, fields: list[tuple[str, str]]) -> list[d
     return out
 
 
-class Help(commands.Cog):
-    def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
-
+class Help(GameCog):
     @app_commands.command(name="help", description="The commands you can use here, with examples from this channel's film")
     @app_commands.guild_only()
     async def help(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.bot.settings, context.guild_id(interaction), context.channel_id(interaction))
-            gs = await game_sessions.live_session(s, context.channel_id(interaction))
-            voting = await votes.vote_config(s, context.channel_id(interaction))
-        film = FILMS.get(gs.film_id) if gs is not None else cfg.film
+        here = await reads.playing(self.service, place(interaction))
+        cfg, film, voting = here.config, here.film, here.voting
         notes = []
         if film is None:
             film = FILMS[self.bot.settings.default_film]

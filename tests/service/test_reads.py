@@ -1,6 +1,7 @@
 """What members read of a channel's games (service.reads) against a real Postgres and the real
 turn queue: the live game, a game by its number, history, the waiting turns with their places,
-the export check, the channel's games and the page's list of turns."""
+the export check, the channel's games, the page's list of turns, a turn by id with its clip,
+what the channel plays and its latest vote round."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlalchemy import update
 from db.models import Turn
 from game.errors import NothingToExport
 from game.session_errors import NoSession, UnknownGame
-from service import admin, moderation, players, reads
+from service import admin, moderation, players, reads, voting
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs
 from service.players import ActFields
@@ -114,3 +115,47 @@ async def test_past_games_by_number_their_history_and_what_can_be_exported(game,
 
     listed = await reads.channel_games(game, HERE)
     assert [(g.number, g.session.id, g.turns, g.done) for g in listed] == [(1, old.id, 2, 1), (2, done.fresh.id, 0, 0)]
+
+
+async def test_a_turn_by_id_is_the_channels_own_with_its_place_and_its_clip_on_request(game, sessions):
+    """Another channel's turn, or an id no turn has (even past bigint), is not there; a queued turn
+    has its place, a running one none; one taken down is still read (a face decides to hide it)."""
+    await _playing(game)
+    first = (await players.act(game, HERE, ALICE, WALK)).turn
+    second = (await players.act(game, HERE, BOB, WALK)).turn
+    for missing in ((ELSEWHERE, first.id), (HERE, second.id + 1000), (HERE, 2**70)):
+        assert await reads.turn(game, *missing) is None
+    found = await reads.turn(game, HERE, second.id)
+    assert found is not None and (found.turn.seq, found.position, found.session.id) == (2, 2, second.session_id)
+    await _set(sessions, first.id, status="running")
+    assert (await reads.turn(game, HERE, first.id)).position is None
+    await _set(sessions, first.id, status="done", mp4=b"clip-bytes", mp4_size=10, removed_at=first.created_at)
+    done = await reads.turn(game, HERE, first.id, clip=True)
+    assert done is not None and (done.turn.mp4, done.position, done.turn.removed_at) == (b"clip-bytes", None, first.created_at)
+
+
+async def test_what_the_channel_plays_is_its_live_games_film_else_the_configured_one_and_its_vote_mode(game):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    here = await reads.playing(game, HERE)
+    assert (here.config.film and here.config.film.id, here.film and here.film.id, here.voting.enabled) == ("qiqi", "qiqi", False)
+    await players.start(game, HERE, ALICE)
+    await admin.set_film(game, HERE, MOD, "ponyo")  # new games will use it; the live one keeps its film
+    await voting.set_mode(game, HERE, MOD, True, 60)
+    here = await reads.playing(game, HERE)
+    assert (here.config.film and here.config.film.id, here.film and here.film.id) == ("ponyo", "qiqi")
+    assert (here.voting.enabled, here.voting.round_seconds) == (True, 60)
+
+
+async def test_the_latest_vote_round_with_the_askers_vote(game):
+    await _playing(game)
+    assert (await reads.latest_round(game, ELSEWHERE))[1] is None  # no game there
+    await voting.set_mode(game, HERE, MOD, True, 60)
+    cfg, view = await reads.latest_round(game, HERE, ALICE.id)
+    assert (cfg.enabled, cfg.round_seconds, view) == (True, 60, None)
+    await voting.propose(game, HERE, ALICE, WALK)
+    await voting.propose(game, HERE, BOB, ActFields("run", "field"))
+    await voting.vote_for_option(game, HERE, 2, ALICE.id)
+    _cfg, view = await reads.latest_round(game, HERE, ALICE.id)
+    assert view is not None and view.round.status == "open" and view.my_vote == 2
+    assert [(o.number, o.proposal.author_name, o.votes) for o in view.options] == [(1, "alice", 0), (2, "bob", 1)]
+    assert (await reads.latest_round(game, HERE, BOB.id))[1].my_vote is None
