@@ -5,15 +5,13 @@ then every few hours). The page never posts its turns, so they count as posted o
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 
 from aiohttp import web
 
 from db import turn_posts
-from play.services import PLAY_GUILD_ID, SERVICES
+from play.services import PLAY_GUILD_ID, SERVICES, every
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +28,5 @@ async def prune(app: web.Application) -> int:
     return n
 
 
-async def _pruner(app: web.Application):
-    async def loop() -> None:
-        while True:
-            try:
-                await prune(app)
-            except Exception as e:  # the database went away: the next round tries again
-                log.warning("pruning the play page's old clips failed: %s", e)
-            await asyncio.sleep(PRUNE_SECONDS)
-
-    task = asyncio.create_task(loop())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def add_pruner(app: web.Application) -> None:
-    app.cleanup_ctx.append(_pruner)
+    app.cleanup_ctx.append(every(PRUNE_SECONDS, prune, "pruning the play page's old clips failed"))

@@ -7,7 +7,10 @@ act as the guild's admin and moderator (choose the film and cast, pause, reset, 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -20,6 +23,8 @@ from play.events import EventHub
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs, StoredJobs
 from settings import Settings
+
+log = logging.getLogger(__name__)
 
 # Discord snowflakes are far above these, so the page never meets a real guild's rows.
 PLAY_GUILD_ID = 1
@@ -66,3 +71,27 @@ async def ensure_film(svc: PlayServices) -> str:
         await sessions.pause_withdrawn_films(s, set(FILMS))
         gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
         return gs.film_id if gs is not None and gs.film_id in FILMS else film_id
+
+
+def every(seconds: float, job: Callable[[web.Application], Awaitable[object]], failed: str
+          ) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A background task for the app's lifetime (an aiohttp cleanup context): `job(app)` at once,
+    then every `seconds`. A failure (the database went away) is logged after `failed`, and the
+    next round tries again."""
+
+    async def run(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                try:
+                    await job(app)
+                except Exception as e:
+                    log.warning("%s: %s", failed, e)
+                await asyncio.sleep(seconds)
+
+        task = asyncio.create_task(loop())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return run

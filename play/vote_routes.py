@@ -9,7 +9,6 @@ it may turn the mode on and off.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import Annotated
@@ -20,7 +19,7 @@ from pydantic import Field
 from db import votes
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
 from play.routes import act_fields, player_name
-from play.services import ADMIN, PLACE, PLAY_GUILD_ID, SERVICES, services
+from play.services import ADMIN, PLACE, PLAY_GUILD_ID, SERVICES, every, services
 from service import reads, voting
 from service.game import Member
 
@@ -123,24 +122,6 @@ async def close_due(app: web.Application) -> int:
 _LOCK = web.AppKey("vote_close_lock", asyncio.Lock)
 
 
-async def _closer(app: web.Application):
-    """Background task for the app's lifetime: the deadline check."""
-
-    async def loop() -> None:
-        while True:
-            try:
-                await close_due(app)
-            except Exception as e:  # the database went away: try again at the next check
-                log.warning("closing the page's vote rounds failed: %s", e)
-            await asyncio.sleep(CHECK_SECONDS)
-
-    task = asyncio.create_task(loop())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def add_vote_routes(app: web.Application) -> None:
     app.router.add_get("/api/vote", get_vote)
     app.router.add_post("/api/vote/mode", post_mode)
@@ -148,4 +129,4 @@ def add_vote_routes(app: web.Application) -> None:
     app.router.add_post("/api/vote/propose", post_propose)
     app.router.add_post("/api/vote/ballot", post_ballot)
     app[_LOCK] = asyncio.Lock()
-    app.cleanup_ctx.append(_closer)
+    app.cleanup_ctx.append(every(CHECK_SECONDS, close_due, "closing the page's vote rounds failed"))  # the deadline check

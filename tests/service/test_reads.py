@@ -128,7 +128,8 @@ async def test_a_turn_by_id_is_the_channels_own_with_its_place_and_its_clip_on_r
     found = await reads.turn(game, HERE, second.id)
     assert found is not None and (found.turn.seq, found.position, found.session.id) == (2, 2, second.session_id)
     await _set(sessions, first.id, status="running")
-    assert (await reads.turn(game, HERE, first.id)).position is None
+    running = await reads.turn(game, HERE, first.id)
+    assert running is not None and running.position is None
     await _set(sessions, first.id, status="done", mp4=b"clip-bytes", mp4_size=10, removed_at=first.created_at)
     done = await reads.turn(game, HERE, first.id, clip=True)
     assert done is not None and (done.turn.mp4, done.position, done.turn.removed_at) == (b"clip-bytes", None, first.created_at)
@@ -158,4 +159,5 @@ async def test_the_latest_vote_round_with_the_askers_vote(game):
     _cfg, view = await reads.latest_round(game, HERE, ALICE.id)
     assert view is not None and view.round.status == "open" and view.my_vote == 2
     assert [(o.number, o.proposal.author_name, o.votes) for o in view.options] == [(1, "alice", 0), (2, "bob", 1)]
-    assert (await reads.latest_round(game, HERE, BOB.id))[1].my_vote is None
+    _cfg, bobs = await reads.latest_round(game, HERE, BOB.id)
+    assert bobs is not None and bobs.my_vote is None

@@ -1,0 +1,37 @@
+"""play.services.every: the page's background tasks (clip pruning, the vote deadline check) run at
+once and then on their interval for the app's lifetime; a failing round is logged and the next
+one runs; the task ends with the app."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from play.services import every
+
+
+async def test_a_background_job_runs_again_after_a_failure_and_stops_with_the_app(caplog):
+    runs: list[int] = []
+
+    async def job(app: web.Application) -> None:
+        runs.append(len(runs))
+        if len(runs) == 1:
+            raise ConnectionError("database went away")
+
+    app = web.Application()
+    app.cleanup_ctx.append(every(0.01, job, "the test job failed"))
+    runner = web.AppRunner(app)
+    with caplog.at_level(logging.WARNING, logger="play.services"):
+        await runner.setup()
+        for _ in range(200):
+            if len(runs) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        await runner.cleanup()
+    assert len(runs) >= 3
+    assert [r.getMessage() for r in caplog.records] == ["the test job failed: database went away"]
+    stopped = len(runs)
+    await asyncio.sleep(0.05)
+    assert len(runs) == stopped
