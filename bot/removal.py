@@ -57,7 +57,7 @@ async def remove(bot: AnimeGamerBot, interaction: discord.Interaction[AnimeGamer
             raise ShotNotFinished(turn.seq, turn.status)
         by_author = turn.author_id == user.id
         gs = await game_sessions.session_by_id(s, turn.session_id)
-        await removal.take_down_turns(s, [turn.id], reason=reason, by_id=user.id, by_name=user.display_name)
+        await removal.take_down_turns(s, [turn.id], note=reason, by_id=user.id, by_name=user.display_name)
         message_id = turn.posted_message_id or turn.status_message_id
         await bot_audit.record(
             s, interaction, "remove_shot", str(turn.seq),

@@ -15,7 +15,8 @@ from bot.embeds import WAITING, esc, fit_embed
 from db import turn_reads
 from db.models import Turn
 from db.runtime import Database
-from i18n import L_, _
+from game.stored_reasons import removal_reason
+from i18n import L_, Lazy, _
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +28,13 @@ _SAID = {
 }
 
 
-def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | None = None) -> discord.Embed:
+def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | Lazy | None = None) -> discord.Embed:
     """What a removed shot's post shows instead of its clip and embed ("system": a member's data
     deleted at their request, db.privacy; no reason shown), in the current locale (the server's:
     build it inside bot.locale.public)."""
     e = discord.Embed(title=_("Turn #%(seq)s · removed", seq=seq), description=str(_SAID[by]), colour=WAITING)
     if reason and by == "moderator":
-        e.add_field(name=_("Reason"), value=esc(reason), inline=False)
+        e.add_field(name=_("Reason"), value=esc(str(reason)), inline=False)
     e.set_footer(text=str(NOT_REWOUND))
     return fit_embed(e)
 
@@ -41,7 +42,7 @@ def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], rea
 def removed_fields(turn: Turn) -> dict:
     """The message edit that shows a removed turn: no file, no button, the notice."""
     by = "system" if turn.removed_by_id is None else "author" if turn.removed_by_id == turn.author_id else "moderator"
-    embed = removed_embed(turn.seq, by=by, reason=turn.removed_reason)
+    embed = removed_embed(turn.seq, by=by, reason=removal_reason(turn.removed_reason, turn.removed_note))
     return {"content": None, "embed": embed, "attachments": [], "view": None}
 
 

@@ -253,7 +253,8 @@ class Turn(Base):
     # A shot taken down (db.removal): its clip, representation and text are gone, the row stays
     # (the turn keeps its number; character states are not rewound).
     removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    removed_reason: Mapped[str | None] = mapped_column(Text)
+    removed_reason: Mapped[str | None] = mapped_column(Text)  # a code (game.stored_reasons)
+    removed_note: Mapped[str | None] = mapped_column(Text)  # the remover's own words, if any
     removed_by_id: Mapped[int | None] = mapped_column(BigInteger)  # NULL: the system
     removed_by_name: Mapped[str | None] = mapped_column(String(100))
 

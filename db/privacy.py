@@ -13,8 +13,9 @@ each in its own transaction and each idempotent, so a restart at any point finis
 4. everything else with their id or name: player rows (deleted: they leave every game), the
    creator of a session, the opener of a round, who removed a shot, who added a filter term, the
    audit log as actor or as target (and the text of theirs the content rules refused), their
-   names inside free text (a turn's "cancelled by alice", a pause reason), and the one-time
-   notices they were shown (member_notices, db/notices.py: deleted);
+   names inside free text (who cancelled a turn, a moderator's words for a cancel, a pause or a
+   shot taken down), and the one-time notices they were shown (member_notices, db/notices.py:
+   deleted);
 5. done: the request forgets their id and names.
 
 What stays, anonymous, is what other players' games rest on: the turn rows (number, status,
@@ -47,14 +48,12 @@ from db.models import (
     VoteRound,
 )
 from db.removal import take_down_turns
-from game.stored_reasons import CANCEL_CODES
+from game.stored_reasons import CANCEL_CODES, PRIVACY_DELETED
 from i18n import N_
 
-# Stored in English in place of a name and as a removal reason; translated where shown.
+# Stored in English in place of a name; translated where shown.
 # TRANSLATORS: shown instead of the name of a member who deleted their data.
 DELETED_NAME = N_("deleted member")
-# TRANSLATORS: why a shot was taken down.
-REMOVAL_REASON = N_("privacy: its author deleted their data")
 STEPS = 5  # collect, turns, votes, ids and names, done
 MIN_QUOTED_NAME = 3
 
@@ -212,7 +211,7 @@ async def _collect(s: AsyncSession, req: PrivacyRequest, uid: int) -> int | None
 
 async def _turns(s: AsyncSession, req: PrivacyRequest, uid: int) -> int | None:
     ids = list((await s.scalars(select(Turn.id).where(Turn.author_id == uid))).all())
-    req.turns_removed += len(await take_down_turns(s, ids, reason=REMOVAL_REASON, by_id=None, by_name=None))
+    req.turns_removed += len(await take_down_turns(s, ids, reason=PRIVACY_DELETED, by_id=None, by_name=None))
     for guild_id, tomb in (await _tombstones(s, req, uid)).items():
         await s.execute(
             update(Turn).where(Turn.author_id == uid, _by_guild(Turn.session_id, guild_id)).values(author_id=tomb, author_name=DELETED_NAME)
@@ -289,12 +288,13 @@ async def _ids_and_names(s: AsyncSession, req: PrivacyRequest, uid: int) -> int 
                 details["text"] = ""  # the words the content rules refused were theirs
             e.details = details if isinstance(details, dict) else {}
         if quoted_names:  # free text quoting them: who cancelled a turn, a moderator's words
-            free = (Turn.error, Turn.cancelled_by_name, Turn.cancel_note)
+            free = (Turn.error, Turn.cancelled_by_name, Turn.cancel_note, Turn.removed_note)
             quoted = or_(*(col.contains(n) for col in free for n in quoted_names))
             for t in (await s.scalars(select(Turn).where(in_guild, quoted))).all():
                 if t.error not in CANCEL_CODES:  # a code names nobody (a reason stored before the codes may)
                     t.error = _scrub(t.error, names, uid)
                 t.cancelled_by_name, t.cancel_note = _scrub(t.cancelled_by_name, names, uid), _scrub(t.cancel_note, names, uid)
+                t.removed_note = _scrub(t.removed_note, names, uid)
             said = or_(*(GameSession.paused_note.contains(n) for n in quoted_names))
             for gs in (await s.scalars(select(GameSession).where(GameSession.guild_id == guild_id, said))).all():
                 gs.paused_note = _scrub(gs.paused_note, names, uid)

@@ -19,9 +19,9 @@ from db import notify
 from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.models import PENDING_TURN_STATUSES, GameSession, Turn, VoteProposal, VoteRound
 
-# What a shot taken down without a reason says: the cancel code of a queued turn taken down, and
-# its removed_reason (where it is also the catalogs' English, translated where shown).
-from game.stored_reasons import REMOVED
+# Why a shot was taken down: codes (game.stored_reasons), rendered where shown. REMOVED is also
+# the cancel code of a queued turn taken down.
+from game.stored_reasons import REMOVAL_CODES, REMOVED, REMOVER_WORDS
 
 # What a removed turn's text columns hold instead of the member's words.
 REMOVED_TEXT = ""
@@ -31,11 +31,14 @@ async def take_down_turns(
     s: AsyncSession,
     turn_ids: Sequence[int],
     *,
-    reason: str,
     by_id: int | None,
     by_name: str | None,
+    note: str | None = None,
+    reason: str = REMOVED,
 ) -> list[int]:
     """Remove these turns' content in the caller's transaction; the ids actually changed.
+    `note`: the remover's own words (stored apart, code REMOVER_WORDS); without them `reason`, a
+    removal code (game.stored_reasons), says why.
 
     Idempotent: a turn already removed, or an id that is no turn, is left out of the result. A
     turn still queued or running is cancelled as well (its job then finds nothing to do, and a
@@ -48,7 +51,10 @@ async def take_down_turns(
         return []
     if by_id is not None:
         require_id(by_id, "user id")
-    why = free_text(reason, REASON_LEN) or REMOVED
+    if reason not in REMOVAL_CODES:
+        raise ValueError(f"unknown removal reason code {reason!r}")
+    words = free_text(note, REASON_LEN)
+    why = REMOVER_WORDS if words else reason
     who = None if by_name is None else name_text(by_name)
     rows = (
         await s.execute(
@@ -76,6 +82,7 @@ async def take_down_turns(
             time_of_day=REMOVED_TEXT,
             removed_at=func.now(),
             removed_reason=why,
+            removed_note=words,
             removed_by_id=by_id,
             removed_by_name=who,
         )

@@ -38,23 +38,16 @@ from db.turns import Enqueue, instruction_columns, submit_turn
 from game.errors import GameError
 from game.instruction import Instruction
 from game.session_errors import SessionPaused
+from game.stored_reasons import NO_PROPOSALS, ROUND_WON, VOIDED_END, VOIDED_MODE, VOIDED_PAUSE, round_outcome
 from game.texts import Later
 from game.turn_errors import AlreadyProposed, BacklogFull, NoOpenRound, RoundFull, UnknownProposal, VoteModeOff
-from i18n import L_, N_, _, ngettext
+from i18n import L_, ngettext
 from i18n.formatting import number as format_number
 from settings import Settings
 
 MAX_PROPOSALS = 20  # a round's message carries one button per proposal (Discord allows 25)
 DEFAULT_ROUND_SECONDS = 120
 MIN_ROUND_SECONDS, MAX_ROUND_SECONDS = 10, 24 * 3600
-
-# A finished round's outcome is stored in English (vote_rounds.outcome, as written when it closed)
-# and shown in the reader's language by RoundView.outcome_text: the fixed ones are marked here.
-VOIDED_BY_MODE = N_("Voting was turned off in this channel; this round is void.")
-VOIDED_BY_PAUSE = N_("The game was paused; this round is void and no turn was played.")
-VOIDED_BY_END = N_("The game was reset or ended; this round is void and no turn was played.")
-NO_PROPOSALS = N_("Nobody proposed an action: no turn this round.")
-
 
 @dataclass(frozen=True)
 class VoteConfig:
@@ -84,12 +77,9 @@ class RoundView:
 
     def outcome_text(self) -> str:
         """The finished round's outcome in the current locale ("" while it is open). The row keeps
-        it in English as written when the round closed; a winner's line is rebuilt from the round
-        (votes do not change once it is closed), the fixed lines are looked up in the catalogs, and
-        anything else (a reason given by other code) is shown as stored."""
+        a code (game.stored_reasons); a winner's line is worded from the round (votes do not change
+        once it is closed)."""
         rnd = self.round
-        if not rnd.outcome:
-            return ""
         w = self.winner
         if rnd.status == "closed" and w is not None and self.turn_seq is not None:
             tied = sum(1 for o in self.options if o.votes == w.votes)
@@ -102,7 +92,7 @@ class RoundView:
             return ngettext("Option %(number)s won with %(n)s vote: it is turn #%(seq)s.",
                             "Option %(number)s won with %(n)s votes: it is turn #%(seq)s.",
                             w.votes, number=w.number, seq=self.turn_seq)
-        return _(rnd.outcome)
+        return str(round_outcome(rnd.outcome))
 
 
 # --- the mode
@@ -132,7 +122,7 @@ async def set_mode(
     if not enabled:
         q = select(VoteRound).where(VoteRound.channel_id == channel_id, VoteRound.status == "open").with_for_update()
         for rnd in (await s.scalars(q)).all():
-            await _finish(s, rnd, "void", VOIDED_BY_MODE)
+            await _finish(s, rnd, "void", VOIDED_MODE)
             voided.append(rnd)
     return await vote_config(s, channel_id), voided
 
@@ -332,10 +322,10 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
         return None
     gs = await session_by_id(s, rnd.session_id, lock=True)
     if gs.status != "active":
-        await _finish(s, rnd, "void", VOIDED_BY_PAUSE if gs.status == "paused" else VOIDED_BY_END)
+        await _finish(s, rnd, "void", VOIDED_PAUSE if gs.status == "paused" else VOIDED_END)
         return Closed(rnd, None)
     if not (await vote_config(s, rnd.channel_id)).enabled:
-        await _finish(s, rnd, "void", VOIDED_BY_MODE)
+        await _finish(s, rnd, "void", VOIDED_MODE)
         return Closed(rnd, None)
     v = await view(s, rnd.id)
     best = winner_of(v.options)
@@ -360,15 +350,13 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
             )
     except BacklogFull:
         return None  # stays open; the next check with a free slot closes it
-    tied = [o for o in v.options if o.votes == best.votes]
-    # Stored in English, as before; RoundView.outcome_text shows it in the reader's language.
-    how = f"{best.votes} vote(s)" + (f", the earliest of {len(tied)} tied options" if len(tied) > 1 else "")
     rnd.winner_id, rnd.turn_id = p.id, turn.id
-    await _finish(s, rnd, "closed", f"Option {best.number} won with {how}: it is turn #{turn.seq}.")
+    await _finish(s, rnd, "closed", ROUND_WON)  # RoundView.outcome_text words it from the round
     return Closed(rnd, turn.id)
 
 
 async def void_open_round(s: AsyncSession, session_id: int, why: str) -> VoteRound | None:
+    """Void the session's open round; `why`: a round outcome code (game.stored_reasons)."""
     rnd = await open_round_of(s, session_id, lock=True)
     if rnd is not None:
         await _finish(s, rnd, "void", why)
@@ -399,6 +387,7 @@ async def latest_round(s: AsyncSession, session_id: int) -> VoteRound | None:
 
 
 async def _finish(s: AsyncSession, rnd: VoteRound, status: str, outcome: str) -> None:
+    """Close the round; `outcome`: its code (game.stored_reasons), rendered where it is shown."""
     rnd.status = status
     rnd.outcome = outcome
     rnd.closed_at = func.now()

@@ -1,13 +1,15 @@
-"""Why a game is paused and why a turn was cancelled, as the services store them and as readers
-see them: one registry of codes, each with its catalog message, rendered in the reader's locale
-where it is shown (a member's refusal, the channel's announcement, the play page).
+"""Why a game is paused, why a turn was cancelled, why a shot was taken down and how a vote round
+ended, as the services store them and as readers see them: one registry of codes, each with its
+catalog message, rendered in the reader's locale where it is shown (a member's refusal, the
+channel's announcement and posts, the play page).
 
 A row is read in many languages, so it keeps a code (game_sessions.paused_reason, the turns.error
-of a cancelled turn), never a sentence. What a member typed (a moderator's reason) and who
-cancelled are kept apart in columns of their own (paused_note, cancel_note, cancelled_by_name)
-rather than encoded into the code's column: the code column then holds codes only, so a
-moderator's words can never read as a code (a reason typed as "idle"), and forgetting a member
-(db.privacy) scrubs their name from the free columns without touching a code.
+of a cancelled turn, turns.removed_reason, vote_rounds.outcome), never a sentence. What a member
+typed (a moderator's reason) and who cancelled are kept apart in columns of their own
+(paused_note, cancel_note, cancelled_by_name, removed_note) rather than encoded into the code's
+column: the code column then holds codes only, so a moderator's words can never read as a code
+(a reason typed as "idle"), and forgetting a member (db.privacy) scrubs their name from the free
+columns without touching a code.
 """
 
 from __future__ import annotations
@@ -84,4 +86,54 @@ def cancel_reason(code: str | None, by: str | None = None, note: str | None = No
         # TRANSLATORS: why a turn was cancelled; %(name)s is the member who cancelled it.
         return L_("cancelled by %(name)s", name=by)
     message = CANCEL_REASONS.get(code)
+    return catalog_text(code) if message is None else message
+
+
+# --- why a shot was taken down (turns.removed_reason; db.removal.take_down_turns)
+
+# REMOVED (above): taken down with no reason given, by a moderator or its author.
+PRIVACY_DELETED = "privacy_deleted"  # its author deleted their data (db.privacy)
+REMOVER_WORDS = "remover_words"  # whoever took it down gave a reason: their words in removed_note
+
+REMOVAL_REASONS: dict[str, Lazy | None] = {
+    REMOVED: CANCEL_REASONS[REMOVED],
+    # TRANSLATORS: why a shot was taken down.
+    PRIVACY_DELETED: L_("privacy: its author deleted their data"),
+    REMOVER_WORDS: None,  # shown as its remover wrote it
+}
+REMOVAL_CODES = frozenset(REMOVAL_REASONS)
+
+
+def removal_reason(code: str | None, note: str | None = None) -> str | Lazy | None:
+    """Why a shot was taken down, rendered where it is shown; None for a shot not taken down."""
+    if not code:
+        return None
+    if code == REMOVER_WORDS:
+        return note or CANCEL_REASONS[REMOVED]
+    message = REMOVAL_REASONS.get(code)
+    return catalog_text(code) if message is None else message
+
+
+# --- how a vote round ended (vote_rounds.outcome; db.votes)
+
+ROUND_WON = "won"  # its winner became a turn: worded from the round itself (db.votes.RoundView)
+NO_PROPOSALS = "no_proposals"
+VOIDED_MODE = "voided_mode"  # the channel left vote mode
+VOIDED_PAUSE = "voided_pause"  # its game was paused
+VOIDED_END = "voided_end"  # its game was reset or ended
+
+ROUND_OUTCOMES: dict[str, Lazy] = {
+    NO_PROPOSALS: L_("Nobody proposed an action: no turn this round."),
+    VOIDED_MODE: L_("Voting was turned off in this channel; this round is void."),
+    VOIDED_PAUSE: L_("The game was paused; this round is void and no turn was played."),
+    VOIDED_END: L_("The game was reset or ended; this round is void and no turn was played."),
+}
+
+
+def round_outcome(code: str | None) -> str | Lazy:
+    """How a round without a winning turn ended, rendered where it is shown ("" while it is open).
+    Text not in the registry is shown as stored, translated if the catalogs have it."""
+    if not code:
+        return ""
+    message = ROUND_OUTCOMES.get(code)
     return catalog_text(code) if message is None else message

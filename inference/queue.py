@@ -39,6 +39,7 @@ from db.models import GameSession, Turn
 from db.transient import DatabaseStatus, is_transient
 from db.turns import Enqueue
 from game import turn_texts
+from game.stored_reasons import CANCELLED
 from inference import procrastinate_adapter as adapter
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,11 @@ async def cancel_job(s: AsyncSession, job_id: int) -> bool:
     return await adapter.cancel_job(s, job_id)
 
 
-async def cancel_queued_turn(s: AsyncSession, turn: Turn, reason: str = "cancelled by a moderator") -> Turn:
-    """Cancel a queued turn and its job in the caller's transaction. Raises
-    game.errors.TurnNotCancellable if the turn is no longer queued. Should a worker have taken
-    the job a moment ago, it finds the turn cancelled and does nothing."""
+async def cancel_queued_turn(s: AsyncSession, turn: Turn, reason: str = CANCELLED) -> Turn:
+    """Cancel a queued turn and its job in the caller's transaction; `reason`: a cancel code
+    (game.stored_reasons). Raises game.turn_errors.TurnNotCancellable if the turn is no longer
+    queued. Should a worker have taken the job a moment ago, it finds the turn cancelled and does
+    nothing."""
     turn = await turn_service.cancel_turn(s, turn, reason)
     if turn.job_id is not None:
         await cancel_job(s, turn.job_id)

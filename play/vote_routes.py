@@ -55,7 +55,8 @@ def round_json(v: votes.RoundView, now: datetime) -> dict:
         "status": rnd.status,
         "deadline": rnd.deadline.isoformat(),
         "seconds_left": votes.seconds_left(rnd, now) if rnd.status == "open" else 0,
-        "outcome": v.outcome_text(),  # in the request's language (the row keeps it in English)
+        "outcome": v.outcome_text(),  # in the request's language
+        "outcome_code": rnd.outcome,  # what the row keeps (game.stored_reasons); null while open
         "turn_id": rnd.turn_id,
         "options": [
             {

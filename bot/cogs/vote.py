@@ -88,7 +88,7 @@ def round_embed(v: votes.RoundView, film_title: str) -> discord.Embed:
                      "to change it. The round closes %(until)s. A tie goes to the earliest proposal.", until=until)
         colour = WAITING
     else:
-        desc = esc(v.outcome_text())  # in the current locale (stored in English)
+        desc = esc(v.outcome_text())  # in the current locale (stored as a code)
         colour = DONE if rnd.turn_id else INFO
     state = ROUND_STATES.get(rnd.status)
     # TRANSLATORS: a vote round's title; %(state)s is open, closed or void

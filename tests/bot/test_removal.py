@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from bot.removed import removed_fields
 from db import removal
 from db.models import Turn, VoteProposal
+from game.stored_reasons import PRIVACY_DELETED, REMOVED, REMOVER_WORDS
+from i18n import use_locale
 from inference.backends.preview import PreviewBackend
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import answer, audit_actions, command, field, posted_turns, result, say, setup_game, turns_of
@@ -84,7 +87,8 @@ async def test_mod_remove_takes_the_shot_down_everywhere(world, start_bot, start
     assert (t1.mp4, t1.mp4_size, t1.instruction, t1.motion, t1.background) == (None, None, "", "", "")
     async with sessions() as s:
         assert await s.scalar(select(Turn.representation).where(Turn.id == t1.id)) is None
-    assert (t1.removed_reason, t1.removed_by_id, t1.removed_by_name) == ("spoilers **here**", w.dave.id, "dave")
+    assert (t1.removed_reason, t1.removed_note, t1.removed_by_id, t1.removed_by_name) == (
+        "remover_words", "spoilers **here**", w.dave.id, "dave")
     assert t2.mp4 is not None and t2.removed_at is None
     assert ("remove_shot", "dave") in await audit_actions(sessions)
 
@@ -156,7 +160,7 @@ async def test_a_shot_taken_down_before_its_post_is_posted_as_the_notice(world, 
     await start_worker(films=["qiqi"], backend=Recording())
     (t,) = await posted_or_done(sessions)
     async with sessions.begin() as s:
-        assert await removal.take_down_turns(s, [t.id], reason="data deleted", by_id=None, by_name=None) == [t.id]
+        assert await removal.take_down_turns(s, [t.id], reason=PRIVACY_DELETED, by_id=None, by_name=None) == [t.id]
     await start_bot()
     m = await shown_removed(w, message_id, 1)
     assert m.embeds[0]["description"] == "This shot was removed." and not m.embeds[0].get("fields")
@@ -172,3 +176,16 @@ async def posted_or_done(sessions, timeout: float = 30.0):
         return turns if turns and all(t.status == "done" for t in turns) else None
 
     return await wait_until(done, timeout=timeout)
+
+
+def test_a_removed_posts_reason_is_its_code_rendered_in_the_servers_language():
+    """The notice words a stored removal code in the language it is built in (the server's); a
+    moderator's own words stay as typed; a privacy removal shows no reason."""
+    plain = Turn(seq=3, author_id=1, removed_by_id=2, removed_reason=REMOVED)
+    typed = Turn(seq=3, author_id=1, removed_by_id=2, removed_reason=REMOVER_WORDS, removed_note="spoilers")
+    gone = Turn(seq=3, author_id=1, removed_by_id=None, removed_reason=PRIVACY_DELETED)
+    assert [field(removed_fields(t)["embed"].to_dict(), "Reason") for t in (plain, typed)] == ["removed", "spoilers"]
+    assert not removed_fields(gone)["embed"].fields
+    with use_locale("ja"):
+        shown = [removed_fields(t)["embed"].to_dict() for t in (plain, typed)]
+    assert [field(e, "理由") for e in shown] == ["削除済み", "spoilers"]

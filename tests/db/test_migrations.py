@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.engine import make_engine
 from db.migrate import downgrade, head_revision, include_object, upgrade
@@ -197,5 +198,85 @@ async def test_refused_rule_sets_become_codes_and_still_read():
             async with engine.connect() as conn:
                 back = list((await conn.scalars(text("SELECT details FROM audit_log ORDER BY id"))).all())
             assert back[:3] == [{"rule_set": n, "term": "x"} for n in names]
+        finally:
+            await engine.dispose()
+
+
+async def test_round_outcomes_and_removal_reasons_become_codes_and_still_read():
+    """Revision 0016: how a vote round ended and why a shot was taken down were English sentences;
+    after it they are codes (a remover's words apart, in removed_note), shown as before in English
+    and now in the reader's language; the downgrade writes the sentences back."""
+    from db import votes
+    from game.stored_reasons import removal_reason
+    from i18n import use_locale
+
+    outcomes = [  # (status, outcome)
+        ("closed", "Option 1 won with 2 vote(s): it is turn #1."),
+        ("closed", "Option 2 won with 1 vote(s), the earliest of 2 tied options: it is turn #2."),
+        ("void", "The game was paused; this round is void and no turn was played."),
+        ("void", "The game was reset or ended; this round is void and no turn was played."),
+        ("void", "Voting was turned off in this channel; this round is void."),
+        ("closed", "Nobody proposed an action: no turn this round."),
+        ("open", None),
+    ]
+    ballots = {1: [2, 1, 0], 2: [0, 1, 1]}  # round -> votes per proposal, in proposal order
+    removals = ["removed", "privacy: its author deleted their data", "spoilers: all of them", None]
+    with fresh_database("agmig") as url:
+        engine = make_engine(url)
+        try:
+            await upgrade(engine, "0015")
+            async with engine.begin() as conn:
+                gid = await conn.scalar(text("INSERT INTO game_sessions (guild_id, channel_id, film_id, status) "
+                                             "VALUES (1, 1, 'qiqi', 'active') RETURNING id"))
+                for seq, why in enumerate(removals, start=1):
+                    await conn.execute(text(
+                        "INSERT INTO turns (session_id, seq, author_id, author_name, characters, motion, background, "
+                        "instruction, seed, status, removed_reason) "
+                        "VALUES (:g, :seq, 3, 'alice', '{qiqi}', 'walk', 'town', 'walk', 1, 'done', :why)"),
+                        {"g": gid, "seq": seq, "why": why})
+                for rid, (status, outcome) in enumerate(outcomes, start=1):
+                    await conn.execute(text(
+                        "INSERT INTO vote_rounds (id, session_id, guild_id, channel_id, status, deadline, outcome) "
+                        "VALUES (:r, :g, 1, 1, :s, now(), :o)"), {"r": rid, "g": gid, "s": status, "o": outcome})
+                for rid, counts in ballots.items():
+                    pids = []
+                    for n, count in enumerate(counts):
+                        pid = await conn.scalar(text(
+                            "INSERT INTO vote_proposals (round_id, author_id, author_name, characters, character_names, "
+                            "motion, background, instruction) VALUES (:r, :a, 'm', '{qiqi}', '{Qiqi}', 'walk', 'town', 'walk') "
+                            "RETURNING id"), {"r": rid, "a": 10 + n})
+                        pids.append(pid)
+                        for voter in range(count):
+                            await conn.execute(text("INSERT INTO vote_ballots (round_id, voter_id, proposal_id) VALUES (:r, :v, :p)"),
+                                               {"r": rid, "v": 100 * rid + 10 * n + voter, "p": pid})
+                    winner = pids[0] if rid == 1 else pids[1]
+                    await conn.execute(text("UPDATE vote_rounds SET winner_id = :w, turn_id = (SELECT id FROM turns WHERE seq = :r) "
+                                            "WHERE id = :r"), {"w": winner, "r": rid})
+            await upgrade(engine, "0016")
+            async with engine.connect() as conn:
+                codes = list((await conn.scalars(text("SELECT outcome FROM vote_rounds ORDER BY id"))).all())
+                removed = [tuple(r) for r in (await conn.execute(text(
+                    "SELECT removed_reason, removed_note FROM turns ORDER BY seq"))).all()]
+            assert codes == ["won", "won", "voided_pause", "voided_end", "voided_mode", "no_proposals", None]
+            assert removed == [("removed", None), ("privacy_deleted", None), ("remover_words", "spoilers: all of them"),
+                               (None, None)]
+            async with AsyncSession(engine) as s:
+                views = [await votes.view(s, rid) for rid in range(1, len(outcomes) + 1)]
+            shown = [v.outcome_text() for v in views]
+            assert shown == [
+                "Option 1 won with 2 votes: it is turn #1.",
+                "Option 2 won with 1 vote, the earliest of 2 tied options: it is turn #2.",
+                *(o for _, o in outcomes[2:6]), ""]
+            assert [str(removal_reason(*r) or "") for r in removed] == [w or "" for w in removals]
+            with use_locale("ja"):
+                assert views[2].outcome_text() == "ゲームが一時停止されたため、このラウンドは無効となり、ターンは行われませんでした。"
+                assert views[0].outcome_text() == "案1が2票で選ばれました。ターン #1 になります。"
+                assert [str(removal_reason(*r)) for r in removed[:3]] == [
+                    "削除済み", "プライバシー：投稿者がデータを削除しました", "spoilers: all of them"]
+            await downgrade(engine, "0015")
+            async with engine.connect() as conn:
+                back = list((await conn.scalars(text("SELECT outcome FROM vote_rounds ORDER BY id"))).all())
+                reasons = list((await conn.scalars(text("SELECT removed_reason FROM turns ORDER BY seq"))).all())
+            assert back == [o for _, o in outcomes] and reasons == removals
         finally:
             await engine.dispose()

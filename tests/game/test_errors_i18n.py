@@ -51,6 +51,13 @@ JA = {
     "This game is paused (%(reason)s).": "このゲームは一時停止中です（%(reason)s）。",
     "A moderator can resume it with /mod resume.": "モデレーターが /mod resume で再開できます。",
     "idle": "放置",
+    "removed": "削除済み",
+    "privacy: its author deleted their data": "プライバシー：投稿者がデータを削除しました",
+    "The game was paused; this round is void and no turn was played.":
+        "ゲームが一時停止されたため、このラウンドは無効となり、ターンは行われませんでした。",
+    ("Option %(number)s won with %(n)s vote: it is turn #%(seq)s.",
+     "Option %(number)s won with %(n)s votes: it is turn #%(seq)s."):
+        ("案%(number)sが%(n)s票で選ばれました。ターン #%(seq)s になります。",),
     "film withdrawn": "映画の提供終了",
     "the game was reset": "ゲームはリセットされました",
     "cancelled by %(name)s": "%(name)sが取り消し",
@@ -207,7 +214,9 @@ def test_stored_codes_are_rendered_where_shown_and_peoples_words_are_not(catalog
         assert "too loud tonight" in typed.message and typed.message.startswith(OPEN)
 
 
-def test_vote_outcomes_are_stored_in_english_and_shown_per_locale(catalogs_here):
+def test_vote_outcomes_are_stored_as_codes_and_shown_per_locale(catalogs_here):
+    """A round keeps how it ended as a code (game.stored_reasons); a winner's line is worded from
+    the round, in the reader's language."""
     from db import votes
 
     def view(status, outcome, votes_, winner=None, turn_seq=None):
@@ -216,15 +225,35 @@ def test_vote_outcomes_are_stored_in_english_and_shown_per_locale(catalogs_here)
         return votes.RoundView(round=rnd, options=options, voters=0, players=0, players_voted=0,  # type: ignore[arg-type]
                                winner=None if winner is None else options[winner - 1], turn_seq=turn_seq)
 
-    won = view("closed", "Option 2 won with 1 vote(s), the earliest of 2 tied options: it is turn #7.", [1, 1], 1, 7)
+    won = view("closed", stored_reasons.ROUND_WON, [1, 1], 1, 7)
     assert won.outcome_text() == "Option 1 won with 1 vote, the earliest of 2 tied options: it is turn #7."
-    assert view("closed", "Option 1 won with 3 vote(s): it is turn #2.", [3, 1], 1, 2).outcome_text() == \
-        "Option 1 won with 3 votes: it is turn #2."
-    void = view("void", votes.VOIDED_BY_PAUSE, [])
+    alone = view("closed", stored_reasons.ROUND_WON, [3, 1], 1, 2)
+    assert alone.outcome_text() == "Option 1 won with 3 votes: it is turn #2."
+    void = view("void", stored_reasons.VOIDED_PAUSE, [])
     assert void.outcome_text() == "The game was paused; this round is void and no turn was played."
+    assert view("void", stored_reasons.VOIDED_END, []).outcome_text() == \
+        "The game was reset or ended; this round is void and no turn was played."
+    assert view("void", stored_reasons.VOIDED_MODE, []).outcome_text() == \
+        "Voting was turned off in this channel; this round is void."
+    assert view("closed", stored_reasons.NO_PROPOSALS, []).outcome_text() == "Nobody proposed an action: no turn this round."
+    with use_locale("ja"):
+        assert void.outcome_text() == "ゲームが一時停止されたため、このラウンドは無効となり、ターンは行われませんでした。"
+        assert alone.outcome_text() == "案1が3票で選ばれました。ターン #2 になります。"
     with use_locale(locales.PSEUDO):
         assert void.outcome_text().startswith(OPEN) and won.outcome_text().startswith(OPEN)
     assert view("open", None, []).outcome_text() == ""
+
+
+def test_removal_reasons_are_codes_and_a_removers_words_stay_as_typed(catalogs_here):
+    privacy = stored_reasons.removal_reason(stored_reasons.PRIVACY_DELETED)
+    plain = stored_reasons.removal_reason(stored_reasons.REMOVED)
+    typed = stored_reasons.removal_reason(stored_reasons.REMOVER_WORDS, "spoilers **here**")
+    assert [str(r) for r in (privacy, plain, typed)] == [
+        "privacy: its author deleted their data", "removed", "spoilers **here**"]
+    with use_locale("ja"):
+        assert [str(r) for r in (privacy, plain, typed)] == [
+            "プライバシー：投稿者がデータを削除しました", "削除済み", "spoilers **here**"]
+    assert stored_reasons.removal_reason(None) is None
 
 
 def _samples() -> list[errors.GameError]:

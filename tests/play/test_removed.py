@@ -26,7 +26,7 @@ async def test_a_removed_turn_is_gone_from_the_page(app, http, sessions):  # noq
 
     async with http.get(f"{base}/api/events") as stream:
         async with sessions() as s, s.begin():
-            assert await removal.take_down_turns(s, [first.id], reason="spoilers", by_id=42, by_name="mod") == [first.id]
+            assert await removal.take_down_turns(s, [first.id], note="spoilers", by_id=42, by_name="mod") == [first.id]
         heard = []
         while not any(e.get("event") == "removed" for e in heard):
             line = await asyncio.wait_for(stream.content.readline(), 10)
@@ -43,6 +43,7 @@ async def test_a_removed_turn_is_gone_from_the_page(app, http, sessions):  # noq
         assert r.status == 200
     async with sessions() as s:  # idempotent: a second take-down changes nothing
         async with s.begin():
-            assert await removal.take_down_turns(s, [first.id, 10**30], reason="again", by_id=None, by_name=None) == []
+            assert await removal.take_down_turns(s, [first.id, 10**30], note="again", by_id=None, by_name=None) == []
         row = await s.get(Turn, first.id)
-        assert (row.instruction, row.motion, row.removed_reason, row.removed_by_name) == ("", "", "spoilers", "mod")
+        assert (row.instruction, row.motion, row.removed_reason, row.removed_note, row.removed_by_name) == (
+            "", "", "remover_words", "spoilers", "mod")

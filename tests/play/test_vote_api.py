@@ -89,11 +89,16 @@ async def test_vote_rounds_on_the_page(app, http, sessions):
     assert rnd["outcome"] == "Option 1 won with 0 votes: it is turn #2."
     assert (await post(http, f"{base}/api/vote/open", {"player_id": C}))[1]["created"] is True
     await expire(sessions)
-    assert (await wait_round(http, base, "closed"))["outcome"] == "Nobody proposed an action: no turn this round."
+    empty = await wait_round(http, base, "closed")
+    assert (empty["outcome"], empty["outcome_code"]) == ("Nobody proposed an action: no turn this round.", "no_proposals")
     await post(http, f"{base}/api/vote/propose", {"player_id": B, "motion": "walk", "background": "town"})
     await post(http, f"{base}/api/pause", {"paused": True})
     rnd = await wait_round(http, base, "void")
-    assert "paused" in rnd["outcome"]
+    assert "paused" in rnd["outcome"] and rnd["outcome_code"] == "voided_pause"
+    async with http.get(f"{base}/api/vote?player={A}", headers={"Accept-Language": "ja"}) as r:  # the same row, in Japanese
+        ja = await r.json()
+    assert (ja["round"]["outcome"], ja["round"]["outcome_code"]) == (
+        "ゲームが一時停止されたため、このラウンドは無効となり、ターンは行われませんでした。", "voided_pause")
     status, r = await post(http, f"{base}/api/vote/propose", {"player_id": B, "motion": "walk", "background": "town"})
     assert status == 409 and r["error"] == "paused"
     async with sessions() as s:

@@ -15,6 +15,7 @@ from db import sessions as session_service
 from db.engine import describe_database_error, masked_url
 from db.guilds import Limits
 from db.models import GameSession, Turn
+from game.stored_reasons import CANCELLED_BY_MODERATOR
 from game.turn_errors import BacklogFull, TurnNotCancellable
 from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
 from tests.ports import free_port
@@ -74,7 +75,7 @@ async def test_queue_position_and_cancellation(sessions, start_worker):
         assert await queue_positions(s, [a1.id, b1.id, a2.id, a3.id, 999]) == {a1.id: 1, b1.id: 1, a2.id: 2, a3.id: 3}
 
     async with sessions() as s, s.begin():  # a moderator cancels a2
-        await cancel_queued_turn(s, await s.get(Turn, a2.id), "removed by a moderator")
+        await cancel_queued_turn(s, await s.get(Turn, a2.id), CANCELLED_BY_MODERATOR)
     assert await _position(sessions, a2) is None
     assert await _position(sessions, a3) == 2
     async with sessions() as s:
@@ -86,7 +87,7 @@ async def test_queue_position_and_cancellation(sessions, start_worker):
     await wait_until(lambda: all_finished(sessions, 4))
     rows = {t.id: t for t in await turn_rows(sessions)}
     assert [rows[t.id].status for t in (a1, b1, a2, a3)] == ["done", "done", "cancelled", "done"]
-    assert rows[a2.id].error == "removed by a moderator"
+    assert rows[a2.id].error == CANCELLED_BY_MODERATOR
     assert rows[a3.id].states_before == rows[a1.id].states_after  # the cancelled turn changed nothing
     assert await _position(sessions, a3) is None
     async with sessions() as s, s.begin():
