@@ -13,7 +13,7 @@ from aiohttp import web
 from sqlalchemy import delete, func, select, text, update
 
 from contracts.turn import TurnResult
-from db import audit, departures, privacy, turn_posts, turn_reads, turn_results, turns
+from db import audit, departures, privacy, removal, turn_posts, turn_reads, turn_results, turns
 from db import sessions as gsess
 from db.guilds import Limits
 from db.models import (
@@ -148,6 +148,8 @@ async def test_show_counts_here_and_everywhere(sessions):
 async def test_delete_everywhere_keeps_other_players_games(sessions):
     g1, g2, ids = await _world(sessions)
     states_before = await _states(sessions, g1.id)
+    async with sessions.begin() as s:  # a moderator took one of hers down first, quoting her in their words
+        await removal.take_down_turns(s, [ids["a2"]], note="copied alice-wonder's idea", by_id=DAVE, by_name="dave")
     assert await _traces(sessions, [str(ALICE), "alice-wonder", "alice-in-g2", "secretly dance"])
     async with sessions.begin() as s:
         req, new = await privacy.request_deletion(s, ALICE)
@@ -174,6 +176,10 @@ async def test_delete_everywhere_keeps_other_players_games(sessions):
         b1 = rows[ids["b1"]]
         assert b1.author_name == "bobby" and b1.instruction and await s.scalar(select(Turn.mp4).where(Turn.id == b1.id))
         assert [t.seq for t in sorted(rows.values(), key=lambda t: t.id) if t.session_id == g1.id] == [1, 2, 3, 4]
+        # why they were taken down: codes; the moderator's words kept without her name
+        assert (rows[ids["a1"]].removed_reason, rows[ids["a1"]].removed_note) == (stored_reasons.PRIVACY_DELETED, None)
+        assert (rows[ids["a2"]].removed_reason, rows[ids["a2"]].removed_note) == (
+            stored_reasons.REMOVER_WORDS, "copied deleted member's idea")
         b2 = rows[ids["b2"]]  # the code and the moderator's name kept, her name gone from the words
         assert (b2.error, b2.cancelled_by_name, b2.cancel_note) == ("cancelled_by_moderator", "dave", "asked by deleted member")
         g2_now = await s.get(GameSession, g2.id)
@@ -192,7 +198,7 @@ async def test_delete_everywhere_keeps_other_players_games(sessions):
         assert refused.actor_id == -tombs[G1] and refused.details["text"] == "" and refused.details["term"] == "spoilers"
         assert (await s.scalars(select(ContentFilterTerm.added_by))).one() == -tombs[G1]
         done = await s.get(PrivacyRequest, req.id)
-        assert done is not None and (done.status, done.user_id, done.names, done.turns_removed) == ("done", None, None, 3)
+        assert done is not None and (done.status, done.user_id, done.names, done.turns_removed) == ("done", None, None, 2)  # a2 was already down
     assert await _states(sessions, g1.id) == states_before  # character states stay as the turns made them
 
 
