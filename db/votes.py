@@ -355,14 +355,6 @@ async def close_round(s: AsyncSession, round_id: int, settings: Settings, enqueu
     return Closed(rnd, turn.id)
 
 
-async def void_open_round(s: AsyncSession, session_id: int, why: str) -> VoteRound | None:
-    """Void the session's open round; `why`: a round outcome code (game.stored_reasons)."""
-    rnd = await open_round_of(s, session_id, lock=True)
-    if rnd is not None:
-        await _finish(s, rnd, "void", why)
-    return rnd
-
-
 async def unshown(s: AsyncSession, guild_ids: Collection[int]) -> list[VoteRound]:
     """Finished rounds whose result is not shown on their message yet (a restart in between)."""
     q = (

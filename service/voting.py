@@ -1,5 +1,6 @@
 """Vote mode's actions (the rules are db/votes.py): propose, open a round, vote, close the due
-rounds, and an admin turning the mode on or off."""
+rounds, and an admin turning the mode on or off; and a round's message, as a face shows it: what
+it shows, the message's id, and when it showed the round's result."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from db import sessions, votes
 from db.models import Turn, VoteRound
 from db.turn_reads import get_turn
-from game.catalogue import Film, session_film
+from game.catalogue import Film, display_film, session_film
 from game.content_rules import RuleSet
 from game.instruction import Instruction
 from game.sanitize import InputRefused
@@ -27,6 +28,15 @@ class Proposed:
     option: int  # the proposal's number in the round
     film: Film
     instruction: Instruction
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a round's message shows: the round with its proposals and votes, and its game's film
+    (a withdrawn film's stand-in)."""
+
+    view: votes.RoundView
+    film: Film
 
 
 @dataclass(frozen=True)
@@ -104,3 +114,32 @@ async def set_mode(game: Game, place: Place, who: Member, enabled: bool,
         cfg, voided = await votes.set_mode(s, place.guild_id, place.channel_id, enabled, seconds)
         await game.record(s, place, who, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
     return cfg, voided
+
+
+# --- a round's message
+
+
+async def round_shown(game: Game, round_id: int) -> Shown:
+    """What round `round_id`'s message shows now."""
+    async with game.sessions() as s:
+        v = await votes.view(s, round_id)
+        gs = await sessions.session_by_id(s, v.round.session_id)
+    return Shown(v, display_film(gs.film_id))
+
+
+async def set_message(game: Game, round_id: int, message_id: int) -> None:
+    """The round's message was posted: later updates edit message `message_id`."""
+    async with game.sessions.begin() as s:
+        await votes.set_message(s, round_id, message_id)
+
+
+async def mark_shown(game: Game, round_id: int) -> None:
+    """The finished round's message shows its result; until then it is one of the `unshown`."""
+    async with game.sessions.begin() as s:
+        await votes.mark_shown(s, round_id)
+
+
+async def unshown(game: Game, guild_ids: Collection[int]) -> list[VoteRound]:
+    """The finished rounds of `guild_ids` whose result is not shown yet (a restart in between)."""
+    async with game.sessions() as s:
+        return await votes.unshown(s, guild_ids)

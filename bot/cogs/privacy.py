@@ -18,12 +18,13 @@ from discord.ext import commands
 from bot import context, replies
 from bot.ack_gate import answers_itself
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction
+from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
+from bot.game import game_of
 from bot.interaction_locale import LocalizedItem
-from db import departures
 from db import privacy as member_data
 from i18n import L_, _, ngettext, pgettext
+from service import privacy
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,7 @@ class ConfirmDelete(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], te
                 await interaction.response.send_message(_("This button is for the member who asked."), ephemeral=True)
                 return
             bot = interaction.client
-            async with bot.db.sessions.begin() as s:
-                _request, new = await member_data.request_deletion(s, self.user_id)
+            new = await privacy.request_deletion(game_of(bot), self.user_id)
             bot.maintenance.wake_privacy()
             text = _("Your data is being deleted. `/privacy show` tells you when nothing is left.") if new else _(
                 "Your deletion is already under way. `/privacy show` tells you when nothing is left."
@@ -104,16 +104,12 @@ class ConfirmDelete(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], te
             await replies.report(interaction, e)
 
 
-class Privacy(commands.Cog):
+class Privacy(GameCog):
     privacy = app_commands.Group(name="privacy", description="What this bot stores about you, and deleting it", guild_only=True)
-
-    def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
 
     @privacy.command(name="show", description="What this bot stores about you, here and in all servers")
     async def show(self, interaction: Interaction) -> None:
-        async with self.bot.db.sessions() as s:
-            found = await member_data.stored(s, interaction.user.id, context.guild_id(interaction))
+        found = await privacy.stored(self.service, interaction.user.id, context.guild_id(interaction))
         await interaction.followup.send(embed=stored_embed(found), ephemeral=True)
 
     @privacy.command(name="delete", description="Delete what this bot stores about you, in every server")
@@ -130,8 +126,7 @@ class Privacy(commands.Cog):
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         """Removed from a server (kicked or the server deleted; an outage is on_guild_unavailable)."""
         try:
-            async with self.bot.db.sessions.begin() as s:
-                row = await departures.record_departure(s, guild.id, self.bot.settings.guild_data_days)
+            row = await privacy.left_server(self.service, guild.id)
             log.info("removed from server %s: its data is deleted after %s unless the bot is added back", guild.id, row.delete_after)
         except Exception as e:  # the database is down: the maintenance job cannot know; say so
             log.error("recording the departure from server %s failed: %s", guild.id, e)
@@ -139,9 +134,8 @@ class Privacy(commands.Cog):
     @commands.Cog.listener()
     async def on_guild_join(self, guild: discord.Guild) -> None:
         try:
-            async with self.bot.db.sessions.begin() as s:
-                if await departures.cancel_departures(s, [guild.id]):
-                    log.info("added back to server %s: its data stays", guild.id)
+            if await privacy.back_in_server(self.service, guild.id):
+                log.info("added back to server %s: its data stays", guild.id)
         except Exception as e:  # the next maintenance run cancels it (it checks the bot's servers)
             log.warning("cancelling the deletion of server %s's data failed for now: %s", guild.id, e)
 

@@ -14,19 +14,16 @@ import time
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
-from bot import audit as bot_audit
 from bot import context, interaction_locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import Interaction
+from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import person
-from db import modlog as modlog_db
-from db import turn_reads
-from db.models import Turn
-from game.shot_errors import NoLogChannel, NotAShot, ReportCooldown, ShotAlreadyRemoved
+from bot.game import member, place
+from game.shot_errors import ReportCooldown
 from i18n import L_, _, use_locale
+from service import shots
 
 REPORT_COOLDOWN = 60.0  # seconds between two reports of one member
 # Stored on the turn and shown on its post (the server's language); "Remove shot" is the menu's name
@@ -52,9 +49,9 @@ class ReportLimiter:
         self._last[(guild_id, user_id)] = now
 
 
-class Shots(commands.Cog):
+class Shots(GameCog):
     def __init__(self, bot: AnimeGamerBot) -> None:
-        self.bot = bot
+        super().__init__(bot)
         self.reports = ReportLimiter(REPORT_COOLDOWN)
         self.menus = (
             app_commands.ContextMenu(name="Remove shot", callback=self.remove_shot),
@@ -71,15 +68,8 @@ class Shots(commands.Cog):
         for menu in self.menus:
             self.bot.tree.remove_command(menu.name, type=menu.type)
 
-    async def _shot(self, interaction: Interaction, message: discord.Message) -> Turn:
-        async with self.bot.db.sessions() as s:
-            turn = await turn_reads.turn_by_message(s, context.guild_id(interaction), message.id)
-        if turn is None:
-            raise NotAShot()
-        return turn
-
     async def remove_shot(self, interaction: Interaction, message: discord.Message) -> None:
-        turn = await self._shot(interaction, message)
+        turn = await shots.shot_by_message(self.service, context.guild_id(interaction), message.id)
         with use_locale(await interaction_locale.public_for(interaction)):
             reason = str(MENU_REASON)
         done = await shot_removal.remove(self.bot, interaction, turn.id, reason, via="Remove shot")
@@ -87,20 +77,9 @@ class Shots(commands.Cog):
 
     async def report_shot(self, interaction: Interaction, message: discord.Message) -> None:
         guild_id = context.guild_id(interaction)
-        turn = await self._shot(interaction, message)
-        if turn.removed_at is not None:
-            raise ShotAlreadyRemoved(turn.seq)
-        async with self.bot.db.sessions() as s:
-            if await modlog_db.log_channel(s, guild_id) is None:
-                raise NoLogChannel()
+        turn = await shots.reportable(self.service, guild_id, message.id)
         self.reports.check(guild_id, interaction.user.id)  # after what cannot be served: it says why first
-        async with self.bot.db.sessions.begin() as s:
-            gs = await turn_reads.session_of(s, turn)
-            await bot_audit.record(
-                s, interaction, "report_shot", str(turn.seq),
-                turn_id=turn.id, author_id=str(turn.author_id), author=turn.author_name,
-                game_channel_id=str(gs.channel_id), message_id=str(message.id),
-            )
+        await shots.report(self.service, place(interaction), member(interaction), turn, message.id)
         self.reports.sent(guild_id, interaction.user.id)
         await interaction.followup.send(
             _("Thank you: turn #%(seq)s by %(author)s was sent to the moderators.", seq=turn.seq, author=person(turn.author_name)),

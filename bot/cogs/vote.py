@@ -49,9 +49,7 @@ from bot.embeds import (
 from bot.game import member, place
 from bot.interaction_locale import LocalizedItem
 from bot.notices import english_note
-from db import sessions as game_sessions
 from db import votes
-from game.catalogue import display_film
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number
 from i18n.translate import Lp_
@@ -181,19 +179,16 @@ class Vote(GameCog):
         through the channel's edit scheduler: an open round's coalesce to the latest; the
         closing one is final (awaited, ahead of routine edits)."""
         async with self._locks.setdefault(round_id, asyncio.Lock()):
-            async with self.bot.db.sessions() as s:
-                v = await votes.view(s, round_id)
-                gs = await game_sessions.session_by_id(s, v.round.session_id)
-            rnd = v.round
+            shown = await voting.round_shown(self.service, round_id)
+            v, rnd = shown.view, shown.view.round
             async with locale.public(self.bot, rnd.guild_id, rnd.channel_id):  # the message and its buttons' labels
-                embed = round_embed(v, display_film(gs.film_id).title_in())
+                embed = round_embed(v, shown.film.title_in())
                 view = view_of(*(VoteButton(o.proposal.id, o.number) for o in v.options)) if rnd.status == "open" else None
             try:
                 if rnd.message_id is None:
                     channel = self.bot.board.channel(rnd.channel_id, rnd.guild_id)
                     msg = await channel.send(embed=embed, view=view) if view else await channel.send(embed=embed)
-                    async with self.bot.db.sessions.begin() as s:
-                        await votes.set_message(s, rnd.id, msg.id)
+                    await voting.set_message(self.service, rnd.id, msg.id)
                 elif rnd.status == "open":
                     self.bot.edits.routine(rnd.channel_id, rnd.message_id, embed=embed, view=view)
                 else:
@@ -204,8 +199,7 @@ class Vote(GameCog):
                 log.warning("vote round %s: could not update its message: %s", rnd.id, e)
                 return
             if rnd.status != "open":
-                async with self.bot.db.sessions.begin() as s:
-                    await votes.mark_shown(s, rnd.id)
+                await voting.mark_shown(self.service, rnd.id)
                 self._locks.pop(round_id, None)
 
     # --- closing
@@ -221,8 +215,7 @@ class Vote(GameCog):
                 for c in closed:
                     if c.turn is not None:
                         await self.bot.board.announce_queued(c.turn, c.position)
-                async with self.bot.db.sessions() as s:
-                    unshown = await votes.unshown(s, guild_ids)
+                unshown = await voting.unshown(self.service, guild_ids)
             except Exception as e:
                 log.warning("checking vote rounds failed: %s", e)
                 return

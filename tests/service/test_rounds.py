@@ -1,0 +1,57 @@
+"""A vote round's message as a face shows it (service.voting): what it shows, its message id,
+and the finished rounds whose result is not shown yet, against a real Postgres."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select, text, update
+
+from db.models import GameSession, VoteRound
+from service import admin, players, voting
+from service.game import Game, Member, Place
+from service.jobs import QueueJobs
+from service.players import ActFields
+
+HERE = Place(100, 200)
+ALICE, MOD = Member(1, "alice"), Member(9, "mod")
+
+
+@pytest.fixture
+def game(sessions, settings) -> Game:
+    return Game(settings, sessions, QueueJobs())
+
+
+async def test_a_rounds_message_from_open_to_its_result_shown(game, sessions):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    await players.start(game, HERE, ALICE)
+    await players.join(game, HERE, ALICE, "qiqi")
+    await voting.set_mode(game, HERE, MOD, True, 60)
+    proposed = await voting.propose(game, HERE, ALICE, ActFields("walk", "town"))
+    await voting.vote_for_option(game, HERE, 1, ALICE.id)
+    shown = await voting.round_shown(game, proposed.round.id)
+    assert (shown.view.round.status, shown.view.round.message_id, shown.film.id) == ("open", None, "qiqi")
+    assert ([o.number for o in shown.view.options], shown.view.voters, shown.view.players) == ([1], 1, 1)
+    await voting.set_message(game, proposed.round.id, 4242)
+    assert (await voting.round_shown(game, proposed.round.id)).view.round.message_id == 4242
+    assert await voting.unshown(game, [HERE.guild_id]) == []  # open: nothing to show yet
+    async with sessions.begin() as s:
+        await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
+    (closed,) = await voting.close_due(game, [HERE.guild_id])
+    assert [r.id for r in await voting.unshown(game, [HERE.guild_id])] == [closed.round.id]
+    assert await voting.unshown(game, [HERE.guild_id + 1]) == []  # another server's
+    shown = await voting.round_shown(game, closed.round.id)
+    assert (shown.view.round.status, shown.view.winner and shown.view.winner.number) == ("closed", 1)
+    await voting.mark_shown(game, closed.round.id)
+    assert await voting.unshown(game, [HERE.guild_id]) == []
+    async with sessions() as s:
+        assert await s.scalar(select(VoteRound.result_shown_at).where(VoteRound.id == closed.round.id)) is not None
+
+
+async def test_a_withdrawn_films_round_still_shows(game, sessions):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    await players.start(game, HERE, ALICE)
+    await voting.set_mode(game, HERE, MOD, True, 60)
+    rnd, _created = await voting.open_round(game, HERE, ALICE.id)
+    async with sessions.begin() as s:
+        await s.execute(update(GameSession).values(film_id="gone"))
+    assert (await voting.round_shown(game, rnd.id)).film.title == "gone (withdrawn)"
