@@ -105,7 +105,7 @@ class Moderation(GameCog):
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction)
         turn_id = await moderation.turn_id_of(self.service, place(interaction), turn, reason, automod)  # the reason is shown on the post
-        done = await shot_removal.remove(self.bot, interaction, turn_id, reason, via="/mod remove")
+        done = await shot_removal.remove(self.bot, self.service, interaction, turn_id, reason, via="/mod remove")
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
 

@@ -72,7 +72,7 @@ class Shots(GameCog):
         turn = await shots.shot_by_message(self.service, context.guild_id(interaction), message.id)
         with use_locale(await interaction_locale.public_for(interaction)):
             reason = str(MENU_REASON)
-        done = await shot_removal.remove(self.bot, interaction, turn.id, reason, via="Remove shot")
+        done = await shot_removal.remove(self.bot, self.service, interaction, turn.id, reason, via="Remove shot")
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
     async def report_shot(self, interaction: Interaction, message: discord.Message) -> None:

@@ -1,6 +1,6 @@
-"""The turn behind a message and a member's report of it (service.shots) against a real Postgres:
-what "Remove shot" and "Report shot" find, the refusals in the order they are said, and the
-report's audit entry."""
+"""The turn behind a message, a member's report of it and taking it down (service.shots) against a
+real Postgres: what "Remove shot" and "Report shot" find, the refusals in the order they are said,
+the removal stored with its remover's words, and the audit entries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import select, update
 
 from db.models import AuditLog, Turn
-from game.shot_errors import NoLogChannel, NotAShot, ShotAlreadyRemoved
+from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
+from game.stored_reasons import REMOVER_WORDS
 from service import admin, players, shots
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs
@@ -63,3 +64,66 @@ async def test_a_report_needs_a_shot_still_up_and_a_log_channel_and_is_audited(g
         await s.execute(update(Turn).where(Turn.id == turn.id).values(removed_at=turn.created_at))
     with pytest.raises(ShotAlreadyRemoved):  # said before the missing log channel would be
         await shots.reportable(game, HERE.guild_id, POST)
+
+
+async def _entries(sessions, action: str) -> list[AuditLog]:
+    async with sessions() as s:
+        return list(await s.scalars(select(AuditLog).where(AuditLog.action == action)))
+
+
+async def _stored(sessions, turn_id: int) -> Turn:
+    async with sessions() as s:
+        turn = await s.get(Turn, turn_id)
+        assert turn is not None
+        return turn
+
+
+async def test_a_removal_is_refused_in_order_and_a_refusal_changes_nothing(game, sessions):
+    await admin.set_film(game, HERE, MOD, "qiqi")
+    await players.start(game, HERE, ALICE)
+    await players.join(game, HERE, ALICE, "qiqi")
+    queued = (await players.act(game, HERE, ALICE, ActFields("walk", "town"))).turn
+    with pytest.raises(NotAShot):
+        await shots.remove(game, HERE, MOD, queued.id + 1000, "spoilers", moderator=True, via="/mod remove")
+    with pytest.raises(NotShotAuthor) as refused:  # someone else's shot, before whether it is finished
+        await shots.remove(game, HERE, BOB, queued.id, "spoilers", moderator=False, via="Remove shot")
+    assert refused.value.author == "alice"
+    with pytest.raises(ShotNotFinished):
+        await shots.remove(game, HERE, ALICE, queued.id, "oops", moderator=False, via="Remove shot")
+    with pytest.raises(ShotNotFinished):
+        await shots.remove(game, HERE, MOD, queued.id, "spoilers", moderator=True, via="/mod remove")
+    stored = await _stored(sessions, queued.id)
+    assert (stored.removed_at, stored.removed_note, stored.removed_by_id) == (None, None, None)
+    assert await _entries(sessions, "remove_shot") == []
+
+
+async def test_the_author_takes_their_shot_down_once_and_it_is_audited(game, sessions):
+    turn = await _posted(game, sessions)
+    done = await shots.remove(game, HERE, ALICE, turn.id, "my mistake", moderator=False, via="Remove shot")
+    assert (done.seq, done.guild_id, done.channel_id, done.message_id, done.by_author) == (1, 100, 200, POST, True)
+    assert done.turn.removed_at is not None and done.turn.removed_by_id == ALICE.id  # the notice is drawn from it
+    stored = await _stored(sessions, turn.id)
+    assert (stored.removed_reason, stored.removed_note, stored.removed_by_id, stored.removed_by_name) == (
+        REMOVER_WORDS, "my mistake", 1, "alice")
+    [entry] = await _entries(sessions, "remove_shot")
+    assert (entry.guild_id, entry.channel_id, entry.actor_id, entry.actor_name, entry.target) == (100, 200, 1, "alice", "1")
+    assert entry.details == {"turn_id": turn.id, "reason": "my mistake", "by": "author", "via": "Remove shot",
+                             "author_id": "1", "author": "alice", "game_channel_id": "200", "message_id": str(POST)}
+    for who, moderator in ((ALICE, False), (MOD, True)):
+        with pytest.raises(ShotAlreadyRemoved):
+            await shots.remove(game, HERE, who, turn.id, "again", moderator=moderator, via="/mod remove")
+    assert len(await _entries(sessions, "remove_shot")) == 1
+
+
+async def test_a_moderator_takes_down_anyones_shot_seen_by_its_status_message(game, sessions):
+    turn = await _posted(game, sessions)
+    async with sessions.begin() as s:  # not posted yet: its status message is what shows it
+        await s.execute(update(Turn).where(Turn.id == turn.id).values(status="failed", posted_message_id=None))
+    done = await shots.remove(game, HERE, MOD, turn.id, "spoilers", moderator=True, via="/mod remove")
+    assert (done.message_id, done.by_author) == (STATUS, False)
+    stored = await _stored(sessions, turn.id)
+    assert (stored.removed_note, stored.removed_by_id, stored.removed_by_name) == ("spoilers", 9, "mod")
+    [entry] = await _entries(sessions, "remove_shot")
+    assert (entry.actor_id, entry.actor_name, entry.target) == (9, "mod", "1")
+    assert entry.details == {"turn_id": turn.id, "reason": "spoilers", "by": "moderator", "via": "/mod remove",
+                             "author_id": "1", "author": "alice", "game_channel_id": "200", "message_id": str(STATUS)}
