@@ -17,18 +17,16 @@ from typing import Protocol
 import discord
 from discord.utils import escape_markdown, escape_mentions
 
-from db.bounds import SOMEONE
 from db.models import GameSession, Player, Turn
-from db.privacy import DELETED_NAME
 from game import turn_texts
 from game.catalogue import Film
-from game.content_rules import NEUTRAL_NAME
 from game.sanitize import clean_text
 from game.states import STATE_NAMES, CharacterState, bar, state_label
 from game.texts import turn_status as status_label
-from i18n import Lazy, _, locales, pgettext, use_locale
+from i18n import Lazy, _, pgettext
 from i18n.formatting import number, percent
 from i18n.translate import Lp_
+from service.names import STAND_INS, shown_name
 
 DONE, FAILED, PREVIEW, WAITING, INFO = 0x2ECC71, 0xE74C3C, 0xE67E22, 0x95A5A6, 0x3498DB
 
@@ -85,20 +83,11 @@ def esc(text: str | None) -> str:
     return _ANGLE_MARKUP.sub("<\u200b", escape_mentions(escape_markdown(clean_text(text, 4000))))
 
 
-def _source(text: object) -> str:
-    with use_locale(locales.SOURCE):
-        return str(text)
-
-
 def person(name: str | None) -> str:
-    """A stored display name, for display: the stand-ins the bot stores in place of a name (one the
-    content rules refuse, a member whose data was deleted) in the current language, else `esc`."""
-    if name == _source(NEUTRAL_NAME):
-        return _("a player")
-    if name == _source(DELETED_NAME):
-        return _("deleted member")
-    if name == _source(SOMEONE):
-        return _("someone")
+    """A stored display name, for display: a stand-in the bot stores in place of a name in the
+    current language (service.names), else the name escaped for Discord's markup."""
+    if name and name in STAND_INS:
+        return str(shown_name(name))
     return esc(name)
 
 

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import checks, locale, removed
-from bot.embeds import person
 from bot.game import member, place
-from game.shot_errors import NotShotAuthor
 from i18n import _
 from service import shots
 from service.game import Game
@@ -33,11 +31,8 @@ async def remove(bot: AnimeGamerBot, game: Game, interaction: discord.Interactio
     """Take the turn down for the member of `interaction` (a moderator, or the turn's author); then
     edit its post in the background. Refusals (GameError) are the service's."""
     moderator = await checks.is_moderator(interaction)
-    try:
-        done = await shots.remove(game, place(interaction), member(interaction), turn_id, reason,
-                                  moderator=moderator, via=via)
-    except NotShotAuthor as refused:  # the author's name as the bot shows stored names
-        raise NotShotAuthor(person(refused.author)) from None
+    done = await shots.remove(game, place(interaction), member(interaction), turn_id, reason,
+                              moderator=moderator, via=via)
     if done.message_id is not None:
         async with locale.public(bot, done.guild_id, done.channel_id):  # the post is public
             fields = removed.removed_fields(done.turn)

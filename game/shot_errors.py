@@ -36,8 +36,7 @@ class ShotAlreadyRemoved(GameError):
 class NotShotAuthor(GameError):
     code = "not_shot_author"
 
-    def __init__(self, author: str) -> None:
-        self.author = author  # as stored (the bot words it for display: bot.removal)
+    def __init__(self, author: str | Lazy) -> None:
         # TRANSLATORS: %(author)s is a member's display name; "Report shot" is the message command's name.
         super().__init__(L_("Only %(author)s (who asked for this shot) or a moderator can remove it. "
                             "Use Report shot to tell the moderators.", author=author), author=author)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from game.errors import GameError
 from game.texts import Later, catalog_text, turn_status, wait_text
-from i18n import L_
+from i18n import L_, Lazy
 from i18n.translate import Ln_
 
 
@@ -55,7 +55,7 @@ class TurnNotFinished(GameError):
 class NotTurnAuthor(GameError):
     code = "not_author"
 
-    def __init__(self, author: str, what: str) -> None:
+    def __init__(self, author: str | Lazy, what: str) -> None:
         if what == "cancel":
             # TRANSLATORS: %(author)s is a member's display name.
             message = L_("Only %(author)s (who asked for this turn) or a moderator can cancel it.", author=author)

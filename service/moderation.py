@@ -18,6 +18,7 @@ from game.session_errors import GameEnded, PlayerNotInGame
 from game.stored_reasons import CANCELLED_BY_AUTHOR, CANCELLED_BY_MODERATOR
 from game.turn_errors import NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
 from service.game import Game, Member, Place
+from service.names import shown_name
 from service.players import config
 
 
@@ -114,7 +115,7 @@ async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderato
     if turn is None:
         raise TurnNotFound(turn_id)
     if not (who.id == turn.author_id or moderator):
-        raise NotTurnAuthor(turn.author_name, verb)
+        raise NotTurnAuthor(shown_name(turn.author_name), verb)
     return turn
 
 

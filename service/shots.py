@@ -13,6 +13,7 @@ from db import modlog, removal, turn_reads
 from db.models import Turn
 from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
 from service.game import Game, Member, Place
+from service.names import shown_name
 
 
 async def _by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn:
@@ -73,7 +74,7 @@ async def remove(game: Game, place: Place, who: Member, turn_id: int, reason: st
         if turn is None:
             raise NotAShot()
         if not moderator and turn.author_id != who.id:
-            raise NotShotAuthor(turn.author_name)
+            raise NotShotAuthor(shown_name(turn.author_name))
         if turn.removed_at is not None:
             raise ShotAlreadyRemoved(turn.seq)
         if turn.status not in ("done", "failed"):

@@ -8,8 +8,10 @@ import pytest
 from sqlalchemy import select, update
 
 from db.models import AuditLog, Turn
+from db.privacy import DELETED_NAME
 from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
 from game.stored_reasons import REMOVER_WORDS
+from i18n import use_locale
 from service import admin, players, shots
 from service.game import Game, Member, Place
 from service.jobs import QueueJobs
@@ -87,7 +89,7 @@ async def test_a_removal_is_refused_in_order_and_a_refusal_changes_nothing(game,
         await shots.remove(game, HERE, MOD, queued.id + 1000, "spoilers", moderator=True, via="/mod remove")
     with pytest.raises(NotShotAuthor) as refused:  # someone else's shot, before whether it is finished
         await shots.remove(game, HERE, BOB, queued.id, "spoilers", moderator=False, via="Remove shot")
-    assert refused.value.author == "alice"
+    assert refused.value.params["author"] == "alice"
     with pytest.raises(ShotNotFinished):
         await shots.remove(game, HERE, ALICE, queued.id, "oops", moderator=False, via="Remove shot")
     with pytest.raises(ShotNotFinished):
@@ -127,3 +129,17 @@ async def test_a_moderator_takes_down_anyones_shot_seen_by_its_status_message(ga
     assert (entry.actor_id, entry.actor_name, entry.target) == (9, "mod", "1")
     assert entry.details == {"turn_id": turn.id, "reason": "spoilers", "by": "moderator", "via": "/mod remove",
                              "author_id": "1", "author": "alice", "game_channel_id": "200", "message_id": str(STATUS)}
+
+
+async def test_a_refusal_names_a_stand_in_author_in_the_readers_language(game, sessions):
+    """A deleted member's shot: the refusal names the stand-in the database keeps ("deleted
+    member") in the language it is shown in, not the English stored."""
+    turn = await _posted(game, sessions)
+    async with sessions.begin() as s:
+        await s.execute(update(Turn).where(Turn.id == turn.id).values(author_name=DELETED_NAME))
+    with pytest.raises(NotShotAuthor) as refused:
+        await shots.remove(game, HERE, BOB, turn.id, "spoilers", moderator=False, via="Remove shot")
+    with use_locale("ja"):
+        assert "削除済みメンバー" in refused.value.message
+    with use_locale("en"):
+        assert "Only deleted member (who asked for this shot)" in refused.value.message
