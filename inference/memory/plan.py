@@ -405,6 +405,17 @@ def _best(preds: Sequence[Prediction], mode: str, sessions: int, gpu_gib: Sequen
     return p, _headroom(p, gpu_gib)
 
 
+# What a mode's pick says besides its fit: what is known to cost quality (docs/performance.md).
+CAVEATS = {
+    "offload_int4": "4-bit MLLM weights: on random weights at full size they move the prediction far more than "
+                    "int8 (bench/int4.py); on the released weights not measured yet (bench/int4.py --weights)",
+}
+
+
+def _caveat(mode: str) -> str:
+    return f"; note: {CAVEATS[mode]}" if mode in CAVEATS else ""
+
+
 def choose(gpu_gib: Sequence[float], sessions: int, predictions: Sequence[Prediction], single_gpu: bool = False) -> Advice:
     """ANIMEGAMER_MEMORY_MODE=auto: the fastest mode (MODES' order) that fits with AUTO_MARGIN_GIB
     to spare, and why (a desktop, the driver or another process may take a little of the card)."""
@@ -418,7 +429,7 @@ def choose(gpu_gib: Sequence[float], sessions: int, predictions: Sequence[Predic
             slower = [f"{q} does not fit with {AUTO_MARGIN_GIB} GiB to spare" for q in MODES[:MODES.index(m)] if not (single_gpu and q == "two_gpus")]
             return Advice(True, m, f"auto: {p.label}, the fastest mode that fits {cards} at {sessions} session(s): needs "
                           f"{p.need_gib():.1f} GiB (predicted), {spare:.1f} GiB spare"
-                          + (f" ({', '.join(slower)})" if slower else ""), p.tiles, p.need_gib(), spare)
+                          + (f" ({', '.join(slower)})" if slower else "") + _caveat(m), p.tiles, p.need_gib(), spare)
     smallest = min((p for p in predictions if p.sessions == sessions), key=lambda p: p.need_gib())
     return Advice(False, smallest.mode, f"auto: no mode fits {cards} at {sessions} session(s): {smallest.label}, the "
                   f"smallest, needs {smallest.need_gib():.1f} GiB", smallest.tiles, smallest.need_gib(),
@@ -445,7 +456,7 @@ def advise(gpu_gib: Sequence[float], mode: str, sessions: int = 1, predictions: 
     need = p.need_gib()
     if own is not None and own >= 0:
         return Advice(True, mode, f"{p.label} fits {cards} at {sessions} session(s): needs {need:.1f} GiB "
-                                  f"(predicted), {own:.1f} GiB spare", p.tiles, need, own)
+                                  f"(predicted), {own:.1f} GiB spare{_caveat(mode)}", p.tiles, need, own)
     why = (f"{mode} needs two GPUs; found {len(gpu_gib)}" if own is None else
            f"{mode} needs {need:.1f} GiB at {sessions} session(s) (predicted), more than {cards}")
     best = choose(gpu_gib, sessions, preds)

@@ -179,6 +179,8 @@ def test_doctor_gpu_memory_without_a_gpu(capsys):
         line = next(x for x in out.splitlines() if x.startswith("gpu mode"))
         assert code == 0 and " OK " in line and "auto: " in line and "s per turn" in line, out
         assert "FAIL" not in out, out
+        # the 8 GB card's mode says what its 4-bit weights are known (and not known) to cost
+        assert ("offload_int4" in line) == (size == "8GiB") == ("not measured yet" in line), line
     assert "22.4 GiB" in line and "low_vram" in line
     with pytest.raises(SystemExit):  # argparse's usage error, naming the form it takes
         main(["doctor", "--gpu-memory", "lots"])
