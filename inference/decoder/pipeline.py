@@ -64,6 +64,7 @@ class AnimeGamerDecoder:
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         self.transformer = transformer.eval()
+        transformer.keep_position_table_in_weights_dtype()
         self.vae = vae.eval()
         self.steps = int(steps)
         self.sampler = sampler

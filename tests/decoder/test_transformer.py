@@ -5,6 +5,11 @@ from __future__ import annotations
 import decoder_sat_reference as ref
 import torch
 
+from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
+from inference.decoder.pipeline import AnimeGamerDecoder
+from inference.decoder.transformer import AnimeGamerTransformer3DModel
+from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
+
 
 def test_motion_scope_embedding_matches_reference(cfg, sat_sd, transformer):
     d = cfg["num_attention_heads"] * cfg["attention_head_dim"]
@@ -85,3 +90,25 @@ def test_attention_backend_can_be_switched(cfg, transformer):
         finally:
             model.set_attention_backend("native")
     torch.testing.assert_close(math_backend, default, rtol=1e-5, atol=1e-5)
+
+
+def test_the_position_table_is_held_in_the_weights_dtype_with_the_same_output(cfg, converted, tmp_path):
+    """from_pretrained leaves diffusers' sin-cos position table in float64 (4x the bytes); the
+    decoder keeps it in the weights' dtype, and the DiT's output is the same to the bit."""
+    model = AnimeGamerTransformer3DModel(**cfg)
+    model.load_state_dict(converted[0], strict=True)
+    model.save_pretrained(tmp_path / "dit")
+    dit = AnimeGamerTransformer3DModel.from_pretrained(tmp_path / "dit", torch_dtype=torch.bfloat16).eval()
+    assert dit.patch_embed.pos_embedding.dtype == torch.float64  # as diffusers leaves it
+    g = torch.Generator().manual_seed(3)
+    d = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    x = torch.randn(1, 5, cfg["in_channels"], cfg["sample_height"], cfg["sample_width"], generator=g).bfloat16()
+    ctx = torch.randn(1, 226, d, generator=g).bfloat16()
+    t, flow = torch.tensor([500]), torch.tensor([10.0])
+    with torch.no_grad():
+        before = dit.predict_v(x, ctx, t, flow)
+        held = dit.patch_embed.pos_embedding.nbytes
+        AnimeGamerDecoder(dit, AutoencoderKLCogVideoX(**TINY_VAE_CONFIG), steps=1, **TINY_SIZE)
+        after = dit.patch_embed.pos_embedding
+        assert after.dtype == torch.bfloat16 and after.nbytes * 4 == held
+        assert torch.equal(dit.predict_v(x, ctx, t, flow), before)
