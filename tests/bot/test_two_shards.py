@@ -137,7 +137,10 @@ async def test_two_shard_processes_each_serve_only_their_servers(world, start_bo
     # ...closed by its deadline: by the vote-round job of its shard's process only.
     async with sessions.begin() as s:
         await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
-    worker = await start_worker(films=["qiqi"], backend_options={"delay": 0.3})
+    # Turns of 1.2 s: a turn's progress is a routine edit, which its post may replace when the turn
+    # is over before the channel's edit window lets the progress through (a 0.3 s turn on a busy
+    # machine); a turn that runs a while shows its progress.
+    worker = await start_worker(films=["qiqi"], backend_options={"delay": 1.2})
 
     for p in plays:
         for seq in (1, 2):
