@@ -15,18 +15,13 @@ from game.session_errors import NoSession, NotJoined, PlayerNotInGame, SessionPa
 from game.turn_errors import NotTurnAuthor, TurnNotFinished, TurnNotFound, VoteModeOn
 from service import admin, moderation, players, voting
 from service.game import Game, Member, Place
-from service.jobs import QueueJobs, StoredJobs
+from service.jobs import StoredJobs
 from service.players import ActFields
 
 HERE = Place(100, 200)
 ELSEWHERE = Place(100, 201)
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
-
-
-@pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
 
 
 async def _jobs(sessions) -> list[str]:

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from service import admin, players, privacy
-from service.game import Game, Member, Place
-from service.jobs import QueueJobs
+from service.game import Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)
 ALICE, MOD = Member(1, "alice"), Member(9, "mod")
-
-
-@pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
 
 
 async def test_what_is_stored_here_and_everywhere_and_a_deletion_asked_once(game):

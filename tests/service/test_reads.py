@@ -13,18 +13,12 @@ from game.errors import NothingToExport
 from game.session_errors import NoSession, UnknownGame
 from service import admin, moderation, players, reads, voting
 from service.game import Game, Member, Place
-from service.jobs import QueueJobs
 from service.players import ActFields
 
 HERE = Place(100, 200)
 ELSEWHERE = Place(100, 201)
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
-
-
-@pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
 
 
 async def _playing(game: Game) -> None:

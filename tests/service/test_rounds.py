@@ -3,22 +3,15 @@ and the finished rounds whose result is not shown yet, against a real Postgres."
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import func, select, text, update
 
 from db.models import GameSession, VoteRound
 from service import admin, players, voting
-from service.game import Game, Member, Place
-from service.jobs import QueueJobs
+from service.game import Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)
 ALICE, MOD = Member(1, "alice"), Member(9, "mod")
-
-
-@pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
 
 
 async def test_a_rounds_message_from_open_to_its_result_shown(game, sessions):

@@ -14,17 +14,11 @@ from game.stored_reasons import REMOVER_WORDS
 from i18n import use_locale
 from service import admin, players, shots
 from service.game import Game, Member, Place
-from service.jobs import QueueJobs
 from service.players import ActFields
 
 HERE = Place(100, 200)
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 POST, STATUS = 7001, 7002
-
-
-@pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
 
 
 async def _posted(game: Game, sessions) -> Turn:

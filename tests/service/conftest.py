@@ -1,0 +1,14 @@
+"""The game service as the play page runs it: the real Postgres of the test (`sessions`) and the
+real procrastinate queue (QueueJobs). A module that needs other jobs overrides `game`."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.game import Game
+from service.jobs import QueueJobs
+
+
+@pytest.fixture
+def game(sessions, settings) -> Game:
+    return Game(settings, sessions, QueueJobs())
