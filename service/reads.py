@@ -135,9 +135,14 @@ async def channel_games(game: Game, place: Place) -> list[games.GameSummary]:
         return await games.channel_games(s, place.channel_id)
 
 
+async def _queued_place(game: Game, s: AsyncSession, t: Turn) -> int | None:
+    """A queued turn's place in its film's queue; None for any other turn."""
+    return await game.jobs.position(s, t) if t.status == "queued" else None
+
+
 async def _queued_places(game: Game, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
     """Each turn with its place, counted for the queued ones only."""
-    return [Placed(t, await game.jobs.position(s, t) if t.status == "queued" else None) for t in rows]
+    return [Placed(t, await _queued_place(game, s, t)) for t in rows]
 
 
 async def turns_page(game: Game, place: Place, *, before: int | None = None, limit: int = 20,
@@ -164,7 +169,7 @@ async def turn(game: Game, place: Place, turn_id: int, *, clip: bool = False) ->
         gs = await sessions.session_by_id(s, t.session_id)
         if gs.channel_id != place.channel_id:
             return None
-        return ChannelTurn(t, gs, await game.jobs.position(s, t) if t.status == "queued" else None)
+        return ChannelTurn(t, gs, await _queued_place(game, s, t))
 
 
 async def playing(game: Game, place: Place) -> Playing:
