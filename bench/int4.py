@@ -114,16 +114,16 @@ def main(argv=None) -> int:
         n = quantize_weights(model, scheme)
         gc.collect()
         quant_s = time.perf_counter() - t
-        int4_gib = weight_gib(model)
-        print(f"{n} linears to {scheme} in {quant_s:.0f} s: {int4_gib:.2f} GiB of weights", flush=True)
+        quant_gib = weight_gib(model)
+        print(f"{n} linears to {scheme} in {quant_s:.0f} s: {quant_gib:.2f} GiB of weights", flush=True)
         probe = model.causal_lm.model.layers[0].mlp.gate_proj  # (replaced in place by the quantiser)
         linear_rel = float((probe(x).double() - linear_before).norm() / linear_before.norm())
         t = time.perf_counter()
-        four = [MLLMPredictor(model, special).predict(p) for p in prompts]
-        int4_s = time.perf_counter() - t
+        quantised = [MLLMPredictor(model, special).predict(p) for p in prompts]
+        quant_run_s = time.perf_counter() - t
     lines = [f"| prompt | tokens | representation: relative L2 | cosine | states bf16 | states {scheme} |",
              "| --- | --- | --- | --- | --- | --- |"]
-    for k, (a, b) in enumerate(zip(full, four, strict=True)):
+    for k, (a, b) in enumerate(zip(full, quantised, strict=True)):
         ra, rb = a.representation.astype(np.float64), b.representation.astype(np.float64)
         rel = np.linalg.norm(rb - ra) / np.linalg.norm(ra)
         cos = float((ra * rb).sum() / (np.linalg.norm(ra) * np.linalg.norm(rb)))
@@ -132,8 +132,8 @@ def main(argv=None) -> int:
             else "decoder layers and lm_head (per output channel; embedding, projections bf16)")
     text = (f"# bench/int4.py{' --tiny' if args.tiny else ''}{' --weights' if args.weights else ''} --scheme {scheme}\n\n"
             f"{source}, bf16 vs {scheme} {kept}. "
-            f"Weights {bf16_gib:.2f} GiB -> {int4_gib:.2f} GiB. Seconds for the prompts: bf16 {bf16_s:.0f}, "
-            f"{scheme} {int4_s:.0f} (quantising {quant_s:.0f}). One linear (layer 0's MLP gate projection, 64 random "
+            f"Weights {bf16_gib:.2f} GiB -> {quant_gib:.2f} GiB. Seconds for the prompts: bf16 {bf16_s:.0f}, "
+            f"{scheme} {quant_run_s:.0f} (quantising {quant_s:.0f}). One linear (layer 0's MLP gate projection, 64 random "
             f"inputs): relative L2 deviation {linear_rel:.4f}.\n\n" + "\n".join(lines) + "\n")
     if args.out:
         Path(args.out).write_text(text)
