@@ -16,6 +16,9 @@ VENV=${VENV:-.venv}
 . /etc/os-release 2>/dev/null || ID=unknown
 apt_pkgs=() after_venv=()
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || apt_pkgs+=(ffmpeg)
+# OpenCV's wheel (the film pipeline's optical flow, through scenedetect) links libGL and GLib.
+[ -e /usr/lib/x86_64-linux-gnu/libGL.so.1 ] || [ -e /lib/x86_64-linux-gnu/libGL.so.1 ] || apt_pkgs+=(libgl1)
+[ -e /usr/lib/x86_64-linux-gnu/libglib-2.0.so.0 ] || [ -e /lib/x86_64-linux-gnu/libglib-2.0.so.0 ] || apt_pkgs+=(libglib2.0-0)
 if ! command -v chromium >/dev/null; then
   # Debian packages Chromium; Ubuntu's `chromium` is a snap stub, so there the browser tests use
   # Playwright's own Chromium (downloaded from Playwright's servers, with its system libraries).
@@ -38,7 +41,7 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} -r requirements/torch.txt
-"$VENV/bin/python" -m pip install -q -c requirements/test.txt -e '.[models,test]'
+"$VENV/bin/python" -m pip install -q -c requirements/test.txt -e '.[models,film,test]'
 
 if [ ${#after_venv[@]} -gt 0 ]; then
   if [ $can_apt = 1 ]; then
