@@ -32,6 +32,7 @@ MANIFEST = "manifest.jsonl"
 REVIEW_LOG = "review.jsonl"
 SKIPPED = "skipped.jsonl"  # shots left out, each with its reason
 GAMES = "games.jsonl"
+FEATURES_INDEX = "features/index.json"  # {clip id: shard file relative to DIR}, written by film.features
 
 STATUSES = ("needs_review", "captioned", "accepted", "rejected")
 # The captioner's and the reviewer's fields, with the values each may hold.
@@ -152,6 +153,12 @@ def read_manifest(folder: Path) -> list[Clip]:
                 except (ValueError, TypeError) as e:
                     raise ValueError(f"{path}:{n}: {e}") from None
     return out
+
+
+def read_features_index(folder: Path) -> dict[str, str]:
+    """Which shard holds each clip's precomputed features ({} before `film features` ran)."""
+    path = folder / FEATURES_INDEX
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def append_review(folder: Path, clip_id: str, changes: Mapping[str, Any]) -> None:
