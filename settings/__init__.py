@@ -123,6 +123,9 @@ class Settings(BaseSettings):
     # weights and a tiled VAE (24 GB); offload: one stage's weights on the GPU at a time, 8-bit MLLM
     # (12-16 GB); offload_int4: the same with 4-bit MLLM weights (8 GB). `animegamer doctor` says which fits.
     memory_mode: Literal["auto", "resident", "low_vram", "offload", "offload_int4"] = "auto"
+    # `animegamer film prepare`'s captioner: a vision-language model folder (Qwen2-VL, Qwen2.5-VL,
+    # InternVL in transformers' format) that --captioner overrides; unset: no captions (film.caption).
+    captioner: Path | None = None
     # A worker refuses at start a mode the memory plan predicts will not fit its GPUs; False skips that.
     memory_check: bool = True
     mllm_max_batch: int = Field(4, ge=1, le=32)  # concurrent turns sharing one MLLM pass (worker --concurrency)
@@ -184,7 +187,7 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
-    @field_validator("films", "content_rules", "decoder_gpu_budget_gb", "shard_count", "shard_ids", mode="before")
+    @field_validator("films", "content_rules", "captioner", "decoder_gpu_budget_gb", "shard_count", "shard_ids", mode="before")
     @classmethod
     def _unset_when_empty(cls, v):
         return None if v == "" else v  # compose passes an unset ${VAR:-} as ""
