@@ -184,7 +184,7 @@ def gpu_mode_advice(totals_gib: list[float], settings, sessions: int = 1, names:
     turns (auto, the default: the mode it would pick), which mode would, the headroom, and the
     estimated seconds per turn: the worker refuses at start what this calls FAIL."""
     from inference.memory.cards import card_named, estimate_line, nearest_card, turn_work
-    from inference.memory.check import mode_of, predictions
+    from inference.memory.choose_mode import mode_of, predictions
     from inference.memory.plan import advise
 
     mode = mode_of(settings) if settings is not None else "auto"
@@ -303,7 +303,7 @@ def _doctor(args) -> int:
 def _gpu_sizes(text: str) -> list[float]:
     import argparse
 
-    from inference.memory.check import parse_sizes
+    from inference.memory.choose_mode import parse_sizes
 
     try:
         return parse_sizes(text)

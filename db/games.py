@@ -54,12 +54,3 @@ async def game_by_number(s: AsyncSession, channel_id: int, number: int) -> GameS
         total = await s.scalar(select(func.count()).select_from(GameSession).where(GameSession.channel_id == channel_id))
         raise UnknownGame(number, total or 0)
     return gs
-
-
-async def number_of(s: AsyncSession, gs: GameSession) -> int:
-    """A game's number in its channel."""
-    earlier = select(func.count()).select_from(GameSession).where(
-        GameSession.channel_id == gs.channel_id,
-        (GameSession.created_at < gs.created_at) | ((GameSession.created_at == gs.created_at) & (GameSession.id < gs.id)),
-    )
-    return (await s.execute(earlier)).scalar_one() + 1

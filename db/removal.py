@@ -111,7 +111,3 @@ async def take_down_turns(
     for sid, channel_id in channels.items():
         await notify.notify(s, notify.SESSION_CHANGED, session_id=sid, channel_id=channel_id, event="removed")
     return changed
-
-
-def is_removed(turn: Turn) -> bool:
-    return turn.removed_at is not None

@@ -65,7 +65,6 @@ class _ActiveFilms(Mapping[str, Film]):
 
 
 FILMS = _ActiveFilms()
-DEFAULT_FILM = "qiqi"
 
 
 def use_films(films: Mapping[str, Film] | None) -> None:

@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 MAX_SIDE = 360  # pixels of the still's longer side (a 480x720 clip's preview is 240x360)
 MAX_BYTES = 48 * 1024  # a still is made smaller until it fits
-MIME = "image/webp"
 FILE_NAME = "preview.webp"
 
 

@@ -361,7 +361,7 @@ class Worker:
 
     def _check_gpu_memory(self) -> None:
         """Refuse a memory mode the memory plan predicts will not fit this machine's GPUs."""
-        from inference.memory.check import refusal
+        from inference.memory.choose_mode import refusal
 
         why = refusal(self.settings, sessions=min(self.concurrency, self.settings.mllm_max_batch))
         if why:

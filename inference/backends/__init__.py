@@ -135,7 +135,7 @@ def _animegamer(settings: Settings, films: Sequence[str], sessions: int = 1, **o
 
 def _memory_mode(settings: Settings, sessions: int):
     """The memory mode this worker runs (ANIMEGAMER_MEMORY_MODE, auto resolved for its GPUs), logged."""
-    from inference.memory.check import resolve
+    from inference.memory.choose_mode import resolve
 
     memory = resolve(settings, sessions)
     log.info("GPU memory mode: %s", memory.why if settings.memory_mode == "auto" else memory.mode)

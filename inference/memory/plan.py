@@ -35,7 +35,6 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
-import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -464,12 +463,6 @@ def advise(gpu_gib: Sequence[float], mode: str, sessions: int = 1, predictions: 
         return Advice(False, mode, f"{why}; no mode fits: {best.message.split(': ', 2)[-1]}", p.tiles, need, own or 0.0)
     return Advice(False, best.mode, f"{why}; {best.label} fits ({best.spare_gib:.1f} GiB spare): set {HOW[best.mode]} "
                                     "or ANIMEGAMER_MEMORY_MODE=auto", best.tiles, best.need_gib, best.spare_gib)
-
-
-def timed_predict(**kw) -> tuple[list[Prediction], float]:
-    t = time.perf_counter()
-    preds = predict(**kw)
-    return preds, time.perf_counter() - t
 
 
 __all__ = ["MODES", "Precision", "Prediction", "Shapes", "Trace", "advise", "choose", "compose", "fit_table", "predict",

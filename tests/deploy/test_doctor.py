@@ -190,11 +190,11 @@ def test_doctor_gpu_memory_without_a_gpu(capsys):
 def test_gpu_mode_advice_when_the_plan_cannot_run(monkeypatch):
     """Library versions whose model code cannot run on the meta device: a WARN row, not a crash."""
     from animegamer.doctor import WARN, gpu_mode_advice
-    from inference.memory import check
+    from inference.memory import choose_mode
 
     def broken(sessions):
         raise RuntimeError("unknown device type for autocast")
 
-    monkeypatch.setattr(check, "predictions", broken)
+    monkeypatch.setattr(choose_mode, "predictions", broken)
     row = gpu_mode_advice([24.0], Settings(_env_file=None))
     assert row.status == WARN and "without its memory check" in row.detail

@@ -15,7 +15,7 @@ import torch
 
 from contracts.turn import TurnRequest
 from inference.backends import make_backend
-from inference.memory import check
+from inference.memory import choose_mode
 from inference.memory.offload import StageOffload, transfer_seconds
 from inference.memory.plan import usable_gib
 from settings import Settings
@@ -69,8 +69,8 @@ def whole_frame_tiles(monkeypatch):
     (what the plan does at full size: a tile size that gives whole frames), in both modes."""
     from tests.tiny.decoder import TINY_SIZE
 
-    real = check.resolve
-    monkeypatch.setattr(check, "resolve", lambda *a, **k: dataclasses.replace(
+    real = choose_mode.resolve
+    monkeypatch.setattr(choose_mode, "resolve", lambda *a, **k: dataclasses.replace(
         real(*a, **k), tiles=(TINY_SIZE["height"], TINY_SIZE["width"])))
 
 
@@ -143,23 +143,23 @@ def test_auto_picks_offload_on_a_12_gb_card_and_resident_on_80(monkeypatch, mode
     """The worker's path: the GPUs found (stood in for here), the plan's answer, the backend built."""
     settings = _settings(models_root)
     assert settings.memory_mode == "auto"
-    monkeypatch.setattr(check, "uses_cuda", lambda s: True)
+    monkeypatch.setattr(choose_mode, "uses_cuda", lambda s: True)
     for card, mode, quantize in ((12, "offload", "int8"), (8, "offload_int4", "int4"), (80, "resident", None)):
-        monkeypatch.setattr(check, "cuda_totals", lambda card=card: [usable_gib(card)])
-        picked = check.resolve(settings, 1)
+        monkeypatch.setattr(choose_mode, "cuda_totals", lambda card=card: [usable_gib(card)])
+        picked = choose_mode.resolve(settings, 1)
         assert picked.mode == mode and picked.why.startswith(f"auto: {mode}"), picked
         assert (picked.tiles is not None) == (mode != "resident")
         backend = make_backend(settings, "animegamer", films=["qiqi"])
         assert backend.settings.quantize == quantize and backend.settings.offload == (mode != "resident")
-        assert check.refusal(settings, 1) is None
+        assert choose_mode.refusal(settings, 1) is None
     # An explicit mode still wins, and one that does not fit is refused with the one that would.
-    monkeypatch.setattr(check, "cuda_totals", lambda: [usable_gib(12)])
+    monkeypatch.setattr(choose_mode, "cuda_totals", lambda: [usable_gib(12)])
     explicit = settings.model_copy(update={"memory_mode": "resident"})
-    assert check.resolve(explicit, 1).mode == "resident"
-    why = check.refusal(explicit, 1)
+    assert choose_mode.resolve(explicit, 1).mode == "resident"
+    why = choose_mode.refusal(explicit, 1)
     assert why and "offload" in why and "ANIMEGAMER_MEMORY_MODE=offload" in why
 
 
 def test_auto_without_a_gpu_is_resident(models_root):
-    picked = check.resolve(_settings(models_root), 1)
+    picked = choose_mode.resolve(_settings(models_root), 1)
     assert picked.mode == "resident" and "no GPU" in picked.why

@@ -39,7 +39,7 @@ def test_prediction_matches_a_real_tiny_turn_within_15_percent(tmp_path):
 def full_size():
     """Every mode at 1 session (shared with doctor's tests: traced once per run) and resident at 4,
     at the released sizes (about 30 s on two cores)."""
-    from inference.memory.check import predictions
+    from inference.memory.choose_mode import predictions
 
     preds = [*predictions(1), *predict(sessions=(4,), modes=("resident",))]
     return {(p.mode, p.sessions): p for p in preds}
@@ -120,12 +120,12 @@ def test_trace_of_a_tiny_turn_on_cuda_rounds_to_allocator_blocks():
 
 
 def test_a_prediction_that_cannot_run_does_not_keep_a_worker_from_starting(monkeypatch, caplog):
-    from inference.memory import check
+    from inference.memory import choose_mode
     from settings import Settings
 
     def broken(*a, **k):
         raise RuntimeError("no meta kernel for this op")
 
-    monkeypatch.setattr(check, "check", broken)
-    assert check.refusal(Settings(_env_file=None), sessions=1) is None
+    monkeypatch.setattr(choose_mode, "check", broken)
+    assert choose_mode.refusal(Settings(_env_file=None), sessions=1) is None
     assert "could not run" in caplog.text

@@ -163,13 +163,13 @@ async def test_worker_refuses_a_memory_mode_its_gpu_cannot_hold(msettings, monke
     """The memory plan's full-size prediction, against a 16 GiB GPU (stood in for: this machine has
     none): resident needs ~34 GiB, so the worker stops at start and names the mode that fits (low_vram
     would leave 0.1 GiB: auto's pick keeps 0.5 GiB spare, so offload)."""
-    from inference.memory import check
+    from inference.memory import choose_mode
     from inference.worker import WorkerStartError
 
     if why := _plan_traces():
         pytest.skip(f"the memory plan cannot trace with these library versions ({why[:120]})")
 
-    monkeypatch.setattr(check, "cuda_totals", lambda: [16.0])
+    monkeypatch.setattr(choose_mode, "cuda_totals", lambda: [16.0])
     s = msettings.model_copy(update={"device": "cuda", "memory_mode": "resident"})
     w = Worker(s, backend="animegamer", films=["qiqi"], install_signal_handlers=False, migrate=False, metrics_port=0)
     with pytest.raises(WorkerStartError, match=r"resident needs 3\d\.\d GiB .* more than 16\.0 GiB; offload .*fits"):

@@ -1,4 +1,5 @@
-"""Does a memory mode fit the GPUs a worker has? The plan's answer, for `doctor` and the worker's start.
+"""Which memory mode a worker runs: chosen (auto) or checked (explicit) against the GPUs it has,
+by the memory plan's answer; for `doctor` and the worker's start.
 
 `ANIMEGAMER_MEMORY_MODE=auto` (the default) picks the fastest mode that fits the GPUs found at the
 worker's number of sessions (`resolve`), and logs which and why; with no GPU in use it is
