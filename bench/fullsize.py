@@ -223,8 +223,7 @@ class FullSize:
         from inference.mllm.quantize import quantize_linears
 
         t = time.perf_counter()
-        cfg = tiny_mllm.tiny_config(**{"vocab_size": 32284, **self.mllm_shape})
-        cfg._attn_implementation = "sdpa"
+        cfg = tiny_mllm.tiny_config(**{"vocab_size": 32284, **self.mllm_shape}, attn_implementation="sdpa")
         with torch.device("meta"):
             model = AnimeGamerMLLM(MistralForCausalLM(cfg), self.rep_dim)
         g = torch.Generator().manual_seed(0)

@@ -25,10 +25,10 @@ def build_mllm(dtype: torch.dtype, shape: dict[str, Any], rep_dim: int, quantize
     from inference.mllm.loading import cast_keeping_fp32_buffers
     from inference.mllm.model import AnimeGamerMLLM
 
-    cfg = MistralConfig(**shape)
-    cfg._attn_implementation = "sdpa"
     with torch.device("meta"):
-        model = AnimeGamerMLLM(MistralForCausalLM(cfg), rep_dim)
+        llm = MistralForCausalLM(MistralConfig(**shape))
+        llm.set_attn_implementation("sdpa")  # as the worker loads it (inference.mllm.loading)
+        model = AnimeGamerMLLM(llm, rep_dim)
     model = cast_keeping_fp32_buffers(model, "meta", dtype).eval().requires_grad_(False)
     if quantize:
         from inference.mllm.quantize import quantize_weights

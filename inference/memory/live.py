@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
-from torch.utils._pytree import tree_leaves
+
+from inference.torch_adapter import TorchDispatchMode, is_traceable_wrapper_subclass, tree_leaves
 
 MiB = 2**20
 GiB = 2**30

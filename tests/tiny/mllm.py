@@ -162,8 +162,7 @@ def random_mllm(device, dtype, rep_dim: int = 1920, seed: int = 0, **shape):
     from inference.mllm.model import AnimeGamerMLLM
 
     torch.manual_seed(seed)
-    cfg = tiny_config(**{"vocab_size": VOCAB_SIZE, **shape})
-    cfg._attn_implementation = "sdpa"
+    cfg = tiny_config(**{"vocab_size": VOCAB_SIZE, **shape}, attn_implementation="sdpa")
     default = torch.get_default_dtype()
     torch.set_default_dtype(dtype)  # built in the target dtype: a 7B in fp32 first would need 29 GB
     try:
