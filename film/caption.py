@@ -17,10 +17,13 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from film.cast import Cast
 from film.manifest import Clip, write_lines
+
+if TYPE_CHECKING:
+    from film.captioner_model import Captioner
 
 STAGE_DIR = Path("stages") / "caption"
 NO_CAPTIONER = "no captioner ran (--captioner none, or no model configured): fill in the fields by hand"
@@ -36,13 +39,33 @@ def caption_stage(folder: Path, clips: list[Clip], cast: Cast, captioner: str | 
     """Caption `clips` (stills relative to `folder`) with the model folder `captioner`.
 
     None or "none": nothing runs, every clip is `needs_review`. Otherwise each clip's answer is
-    parsed strictly: `captioned` with the fields, or `needs_review` with the reason."""
+    parsed strictly: `captioned` with the fields, or `needs_review` with the reason. A folder that
+    is not a model raises film.captioner_model.CaptionerError (a message naming it, for the
+    command to print) before any clip is touched."""
     if captioner is None or captioner.strip().casefold() in SKIP_WORDS:
         return no_captioner(clips)
-    from film.captioner_model import load_captioner  # transformers is imported only when a model runs
+    from film.captioner_model import CaptionerError, identity, load_captioner  # transformers only when a model runs
 
-    model = load_captioner(Path(captioner))
-    return run_stage(folder, clips, cast, model.identity, model.answer, progress)
+    model_dir = Path(captioner).expanduser()
+    if not (model_dir / "config.json").is_file():
+        raise CaptionerError(f"captioner {model_dir}: not a model folder (no config.json); give a Qwen2-VL, "
+                             "Qwen2.5-VL or InternVL folder in transformers' format, or --captioner none")
+    loaded: list[Captioner] = []
+
+    def answer(stills: list[Path], cast: Cast) -> str:  # the model loads at the first clip not yet answered
+        if not loaded:
+            loaded.append(load_captioner(model_dir))
+        return loaded[0].answer(stills, cast)
+
+    return run_stage(folder, clips, cast, identity(model_dir), answer, progress)
+
+
+def default_captioner() -> str | None:
+    """The configured captioner (ANIMEGAMER_CAPTIONER), for a command given no --captioner."""
+    from settings import load_settings
+
+    folder = load_settings().captioner
+    return str(folder) if folder else None
 
 
 def stage_file(folder: Path, clip_id: str) -> Path:
