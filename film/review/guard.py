@@ -34,7 +34,7 @@ ACCESS_TOKEN = web.AppKey("access_token", str)  # set only when bound beyond loo
 TOKEN_PARAM = "token"
 
 SECURITY_HEADERS = {
-    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                 "media-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
                                 "frame-ancestors 'none'"),
     "X-Content-Type-Options": "nosniff",
