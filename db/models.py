@@ -6,13 +6,14 @@ that autogenerate finds no difference.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -102,7 +103,7 @@ class GameSession(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
     channel_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
     film_id: Mapped[str] = mapped_column(String(32), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False, server_default="active")
@@ -420,3 +421,73 @@ class MemberNotice(Base):
     user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     notice: Mapped[str] = mapped_column(String(32), primary_key=True)
     shown_at: Mapped[datetime] = _now()
+
+
+# --- fair shares of the GPU (docs/queue.md, "Fair order")
+
+
+class QueueClock(Base):
+    """A film queue's virtual clock: the virtual start of the turn its workers took last."""
+
+    __tablename__ = "queue_clocks"
+
+    queue_name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    vtime: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class QueueShare(Base):
+    """A server's next virtual start on a film queue (its last one + 1 / its weight)."""
+
+    __tablename__ = "queue_shares"
+
+    queue_name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    pass_: Mapped[float] = mapped_column("pass", Float, nullable=False)
+
+
+class QueueChannel(Base):
+    """A channel's last virtual start on a film queue: its server's channels take turns in order
+    of it (the least recently served first)."""
+
+    __tablename__ = "queue_channels"
+
+    queue_name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    channel_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    taken: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class GuildShare(Base):
+    """What the operator sets for a server (`animegamer shares set`): its weight in the fair
+    order, and its quotas (turns per hour for the server, for each member; NULL: the settings')."""
+
+    __tablename__ = "guild_shares"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="1")
+    turns_per_hour: Mapped[int | None] = mapped_column(Integer)
+    member_turns_per_hour: Mapped[int | None] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = _now()
+
+
+class GuildShareChange(Base):
+    """One change of a server's share (the audit of operator data): who, before, after."""
+
+    __tablename__ = "guild_share_changes"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
+    actor: Mapped[str] = mapped_column(String(100), nullable=False)
+    before: Mapped[dict | None] = mapped_column(JSONB)
+    after: Mapped[dict | None] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()
+
+
+class GuildUsage(Base):
+    """A server's turns and GPU seconds (a turn's start to its result) on one UTC day."""
+
+    __tablename__ = "guild_usage"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    turns: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    gpu_seconds: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")

@@ -10,6 +10,8 @@ naming the version, when any of it changes):
   `procrastinate_retry_job_v2`, `procrastinate_finish_job_v1`;
 - its tables' columns (`procrastinate_jobs.status/worker_id/lock/args/task_name/queue_name`,
   `procrastinate_workers.id/last_heartbeat`) for the sweep, the heartbeat and queue positions;
+- its fetch's rules (`procrastinate_fetch_job_v2`: a lock's jobs one at a time, by priority then
+  id), which `fetch_fair` keeps while it chooses across locks in the fair order;
 - one private worker hook, `Worker._persist_job_status` and `Worker._new_job_event` (fetch again
   as soon as a job ends), and `Worker._running_jobs` (how many turns run, for /healthz).
 
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 
 import procrastinate
 import psycopg
+from procrastinate import jobs as procrastinate_jobs
 from procrastinate import manager as procrastinate_manager
 from procrastinate import worker as procrastinate_worker
 from sqlalchemy import text
@@ -213,42 +216,145 @@ async def turn_job(s: AsyncSession, turn_id: int):
     ).first()
 
 
-async def queued_turn_jobs_ahead(s: AsyncSession, queue: str, task: str, priority: int, job_id: int) -> int:
-    """How many waiting jobs of queued turns a worker of `queue` takes before job `job_id`."""
-    return int(
-        await s.scalar(
-            text(
-                """
-                SELECT count(*) FROM procrastinate_jobs j
-                  JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
-                 WHERE j.queue_name = :queue AND j.status = 'todo' AND j.task_name = :task
-                   AND (j.priority > :priority OR (j.priority = :priority AND j.id < :id))
-                """
-            ),
-            {"queue": queue, "task": task, "priority": priority, "id": job_id},
-        )
-    )
+# --- the fair order (docs/queue.md, "Fair order")
+#
+# A free worker takes, among the jobs procrastinate's own fetch would allow (a lock's first waiting
+# job, by priority then id, when none of the lock's jobs runs), the job of the server with the
+# earliest virtual start on that job's queue, and within that server the channel served least
+# recently. A server's virtual start is max(its pass, the queue's clock); taking its turn moves
+# the clock there and its pass 1 / weight further (stride scheduling). Fetches are serialised by
+# an advisory lock, so each one sees what the one before it took.
+
+FAIR_FETCH_LOCK = 7061638
+
+_FAIR_PICK = """
+WITH firsts AS (
+    SELECT DISTINCT ON (coalesce(j.lock, 'job:' || j.id)) j.id, j.queue_name, j.priority, j.lock, j.scheduled_at, j.args
+      FROM procrastinate_jobs j
+     WHERE j.status = 'todo'
+     ORDER BY coalesce(j.lock, 'job:' || j.id), j.priority DESC, j.id
+), heads AS (
+    SELECT f.id, f.queue_name, f.priority,
+           CASE WHEN t.status = 'queued' THEN s.guild_id END AS guild_id,
+           CASE WHEN t.status = 'queued' THEN s.channel_id END AS channel_id
+      FROM firsts f
+      LEFT JOIN turns t ON t.id = (f.args->>'turn_id')::bigint
+      LEFT JOIN game_sessions s ON s.id = t.session_id
+     WHERE (%(queues)s::varchar[] IS NULL OR f.queue_name = ANY(%(queues)s::varchar[]))
+       AND (f.scheduled_at IS NULL OR f.scheduled_at <= now())
+       AND (f.lock IS NULL OR NOT EXISTS (
+            SELECT 1 FROM procrastinate_jobs d WHERE d.lock = f.lock AND d.status = 'doing'))
+), choices AS (
+    SELECT DISTINCT ON (h.queue_name, h.guild_id) h.*, coalesce(c.vtime, 0) AS vtime,
+           greatest(coalesce(sh.pass, 0), coalesce(c.vtime, 0)) AS tag
+      FROM heads h
+      LEFT JOIN queue_clocks c ON c.queue_name = h.queue_name
+      LEFT JOIN queue_shares sh ON sh.queue_name = h.queue_name AND sh.guild_id = h.guild_id
+      LEFT JOIN queue_channels qc ON qc.queue_name = h.queue_name AND qc.channel_id = h.channel_id
+     ORDER BY h.queue_name, h.guild_id, h.priority DESC, qc.taken NULLS FIRST, h.id
+)
+SELECT id, guild_id, channel_id, tag FROM choices
+ ORDER BY priority DESC, guild_id IS NOT NULL, tag - vtime, id
+ LIMIT 1
+"""
+
+_FAIR_TAKE = """
+WITH taken AS (
+    UPDATE procrastinate_jobs SET status = 'doing', worker_id = %(worker_id)s
+     WHERE id = %(id)s AND status = 'todo'
+    RETURNING *
+), clock AS (
+    INSERT INTO queue_clocks (queue_name, vtime)
+    SELECT queue_name, %(tag)s::float8 FROM taken WHERE %(guild_id)s::bigint IS NOT NULL
+    ON CONFLICT (queue_name) DO UPDATE SET vtime = greatest(queue_clocks.vtime, EXCLUDED.vtime)
+), share AS (
+    INSERT INTO queue_shares (queue_name, guild_id, pass)
+    SELECT queue_name, %(guild_id)s::bigint,
+           %(tag)s::float8 + 1.0 / coalesce((SELECT g.weight FROM guild_shares g WHERE g.guild_id = %(guild_id)s::bigint), 1)
+      FROM taken WHERE %(guild_id)s::bigint IS NOT NULL
+    ON CONFLICT (queue_name, guild_id) DO UPDATE SET pass = EXCLUDED.pass
+), channel AS (
+    INSERT INTO queue_channels (queue_name, channel_id, taken)
+    SELECT queue_name, %(channel_id)s::bigint, %(tag)s::float8 FROM taken WHERE %(channel_id)s::bigint IS NOT NULL
+    ON CONFLICT (queue_name, channel_id) DO UPDATE SET taken = EXCLUDED.taken
+)
+SELECT * FROM taken
+"""
 
 
-async def queued_turn_positions(s: AsyncSession, task: str, turn_ids: list[int]) -> dict[int, int]:
+async def fetch_fair(connector: procrastinate.PsycopgConnector, queues, worker_id: int) -> dict | None:
+    """Take the next job in the fair order (marked `doing` for `worker_id`), or None. One
+    transaction: the advisory lock, then the choice and the take, each statement with a fresh
+    snapshot (READ COMMITTED), so the previous fetch's update is seen."""
+    queues = None if queues is None else list(queues)
+    for _ in range(3):  # the chosen job was cancelled or taken meanwhile: choose again
+        async with connector.pool.connection() as conn:
+            await connector.execute_query_all_async_with_connection(
+                conn, query="SELECT pg_advisory_xact_lock(%(key)s)", key=FAIR_FETCH_LOCK)
+            picked = await connector.execute_query_all_async_with_connection(conn, query=_FAIR_PICK, queues=queues)
+            if not picked:
+                return None
+            p = picked[0]
+            rows = await connector.execute_query_all_async_with_connection(
+                conn, query=_FAIR_TAKE, id=p["id"], worker_id=worker_id, tag=p["tag"], guild_id=p["guild_id"],
+                channel_id=p["channel_id"])
+        if rows:
+            return rows[0]
+    return None
+
+
+# Where each waiting turn stands in that order, in closed form: a server's k-th next turn (its
+# sessions' turns in round-robin over its channels, least recently served first) starts at
+# virtual time max(pass, clock) + k / weight; turns run in order of that, then of their job id.
+_FAIR_POSITIONS = """
+WITH queues AS (
+    SELECT DISTINCT j.queue_name FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id WHERE t.id = ANY(:ids)
+), waiting AS (
+    SELECT j.id, j.queue_name, j.priority, j.lock, t.id AS turn_id, s.guild_id, s.channel_id,
+           row_number() OVER (PARTITION BY j.queue_name, j.lock ORDER BY j.priority DESC, j.id) AS round,
+           min(j.id) OVER (PARTITION BY j.queue_name, j.lock) AS first_id
+      FROM procrastinate_jobs j
+      JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+      JOIN game_sessions s ON s.id = t.session_id
+     WHERE j.status = 'todo' AND j.task_name = :task AND j.queue_name IN (SELECT queue_name FROM queues)
+), ranked AS (
+    SELECT w.*, row_number() OVER (PARTITION BY w.queue_name, w.guild_id
+                                   ORDER BY w.round, qc.taken NULLS FIRST, w.first_id) - 1 AS k
+      FROM waiting w
+      LEFT JOIN queue_channels qc ON qc.queue_name = w.queue_name AND qc.channel_id = w.channel_id
+), tagged AS (
+    SELECT r.turn_id, r.queue_name, r.priority, r.id,
+           greatest(coalesce(sh.pass, 0), coalesce(c.vtime, 0)) + r.k / coalesce(g.weight, 1) AS tag
+      FROM ranked r
+      LEFT JOIN queue_clocks c ON c.queue_name = r.queue_name
+      LEFT JOIN queue_shares sh ON sh.queue_name = r.queue_name AND sh.guild_id = r.guild_id
+      LEFT JOIN guild_shares g ON g.guild_id = r.guild_id
+)
+SELECT turn_id, position FROM (
+    SELECT turn_id, row_number() OVER (PARTITION BY queue_name ORDER BY priority DESC, tag, id) AS position
+      FROM tagged
+) ordered
+ WHERE turn_id = ANY(:ids)
+"""
+
+_FIFO_POSITIONS = """
+SELECT turn_id, position FROM (
+    SELECT t.id AS turn_id,
+           row_number() OVER (PARTITION BY j.queue_name ORDER BY j.priority DESC, j.id) AS position
+      FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
+     WHERE j.status = 'todo' AND j.task_name = :task
+       AND j.queue_name IN (SELECT j2.queue_name FROM procrastinate_jobs j2 JOIN turns t2 ON t2.job_id = j2.id
+                             WHERE t2.id = ANY(:ids))
+) ranked
+ WHERE turn_id = ANY(:ids)
+"""
+
+
+async def queued_turn_positions(s: AsyncSession, task: str, turn_ids: list[int], *, fair: bool = True) -> dict[int, int]:
     """Each of these queued turns' rank among the waiting jobs of `task` on its job's queue, in
-    the order workers take them (priority, then id); turns not waiting are left out."""
-    rows = await s.execute(
-        text(
-            """
-            SELECT turn_id, position FROM (
-                SELECT t.id AS turn_id,
-                       row_number() OVER (PARTITION BY j.queue_name ORDER BY j.priority DESC, j.id) AS position
-                  FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id AND t.status = 'queued'
-                 WHERE j.status = 'todo' AND j.task_name = :task
-                   AND j.queue_name IN (SELECT j2.queue_name FROM procrastinate_jobs j2 JOIN turns t2 ON t2.job_id = j2.id
-                                         WHERE t2.id = ANY(:ids))
-            ) ranked
-             WHERE turn_id = ANY(:ids)
-            """
-        ),
-        {"task": task, "ids": turn_ids},
-    )
+    the order workers take them (the fair order, or priority then id); turns not waiting are
+    left out."""
+    rows = await s.execute(text(_FAIR_POSITIONS if fair else _FIFO_POSITIONS), {"task": task, "ids": turn_ids})
     return {r.turn_id: int(r.position) for r in rows}
 
 
@@ -283,8 +389,10 @@ class ResilientJobManager(procrastinate_manager.JobManager):
     - register/unregister: retried / best effort.
     """
 
-    def __init__(self, connector, *, conninfo: str, status: DatabaseStatus, give_up: Callable[[], bool]) -> None:
+    def __init__(self, connector, *, conninfo: str, status: DatabaseStatus, give_up: Callable[[], bool],
+                 fair: bool = True) -> None:
         super().__init__(connector)
+        self.fair = fair  # False: procrastinate's own order (priority, then id), first come first served
         self.status = status
         self.give_up = give_up
         self.held: set[int] = set()  # job ids fetched and not yet finished or retried
@@ -299,7 +407,7 @@ class ResilientJobManager(procrastinate_manager.JobManager):
     async def fetch_job(self, queues, worker_id):
         async with self._fetching:
             try:
-                job = await super().fetch_job(queues, worker_id)
+                job = await self._fetch(queues, worker_id)
             except Exception as e:
                 if _worker_row_missing(e):  # a sweep took us for dead while we were cut off
                     await self._reregister(worker_id)
@@ -313,6 +421,14 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             if job is not None and job.id is not None:  # (a fetched job has its row id; only an unsaved one has none)
                 self.held.add(job.id)
             return job
+
+    async def _fetch(self, queues, worker_id: int):
+        if not self.fair:
+            return await super().fetch_job(queues, worker_id)
+        connector = self.connector
+        assert isinstance(connector, procrastinate.PsycopgConnector)  # make_app builds it
+        row = await fetch_fair(connector, queues, worker_id)
+        return None if row is None else procrastinate_jobs.Job.from_row(row)
 
     async def update_heartbeat(self, worker_id: int) -> None:
         """The heartbeat goes over its own connection, not the pool: it says that this process
@@ -471,12 +587,14 @@ class ResilientJobManager(procrastinate_manager.JobManager):
             await asyncio.sleep(delay)
 
 
-def make_app(url: str, *, pool_size: int, status: DatabaseStatus, give_up: Callable[[], bool] = lambda: False) -> procrastinate.App:
-    """A procrastinate App whose JobManager rides through outages. (procrastinate's pool already
-    checks each connection before handing it out, so one the server killed is replaced.)"""
+def make_app(url: str, *, pool_size: int, status: DatabaseStatus, give_up: Callable[[], bool] = lambda: False,
+             fair: bool = True) -> procrastinate.App:
+    """A procrastinate App whose JobManager rides through outages and takes jobs in the fair order
+    (`fair=False`: procrastinate's). (procrastinate's pool already checks each connection before
+    handing it out, so one the server killed is replaced.)"""
     connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, timeout=5.0)
     app = procrastinate.App(connector=connector)
-    app.job_manager = ResilientJobManager(connector, conninfo=url, status=status, give_up=give_up)
+    app.job_manager = ResilientJobManager(connector, conninfo=url, status=status, give_up=give_up, fair=fair)
     return app
 
 

@@ -106,7 +106,8 @@ async def cancel_stale_jobs(s: AsyncSession, session_id: int) -> int:
 
 async def queue_position(s: AsyncSession, turn: Turn) -> int | None:
     """Where a turn stands in its film's queue: 0 while it runs, n >= 1 when n - 1 queued turns
-    of its film will be taken before it, None when it is finished, cancelled or has no job.
+    of its film will be taken before it in the fair order (docs/queue.md), None when it is
+    finished, cancelled or has no job.
 
     (A turn also waits for the earlier turns of its own session, which the position counts when
     they are queued on the same film, as they always are.)"""
@@ -117,12 +118,13 @@ async def queue_position(s: AsyncSession, turn: Turn) -> int | None:
         return 0
     if row.id is None or row.status != "todo":
         return None
-    return await adapter.queued_turn_jobs_ahead(s, row.queue_name, GENERATE_TURN, row.priority, row.id) + 1
+    return (await queue_positions(s, [turn.id])).get(turn.id)
 
 
 async def queue_positions(s: AsyncSession, turn_ids: Iterable[int]) -> dict[int, int]:
     """queue_position of many queued turns in one query (the turns not waiting are left out):
-    each waiting job's rank in its film's queue, the order workers take them."""
+    each waiting job's rank in its film's queue, in the fair order workers take them (as it
+    stands now: a newcomer's turn may pass ahead)."""
     ids = list(turn_ids)
     if not ids:
         return {}
@@ -248,10 +250,12 @@ def heartbeat_interval(stalled_after: float) -> float:
 
 
 def make_app(url: str, *, pool_size: int = 4, status: DatabaseStatus | None = None,
-             give_up: Callable[[], bool] = lambda: False) -> procrastinate.App:
+             give_up: Callable[[], bool] = lambda: False, order: str = "fair") -> procrastinate.App:
     """A procrastinate App on `url` with the turn task (open it with `async with
-    app.open_async()`). Each process builds its own."""
-    app = adapter.make_app(libpq_url(url), pool_size=pool_size, status=status or DatabaseStatus("job queue"), give_up=give_up)
+    app.open_async()`). Each process builds its own. `order`: "fair" (docs/queue.md) or "fifo"
+    (first come, first served: procrastinate's own order, kept for comparison)."""
+    app = adapter.make_app(libpq_url(url), pool_size=pool_size, status=status or DatabaseStatus("job queue"),
+                           give_up=give_up, fair=order != "fifo")
     app.task(name=GENERATE_TURN, queue=film_queue("default"), pass_context=True, retry=TurnRetry())(_generate_turn)
     return app
 

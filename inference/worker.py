@@ -417,7 +417,8 @@ class Worker:
             executor=executor, progress_interval=self.progress_interval, concurrency=self.concurrency,
             db_status=self.db_status, give_up=self._giving_up, preview_executor=self._preview_executor,
         )
-        app = queue.make_app(db.url, pool_size=self.concurrency + 3, status=self.db_status, give_up=self._giving_up)
+        app = queue.make_app(db.url, pool_size=self.concurrency + 3, status=self.db_status, give_up=self._giving_up,
+                             order=self.settings.queue_order)
         try:
             await app.open_async()
         except Exception as e:  # the pool exists and keeps connecting; the worker waits for it

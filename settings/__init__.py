@@ -1,7 +1,7 @@
 """Settings: environment variables (prefix `ANIMEGAMER_`), an optional `.env`, an optional TOML file.
 
-This module sits at the bottom of the project: it imports nothing of it, so every layer can read
-settings. The default film and the films file (`films`) are checked by the game's catalogue
+This module sits at the bottom of the project: it imports nothing of it but its own table of
+limits (settings/limits.py), so every layer can read settings. The default film and the films file (`films`) are checked by the game's catalogue
 (`game.catalogue.load_checked_settings`), which the commands call at start.
 
 Precedence, highest first: constructor arguments, environment, `.env`, the TOML file named by
@@ -25,6 +25,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from settings.limits import BACKLOG, COOLDOWN_SECONDS, INSTRUCTION_LEN
 
 MAX_SHARD_ID = 65535  # far above any bot's shard count; keeps "0-999999999" from building a huge list
 
@@ -136,8 +138,15 @@ class Settings(BaseSettings):
     motion_scope: dict[int, float] | None = None
     motion_scope_otherwise: float | None = None
     mp4_max_bytes: int = Field(10 * 1024 * 1024, ge=100_000)
-    queue_poll_interval: float = Field(0.3, gt=0, le=10)  # seconds; see docs/ARCHITECTURE.md
+    queue_poll_interval: float = Field(0.3, gt=0, le=10)  # seconds; see docs/queue.md
     stalled_after: float = Field(10.0, gt=0)  # seconds without a heartbeat before a worker counts as dead (heartbeats: every stalled_after / 4)
+    # The order workers take turns in: "fair" (servers, then channels, take turns; docs/queue.md) or
+    # "fifo" (first come, first served, as before; kept for comparison: positions shown assume fair).
+    queue_order: Literal["fair", "fifo"] = "fair"
+    # Quotas (0: none): turns a server, and one member, may start per rolling hour; the operator
+    # sets a server's own with `animegamer shares set` (docs/queue.md, "Quotas and weights").
+    server_turns_per_hour: int = Field(0, ge=0)
+    member_turns_per_hour: int = Field(0, ge=0)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
     bot_health_port: int = Field(9109, ge=0, le=65535)  # the bot's /healthz (on metrics_host); 0 = off
@@ -149,14 +158,14 @@ class Settings(BaseSettings):
     shard_count: int | None = Field(None, ge=1)
     shard_ids: Annotated[list[int] | None, NoDecode] = None
 
-    # --- game limits (guild settings may tighten them)
+    # --- game limits (guild settings may tighten them; defaults and bounds: settings/limits.py)
     default_film: str = "qiqi"
     films: Path | None = None  # operator's films file (TOML) adding or overriding films; see docs/films.md
     content_rules: Path | None = None  # operator's blocked terms (TOML) replacing game/content_rules.toml; see docs/bot.md
-    max_instruction_len: int = Field(300, ge=40, le=2000)
-    cooldown_seconds: float = Field(15.0, ge=0)
+    max_instruction_len: int = Field(INSTRUCTION_LEN.default, ge=INSTRUCTION_LEN.low, le=INSTRUCTION_LEN.high)
+    cooldown_seconds: float = Field(COOLDOWN_SECONDS.default, ge=COOLDOWN_SECONDS.low, le=COOLDOWN_SECONDS.high)
     export_cooldown_seconds: float = Field(60.0, ge=0)  # per member, after each delivered /export
-    backlog_cap: int = Field(5, ge=1, le=100)  # queued+running turns per session
+    backlog_cap: int = Field(BACKLOG.default, ge=BACKLOG.low, le=BACKLOG.high)  # queued+running turns per session
     idle_pause_minutes: float = Field(120.0, gt=0)
     blob_retention_days: float = Field(30.0, gt=0)
     # A server that removed the bot: its data is deleted this many days later unless the bot is added back.

@@ -92,3 +92,16 @@ async def test_migrated_database_has_the_functions_and_columns(sessions):
             have = set((await s.scalars(text(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = :t"), {"t": table})).all())
             assert cols <= have, f"{WHY}: {table} lacks {cols - have}"
+
+
+def test_the_fair_fetch_still_mirrors_procrastinates_own():
+    # adapter.fetch_fair keeps procrastinate_fetch_job_v2's rules (a lock's jobs one at a time, by
+    # priority then id; todo, queue, scheduled_at) and only changes the order across locks.
+    schema = (Path(procrastinate.__file__).parent / "sql" / "schema.sql").read_text()
+    fetch = schema[schema.index("CREATE FUNCTION procrastinate_fetch_job_v2("):]
+    fetch = " ".join(fetch[: fetch.index("$$;")].split())
+    for rule in ("other_jobs.status = 'doing'", "other_jobs.priority > jobs.priority",
+                 "other_jobs.priority = jobs.priority AND other_jobs.id < jobs.id", "jobs.status = 'todo'",
+                 "(jobs.scheduled_at IS NULL OR jobs.scheduled_at <= now())",
+                 "SET status = 'doing', worker_id = p_worker_id"):
+        assert rule in fetch, f"{WHY}: procrastinate_fetch_job_v2 no longer has {rule!r}"
