@@ -57,12 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     from animegamer.i18n_cli import register as register_i18n
     from bot.commands import register as register_bot
     from bot.deploy_commands import register as register_deploy
+    from film.cli import register as register_film
     from inference.commands import register as register_inference
     from inference.models_cli import register as register_models
     from play.commands import register as register_play
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
-                     register_films, register_healthcheck, register_content_rules, register_i18n):
+                     register_films, register_healthcheck, register_content_rules, register_i18n, register_film):
         register(sub)
     return p
 

@@ -118,7 +118,7 @@ def find_cuts(path: Path, source: str, detector: str = "content",
     shots = []
     for n, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
         start, stop = times[a], times[b] if b < len(times) else end
-        shots.append(_judge(n, start, stop, np.array(times[a:b]), lum[a:b], chg[a + 1:b], step))
+        shots.append(_judge(n, start, stop, np.array(times[a:b]), lum[a:b], chg[a:b], step))
     return Cuts(source, origin, info.width, info.height, end, tuple(shots))
 
 
@@ -132,13 +132,15 @@ def _judge(n: int, start: float, end: float, times: np.ndarray, lum: np.ndarray,
     dark = lum < DARK_LUMA
     if dark.mean() >= BLACK_SHARE:
         return Shot(n, start, end, "black")
+    first, last = 0, len(lum)
     if dark[0] or dark[-1]:
         bright = np.flatnonzero(lum >= FADE_LEVEL * float(np.median(lum)))
-        a = float(times[bright[0]]) if dark[0] else start
-        b = float(times[bright[-1]]) + step if dark[-1] else end
+        first, last = (int(bright[0]) if dark[0] else 0), (int(bright[-1]) + 1 if dark[-1] else len(lum))
+        a = float(times[first]) if dark[0] else start
+        b = float(times[last - 1]) + step if dark[-1] else end
         if not enough(a, b):
             return Shot(n, start, end, "faded")
         start, end = a, b
-    if not chg.any():
+    if not chg[first + 1:last].any():  # chg[i]: frame i differs from the picture before it
         return Shot(n, start, end, "frozen")
     return Shot(n, start, end)

@@ -6,8 +6,10 @@ Stages, each one's output on disk under DIR/stages/ one unit of work a file, wri
 (Ctrl-C, kill -9, a full disk) and run again continues and ends with the same manifest as a run
 that was never stopped:
 - cut:     stages/cut/<source key>.json           the shots of a source, each kept or skipped
-- clips:   stages/clips/<source key>/<shot>.json  a shot's clips (MP4 in clips/, stills in stills/)
-- motion:  stages/motion/<source key>/<shot>.json its clips' motion_flow
+- clips and motion, one pass: stages/clips/<source key>/<shot>.json  a shot's clips (MP4 in
+  clips/, stills in stills/) and each one's motion_flow, measured on the frames as they are
+  written (no second decode; and x264 with threads does not always give the same bytes, the
+  frames do)
 - caption: film.caption's own units
 Then the folder's files are assembled from them: skipped.jsonl, manifest.jsonl (with the
 review's edits and the features index applied) and games.jsonl.
@@ -170,7 +172,7 @@ def clips_stage(out: Path, keys: dict[str, Path], cuts: dict[str, cut.Cuts], pro
                 total += len(starts)
         if pending:
             plans.append((key, pending))
-    with bar(total, "clips", progress) as pb:
+    with bar(total, "clips and motion", progress) as pb:
         for key, pending in plans:
             c = cuts[key]
             spans = [(start, frames.CLIP_FRAMES) for _s, starts in pending for start in starts]
@@ -181,8 +183,11 @@ def clips_stage(out: Path, keys: dict[str, Path], cuts: dict[str, cut.Cuts], pro
                     s, n, count = owner[i]
                     cid = clipping.clip_id(key, s.shot, n)
                     rel, stills = clipping.write_clip(out, cid, clip_frames)
+                    # Measured on the frames that went into the MP4: the same numbers on every run
+                    # (x264 with threads now and then encodes a bit differently).
+                    flow = motion.measure_frames(clip_frames)
                     entries.append({"id": cid, "start_s": spans[i][0], "end_s": spans[i][0] + frames.CLIP_SECONDS,
-                                    "clip": rel, "stills": list(stills)})
+                                    "clip": rel, "stills": list(stills), "motion_flow": flow})
                     pb.update(1)
                     if n == count - 1:
                         write_json(_clips_unit(out, key, s.shot), entries)
@@ -191,38 +196,13 @@ def clips_stage(out: Path, keys: dict[str, Path], cuts: dict[str, cut.Cuts], pro
                 report.problem(f"{e}; the clips before it are kept")
 
 
-def motion_stage(out: Path, cuts: dict[str, cut.Cuts], progress: bool) -> dict[str, float]:
-    flows: dict[str, float] = {}
-    todo: list[tuple[Path, list[dict]]] = []
-    for key, c in cuts.items():
-        for s in c.shots:
-            entries = read_json(_clips_unit(out, key, s.shot))
-            if not entries:
-                continue
-            unit = out / STAGES / "motion" / key / f"{s.shot:04d}.json"
-            known = read_json(unit)
-            if known is not None and set(known) == {e["id"] for e in entries}:
-                flows.update(known)
-            else:
-                todo.append((unit, entries))
-    with bar(sum(len(e) for _u, e in todo), "motion", progress) as pb:
-        for unit, entries in todo:
-            measured = {}
-            for e in entries:
-                measured[e["id"]] = motion.measure_video(out / e["clip"])
-                pb.update(1)
-            write_json(unit, measured)
-            flows.update(measured)
-    return flows
-
-
-def assemble_clips(out: Path, cuts: dict[str, cut.Cuts], flows: dict[str, float]) -> list[Clip]:
+def assemble_clips(out: Path, cuts: dict[str, cut.Cuts]) -> list[Clip]:
     result = []
     for key, c in sorted(cuts.items()):
         for s in c.shots:
             entries: list[dict] = read_json(_clips_unit(out, key, s.shot)) or []
             for e in entries:
-                flow = flows[e["id"]]
+                flow = e["motion_flow"]
                 result.append(Clip(id=e["id"], source=c.source, shot=s.shot, start_s=e["start_s"], end_s=e["end_s"],
                                    clip=e["clip"], stills=tuple(e["stills"]), motion_flow=flow,
                                    motion_level=motion.level_of(flow)))
@@ -277,8 +257,7 @@ def prepare(videos: list[Path], out: Path, characters: Path, *, film: str | None
         cuts = cut_stage(out, keys, detector, progress, report)
         write_skipped(out, cuts)
         clips_stage(out, keys, cuts, progress, report)
-        flows = motion_stage(out, cuts, progress)
-        clips = assemble_clips(out, cuts, flows)
+        clips = assemble_clips(out, cuts)
         from film.caption import caption_stage
 
         clips = caption_stage(out, clips, cast, captioner, progress)

@@ -22,6 +22,7 @@ class Shot:
     seconds: float
     speed: float = 0.0  # pixels per second
     seed: int = 0
+    fade: float = 0.0  # fadein/fadeout: the fade's length (0: the whole shot)
 
 
 def _texture(w: int, h: int, seed: int) -> str:
@@ -44,9 +45,9 @@ def _shot(s: Shot, fps: int, w: int, h: int, label: str) -> str:
     elif s.kind in ("still", "fadein", "fadeout"):
         chain = f"{_texture(w, h, s.seed)},fps={fps}"
         if s.kind == "fadein":
-            chain += f",fade=t=in:st=0:d={s.seconds}"
+            chain += f",fade=t=in:st=0:d={s.fade or s.seconds}"
         elif s.kind == "fadeout":
-            chain += f",fade=t=out:st=0:d={s.seconds}"
+            chain += f",fade=t=out:st={s.seconds - (s.fade or s.seconds)}:d={s.fade or s.seconds}"
     elif s.kind == "black":
         chain = f"color=c=black:s={w}x{h}:r={fps}"
     else:
