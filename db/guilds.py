@@ -28,6 +28,7 @@ from game.operator_rules import operator_rules
 from game.session_errors import UnknownCharacter
 from i18n import L_
 from settings import Settings
+from settings.limits import SERVER_LIMITS
 
 
 @dataclass(frozen=True)
@@ -239,11 +240,8 @@ class LimitsChange:
     clamped: dict[str, tuple[float, float]]
 
 
-LIMIT_RANGES = {  # what a guild may store (the operator's settings clamp it further)
-    "max_instruction_len": (40, 2000),
-    "cooldown_seconds": (0, 3600),
-    "backlog_cap": (1, 100),
-}
+# What a guild may store (the operator's settings clamp it further): settings/limits.py's table.
+LIMIT_RANGES = {name: (limit.low, limit.high) for name, limit in SERVER_LIMITS.items()}
 
 
 async def set_limits(

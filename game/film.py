@@ -17,7 +17,6 @@ CHARACTER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 FOLDER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a plain folder name, no path
 HUB_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 NAME_MAX = 40
-SUGGESTION_MAX = 80  # the instruction's per-field cap (game.instruction.FIELD_MAX)
 LOCAL_NAME_MAX = 100  # a local title or name is shown as a Discord choice's name (at most 100)
 NAME_SEPARATORS = ",;，、；"  # split a list of names (/act with); no name may hold one
 

@@ -23,7 +23,6 @@ from game.film import (
     NAME_MAX,
     NAME_SEPARATORS,
     PACKAGED,
-    SUGGESTION_MAX,
     Character,
     Film,
     LocalNames,
@@ -33,6 +32,7 @@ from game.film import (
 from game.sanitize import InputRefused, sanitize_field
 from game.toml_files import read_toml
 from i18n import locales
+from settings.limits import FIELD_MAX, SUGGESTION_FIELD
 
 
 class CatalogueError(ValueError):
@@ -44,7 +44,7 @@ class CatalogueError(ValueError):
 
 
 REQUIRED = ("title", "mllm_checkpoint", "decoder_checkpoint", "characters")
-SUGGESTION_FIELDS = ("motions", "adverbs", "backgrounds", "times")
+SUGGESTION_FIELDS = tuple(SUGGESTION_FIELD)  # motions, adverbs, backgrounds, times
 KNOWN_FIELDS = (*REQUIRED, "hub_repo", *SUGGESTION_FIELDS, "local", "enabled")
 LOCAL_FIELDS = ("title", "characters")
 
@@ -106,11 +106,14 @@ def _characters(v, where: str) -> tuple[Character, ...]:
 
 
 def _suggestions(v, where: str) -> tuple[str, ...]:
+    """A suggestion list (`where`: motions, adverbs, backgrounds, times): each term within its /act
+    field's cap, as Discord's autocomplete offers it for that field."""
     if not isinstance(v, list):
         raise _Problem(where, "must be a list of strings")
+    cap = FIELD_MAX[SUGGESTION_FIELD[where]]
     out: list[str] = []
     for i, s in enumerate(v):
-        text = _model_safe(s, f"{where}[{i}]", SUGGESTION_MAX)
+        text = _model_safe(s, f"{where}[{i}]", cap)
         if text not in out:
             out.append(text)
     return tuple(out)

@@ -14,9 +14,11 @@ from game.catalogue import Film
 from game.sanitize import InputRefused, field_label, sanitize_field, too_long
 from game.texts import Later, listed
 from i18n import L_, _
+from settings.limits import FIELD_MAX, INSTRUCTION_LEN
 
-# Per-field caps; the whole instruction is capped by the `max_instruction_len` setting.
-FIELD_MAX = {"motion": 80, "adverb": 30, "background": 80, "time_of_day": 30}
+# FIELD_MAX (one field's cap as typed, read here by film.manifest too) and the whole instruction's
+# cap (`max_instruction_len`) are settings/limits.py's.
+__all__ = ["FIELD_MAX", "Instruction", "build_instruction", "format_instruction"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ def build_instruction(
     background: str,
     adverb: str = "",
     time_of_day: str = "",
-    max_len: int = 300,
+    max_len: int = INSTRUCTION_LEN.default,
     playable: set[str] | None = None,
 ) -> Instruction:
     """Validate and assemble one turn's instruction.

@@ -12,7 +12,9 @@ Every field a player types (motion, adverb, background, time of day, free text) 
    closing forms, `<Strength_k>`, and `[INST]`-style chat markers. Remaining `<` and `>` are
    removed too, so no added token can be formed from what is left.
 4. Empty (or whitespace-only) text is refused; text longer than the cap is refused (never silently
-   cut: the player decides what to drop).
+   cut: the player decides what to drop). The cap counts the text as typed, before cleaning, as
+   Discord's option `max_length` counts it (settings/limits.py): what Discord lets a member type
+   is never refused as too long.
 
 SQL and Markdown are left as typed: queries are parameterised and the bot escapes Markdown and
 disables mentions where it displays player text.
@@ -129,6 +131,8 @@ def sanitize_field(text: str | None, field_name: str, max_len: int, required: bo
     """Clean one field. Raises InputRefused with a reason a player can act on."""
     if text is None:
         text = ""
+    if len(text) > max_len:  # as typed: the cap Discord and the page hold the member to
+        raise InputRefused(field_name, too_long(len(text), max_len))
     notes: list[str] = []
     s = unicodedata.normalize("NFKC", _drop_surrogates(text))
     s, dropped = _strip_invisible(s)
@@ -151,6 +155,4 @@ def sanitize_field(text: str | None, field_name: str, max_len: int, required: bo
             # TRANSLATORS: follows a field's name ("motion: is empty; please type something").
             raise InputRefused(field_name, L_("is empty; please type something"))
         return Sanitized("", tuple(notes))
-    if len(s) > max_len:
-        raise InputRefused(field_name, too_long(len(s), max_len))
     return Sanitized(s, tuple(notes))

@@ -33,7 +33,9 @@ MAX_BODY = 16 * 1024  # bytes; the largest real body (an /act) is under 1 KB
 BODY_TIMEOUT = 10.0  # seconds to send a declared body
 MAX_PLAYER_ID = 2**53 - 1  # a JS number stays exact
 NAME_MAX = 32  # a player's name on the page
-TEXT_MAX = 200  # an /act field as typed (the sanitiser's caps, lower, say what is too long)
+# Any text in a request: a bound on its size, not a game rule. An /act field's cap is
+# settings/limits.py's FIELD_MAX (lower), which the game's sanitiser applies with its own words.
+TEXT_MAX = 200
 
 
 # --- field types

@@ -11,6 +11,7 @@ from game.catalogue import FILMS, Film
 from game.states import STATE_NAMES, CharacterState, state_label
 from game.stored_reasons import cancel_reason, pause_text
 from game.turn_texts import failure_text
+from settings.limits import FIELD_MAX
 
 
 def names_of(film_id: str | None) -> dict[str, str]:
@@ -109,6 +110,7 @@ def state_json(
             "max_instruction_len": cfg.limits.max_instruction_len,
             "cooldown_seconds": cfg.limits.cooldown_seconds,
             "backlog_cap": cfg.limits.backlog_cap,
+            "fields": FIELD_MAX,  # each /act field's cap as typed: the inputs' maxlength
         },
         "backend": backend,
     }

@@ -24,6 +24,7 @@ from game.content_rules import SERVER_FILTER
 from i18n import _, locales, ngettext
 from i18n.formatting import items, number
 from service import admin
+from settings.limits import BACKLOG, COOLDOWN_SECONDS, INSTRUCTION_LEN
 
 AUTOMATIC = admin.AUTOMATIC  # /admin language's choice for "follow Discord's server language"
 
@@ -100,9 +101,9 @@ class Admin(GameCog):
     async def limits(
         self,
         interaction: Interaction,
-        cooldown: app_commands.Range[float, 0, 3600] | None = None,
-        backlog: app_commands.Range[int, 1, 100] | None = None,
-        max_length: app_commands.Range[int, 40, 2000] | None = None,
+        cooldown: app_commands.Range[float, COOLDOWN_SECONDS.low, COOLDOWN_SECONDS.high] | None = None,
+        backlog: app_commands.Range[int, BACKLOG.low, BACKLOG.high] | None = None,
+        max_length: app_commands.Range[int, INSTRUCTION_LEN.low, INSTRUCTION_LEN.high] | None = None,
     ) -> None:
         change = await admin.set_limits(self.service, place(interaction), member(interaction), cooldown=cooldown,
                                         backlog=backlog, max_length=max_length)

@@ -17,8 +17,13 @@ from bot import checks
 from bot.choices import film_choices, join_choices
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
+    Adverb,
+    Background,
     GameCog,
     Interaction,
+    Motion,
+    Others,
+    TimeOfDay,
     act_fields,
     announce,
     fields,
@@ -87,11 +92,11 @@ class Play(GameCog):
     async def act(
         self,
         interaction: Interaction,
-        motion: app_commands.Range[str, 1, 100],
-        background: app_commands.Range[str, 1, 100],
-        adverb: app_commands.Range[str, 0, 100] | None = None,
-        time_of_day: app_commands.Range[str, 0, 100] | None = None,
-        others: app_commands.Range[str, 0, 200] | None = None,
+        motion: Motion,
+        background: Background,
+        adverb: Adverb | None = None,
+        time_of_day: TimeOfDay | None = None,
+        others: Others | None = None,
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction)  # content rules: before the cooldown and the backlog
         done = await players.act(self.service, place(interaction), member(interaction),

@@ -19,8 +19,17 @@ from bot.game import game_of
 from i18n import _, ngettext, use_locale
 from service.game import Game
 from service.players import ActFields
+from settings.limits import FIELD_MAX, OTHERS_MAX
 
 Interaction = discord.Interaction[AnimeGamerBot]
+
+# The /act (and /vote propose) options as Discord lets a member type them: settings/limits.py's
+# caps, the ones the game's sanitiser holds the text to.
+Motion = app_commands.Range[str, 1, FIELD_MAX["motion"]]
+Background = app_commands.Range[str, 1, FIELD_MAX["background"]]
+Adverb = app_commands.Range[str, 0, FIELD_MAX["adverb"]]
+TimeOfDay = app_commands.Range[str, 0, FIELD_MAX["time_of_day"]]
+Others = app_commands.Range[str, 0, OTHERS_MAX]
 
 
 class GameCog(commands.Cog):

@@ -22,8 +22,13 @@ from bot.ack_gate import think
 from bot.buttons import view_of
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
+    Adverb,
+    Background,
     GameCog,
     Interaction,
+    Motion,
+    Others,
+    TimeOfDay,
     act_fields,
     announce,
     by,
@@ -229,11 +234,11 @@ class Vote(GameCog):
     async def propose(
         self,
         interaction: Interaction,
-        motion: app_commands.Range[str, 1, 100],
-        background: app_commands.Range[str, 1, 100],
-        adverb: app_commands.Range[str, 0, 100] | None = None,
-        time_of_day: app_commands.Range[str, 0, 100] | None = None,
-        others: app_commands.Range[str, 0, 200] | None = None,
+        motion: Motion,
+        background: Background,
+        adverb: Adverb | None = None,
+        time_of_day: TimeOfDay | None = None,
+        others: Others | None = None,
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction)
         done = await voting.propose(self.service, place(interaction), member(interaction),

@@ -201,6 +201,8 @@ function renderState(st) {
     $("act-motion").placeholder = st.options.motions[0] || "";
     $("act-background").placeholder = st.options.backgrounds[0] || "";
   }
+  // Each field's cap as the game counts it (the server's table, the same as /act's in Discord).
+  for (const [inputId, field] of SUGGEST) $(inputId).maxLength = st.limits.fields[field];
   const others = $("act-others");
   const ticked = new Set([...others.querySelectorAll("input:checked")].map((i) => i.value));
   others.replaceChildren(...cast.filter((c) => !mine || c.id !== mine.character).map((c) =>

@@ -3,6 +3,8 @@ shown escaped, without pinging anyone."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.embeds import esc
 from tests.bot.helpers import posted_turns, result, say, setup_game, turns_of
 
@@ -20,7 +22,6 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
         ({"motion": "<ML><Strength_5></ML>", "background": "sky"},
          "Your motion was refused: nothing usable is left after removing reserved tokens and invisible characters."),
         ({"motion": "walk", "background": "\u200b\u202e"}, "Your background was refused: nothing usable is left"),
-        ({"motion": "walk", "background": "sky", "adverb": "x" * 31}, "Your adverb was refused: is too long (31 characters; at most 30)"),
         ({"motion": "walk", "background": "sky", "with": "Totoro"}, "Your list of characters was refused: 'Totoro' is not a character of"),
         # a list splits on , ; 、 (names typed in any language): an injection without them stays one name
         ({"motion": "walk", "background": "sky", "with": "Tombo' OR '1'='1"}, "Your list of characters was refused: \"Tombo' OR '1'='1\""),
@@ -28,6 +29,9 @@ async def test_hostile_act_text(world, start_bot, start_worker, sessions):
     for options, expected in refusals:
         text = await say(w, mallory, "act", options)
         assert text.startswith(expected), text
+    # Longer than the game's cap: Discord itself does not send it (the option's max_length is the cap).
+    with pytest.raises(ValueError, match=r"adverb=.* length is outside \[.*, 30\]"):
+        await say(w, mallory, "act", {"motion": "walk", "background": "sky", "adverb": "x" * 31})
     assert await turns_of(sessions) == []  # nothing was written
 
     text = await say(w, mallory, "act", {

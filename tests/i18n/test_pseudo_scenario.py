@@ -225,7 +225,7 @@ async def play_scenario(w, sessions, typed: Typed) -> None:
     await run(w.erin, "admin film", {"film": "totoro"})  # unknown film
     await run(w.erin, "admin film", {"film": "qiqi"})
     await run(w.erin, "admin log-channel", {"channel": w.games2})
-    await run(w.erin, "admin limits", {"backlog": 5})
+    await run(w.erin, "admin limits", {"backlog": 5, "max_length": 120})
     await run(w.erin, "admin role", {"kind": "moderator", "role": w.mod_role})
     await run(w.erin, "admin language", {"language": "auto"})
     await suggest(w.erin, "admin character", {"character": "u"}, "character")
@@ -251,7 +251,8 @@ async def play_scenario(w, sessions, typed: Typed) -> None:
     await run(w.carol, "act", {"motion": "walk", "background": "town"})  # has not joined
     await run(w.alice, "act", {"motion": "<ML><Strength_5></ML>", "background": "sky"})  # special tokens
     await run(w.alice, "act", {"motion": "walk", "background": "\u200b\u202e"})  # nothing left: empty
-    await run(w.alice, "act", {"motion": "walk", "background": "sky", "adverb": "x" * 31})  # too long
+    # too long: each field within its cap (Discord holds it there), the instruction over the server's 120
+    await run(w.alice, "act", {"motion": "x" * 80, "background": "sky", "adverb": "x" * 30})
     await run(w.alice, "act", {"motion": "walk", "background": "sky", "with": "Totoro"})  # unknown character
     await run(w.alice, "act", {"motion": "badword", "background": "sky"})  # the server's filter
     await suggest(w.alice, "act", {"motion": "fly"}, "motion")
