@@ -1,5 +1,5 @@
 """The game service (service/) as the bot runs it: on the bot's database and its turn queue, whose
-failure to defer a job reads as "the queue is down" (bot.client.JobQueue); and where and by whom
+failure to defer a job reads as "the queue is down" (bot.job_queue.JobQueue); and where and by whom
 an interaction was used, as the service takes them."""
 
 from __future__ import annotations
