@@ -14,7 +14,7 @@ from sqlalchemy.orm import undefer
 
 from contracts import representation
 from contracts.turn import HistoryTurn, TurnRequest, TurnResult
-from db import notify
+from db import notify, shares
 from db.bounds import ERROR_LEN, STAGE_LEN, free_text
 from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, Turn
@@ -131,6 +131,8 @@ async def complete_turn(s: AsyncSession, turn_id: int, result: TurnResult, backe
     turn.mp4_size = None if result.mp4 is None else len(result.mp4)
     turn.clip_seconds = None if result.mp4 is None else result.clip_seconds
     turn.timings = {k: round(float(v), 4) for k, v in result.timings.items()}
+    if turn.started_at is not None:
+        await shares.record_usage(s, gs.guild_id, turn.started_at)
     turn.finished_at = func.now()
     await s.flush()
     await notify.notify(s, notify.TURN_FINISHED, turn_id=turn.id, session_id=gs.id, channel_id=gs.channel_id, status="done")
@@ -142,6 +144,8 @@ async def fail_turn(s: AsyncSession, turn_id: int, error: str) -> bool:
     if turn is None or turn.status not in PENDING_TURN_STATUSES:
         return False
     gs = await session_by_id(s, turn.session_id)
+    if turn.status == "running" and turn.started_at is not None:  # it took GPU time
+        await shares.record_usage(s, gs.guild_id, turn.started_at)
     turn.status = "failed"
     turn.error = free_text(error, ERROR_LEN) or "failed"
     turn.preview = turn.preview_no = None

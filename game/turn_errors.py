@@ -27,6 +27,34 @@ class Cooldown(GameError):
                          seconds_left=seconds_left)
 
 
+class ServerQuota(GameError):
+    """The server has started as many turns in the last hour as the operator allows it."""
+
+    code = "server_quota"
+
+    def __init__(self, limit: int, seconds_left: float) -> None:
+        self.seconds_left = seconds_left
+        # TRANSLATORS: %(wait)s is a length of time, e.g. "12 minutes".
+        super().__init__(Ln_("This server has played its %(n)s turn of the past hour; its next turn is possible in %(wait)s.",
+                             "This server has played its %(n)s turns of the past hour; its next turn is possible in %(wait)s.",
+                             limit, wait=Later(wait_text, seconds_left)),
+                         n=limit, seconds_left=seconds_left)
+
+
+class MemberQuota(GameError):
+    """The member has started as many turns here in the last hour as the operator allows one member."""
+
+    code = "member_quota"
+
+    def __init__(self, limit: int, seconds_left: float) -> None:
+        self.seconds_left = seconds_left
+        # TRANSLATORS: %(wait)s is a length of time, e.g. "12 minutes".
+        super().__init__(Ln_("You have played your %(n)s turn of the past hour on this server; you can act again in %(wait)s.",
+                             "You have played your %(n)s turns of the past hour on this server; you can act again in %(wait)s.",
+                             limit, wait=Later(wait_text, seconds_left)),
+                         n=limit, seconds_left=seconds_left)
+
+
 class TurnNotFound(GameError):
     code = "turn_not_found"
 

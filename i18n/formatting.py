@@ -1,12 +1,12 @@
-"""Numbers, sizes, durations, relative times and lists in the current locale (CLDR data via Babel)."""
+"""Numbers, sizes, days, durations, relative times and lists in the current locale (CLDR data via Babel)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Literal
 
-from babel.dates import format_timedelta
+from babel.dates import format_date, format_timedelta
 from babel.lists import format_list
 from babel.numbers import format_decimal, format_percent
 
@@ -22,6 +22,11 @@ def number(n: float, digits: int | None = None) -> str:
     """1234 -> 1,234 / 1.234 / 1 234; `digits` fixes the decimals shown."""
     fmt = None if digits is None else "#,##0" + ("." + "0" * digits if digits else "")
     return format_decimal(n, format=fmt, locale=_loc())
+
+
+def day(d: date) -> str:
+    """A calendar day: Dec 3, 2026 / 3 déc. 2026 / 2026/12/03."""
+    return format_date(d, "medium", locale=_loc())
 
 
 def percent(fraction: float) -> str:

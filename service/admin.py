@@ -14,6 +14,7 @@ from game.catalogue import Film
 from service.game import Game, Member, Place
 from service.moderation import reset_session
 from service.players import config
+from service.shares import ServerShare, server_share
 
 
 async def set_film(game: Game, place: Place, who: Member, film: str, *, channel_only: bool = False,
@@ -131,6 +132,7 @@ class Shown:
     language_scope: Literal["channel", "server"] | None  # whose choice `language` is
     previews: bool  # whether turns show previews here
     previews_default: bool  # True: no server choice, the operator's default applies
+    share: ServerShare  # the server's weight and quotas in force, its last hour and its usage per day
 
 
 async def shown(game: Game, place: Place, recent: int = 10) -> Shown:
@@ -146,4 +148,5 @@ async def shown(game: Game, place: Place, recent: int = 10) -> Shown:
     else:
         language, scope = None, None
     chosen = None if server is None else server.previews
-    return Shown(cfg, entries, language, scope, game.settings.previews if chosen is None else chosen, chosen is None)
+    return Shown(cfg, entries, language, scope, game.settings.previews if chosen is None else chosen, chosen is None,
+                 await server_share(game, place))

@@ -17,6 +17,7 @@ from game.errors import FilmFixed, NoFilm
 from game.instruction import Instruction
 from game.session_errors import NotJoined, UnknownCharacter
 from service.game import Game, Member, Place
+from service.shares import check_quota
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ async def leave(game: Game, place: Place, user_id: int) -> Joined:
 
 async def act(game: Game, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
     """A turn: the player's character and the `others` in the shot. Refused in vote mode, for a
-    member who has not joined, and by the content rules before the cooldown and the backlog."""
+    member who has not joined, and by the content rules before the quotas (service.shares), the
+    cooldown and the backlog."""
     async with game.sessions.begin() as s:
         gs = await sessions.require_session(s, place.channel_id, active=True)
         film = session_film(gs.film_id)
@@ -115,6 +117,7 @@ async def act(game: Game, place: Place, who: Member, fields: ActFields, extra_ru
         ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
                               fields.adverb, fields.time_of_day, extra_rules=extra_rules)
         name = shown_name(cfg, who, extra_rules) if who.name is not None else me.user_name
+        await check_quota(game, s, place, who)
         turn = await submit_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
                                  enqueue=game.jobs.enqueue)
         position = await game.jobs.position(s, turn)

@@ -21,9 +21,11 @@ from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from bot.game import member, place
 from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
+from game.texts import wait_text
 from i18n import _, locales, ngettext
-from i18n.formatting import items, number
+from i18n.formatting import day, items, number
 from service import admin
+from service.shares import ServerShare
 from settings.limits import BACKLOG, COOLDOWN_SECONDS, INSTRUCTION_LEN
 
 AUTOMATIC = admin.AUTOMATIC  # /admin language's choice for "follow Discord's server language"
@@ -227,6 +229,9 @@ class Admin(GameCog):
         e.add_field(name=_("Moderator roles"), value=_mentions(cfg.moderator_role_ids) or _("none"), inline=True)
         e.add_field(name=_("Public posts' language"), value=_language_shown(shown, interaction), inline=False)
         e.add_field(name=_("Previews"), value=_previews_shown(shown), inline=False)
+        e.add_field(name=_("Share of the GPU"), value=fit(_share_shown(shown.share), FIELD_VALUE_MAX), inline=False)
+        e.add_field(name=_("Usage (turns, GPU time; days in UTC)"), value=fit(_usage_shown(shown.share), FIELD_VALUE_MAX),
+                    inline=False)
         # Names and mentions, never bare ids (mentions in an embed render as names and never ping).
         log_lines = []
         for a in shown.recent:
@@ -242,6 +247,28 @@ def _previews_shown(shown: admin.Shown) -> str:
     if shown.previews_default:
         return _("on (the bot's default)") if shown.previews else _("off (the bot's default)")
     return _("on") if shown.previews else _("off")
+
+
+def _share_shown(share: ServerShare) -> str:
+    """The server's weight in the fair order, its quotas in force and its turns of the last hour."""
+    q = share.quotas
+    server = (ngettext("%(n)s turn an hour for the server", "%(n)s turns an hour for the server", q.server) if q.server
+              else _("no hourly quota for the server"))
+    member = (ngettext("%(n)s turn an hour for each member", "%(n)s turns an hour for each member", q.member) if q.member
+              else _("no hourly quota for each member"))
+    # TRANSLATORS: /admin show: a server's weight in the order turns are taken in (1 is everyone's, 2 twice as many turns)
+    weight = _("weight %(weight)s", weight=number(q.weight))
+    last = ngettext("%(n)s turn in the last hour", "%(n)s turns in the last hour", share.last_hour)
+    return " · ".join((weight, server, member, last))
+
+
+def _usage_shown(share: ServerShare) -> str:
+    """One line per day: "2026-12-03: 12 turns · 4 minutes"."""
+    # TRANSLATORS: /admin show, one day's usage: "2026-12-03: 12 turns · 4 minutes" (the GPU time)
+    lines = [_("%(day)s: %(turns)s · %(gpu)s", day=day(u.day),
+               turns=ngettext("%(n)s turn", "%(n)s turns", u.turns), gpu=wait_text(u.gpu_seconds))
+             for u in share.usage]
+    return "\n".join(lines) or _("none")
 
 
 def _language_shown(shown: admin.Shown, interaction: Interaction) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import discord
 
+from service import shares
 from tests.bot.helpers import answer, audit_actions, command, say, turns_of
 
 RIGHTS = "You need the Manage Server permission or the bot's admin role"
@@ -54,6 +55,10 @@ async def test_admin_commands_and_refusals(world, start_bot, sessions):
     text = await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     assert text.startswith("Slow down: you can act again in ") and 25 <= int(text.split()[-2]) <= 30
     assert len(await turns_of(sessions)) == 1  # refusals write nothing
+    # the operator's hourly quota for this server (service.shares; `animegamer shares set`)
+    await shares.set_share(sessions, w.guild.id, "operator", turns_per_hour=1)
+    text = await say(w, w.bob, "act", {"motion": "run", "background": "town"})
+    assert text.startswith("This server has played its 1 turn of the past hour; its next turn is possible in ")
 
     # roles: a role with no Discord permission gets the bot's admin rights
     assert RIGHTS in await say(w, w.carol, "admin show")
@@ -63,6 +68,9 @@ async def test_admin_commands_and_refusals(world, start_bot, sessions):
     _, embeds, ephemeral = await answer(h)
     assert ephemeral and embeds[0]["fields"][0]["value"].startswith("Kiki")
     assert f"<@&{w.admin_role.id}>" in [f["value"] for f in embeds[0]["fields"] if f["name"] == "Admin roles"][0]
+    share = [f["value"] for f in embeds[0]["fields"] if f["name"] == "Share of the GPU"][0]
+    assert share == "weight 1 · 1 turn an hour for the server · no hourly quota for each member · 1 turn in the last hour"
+    assert [f["value"] for f in embeds[0]["fields"] if f["name"].startswith("Usage")] == ["none"]  # no worker ran a turn
     assert "Game Mods now has the bot's moderator rights" in await say(w, w.carol, "admin role", {"kind": "moderator", "role": w.mod_role})
     assert "no longer has" in await say(w, w.erin, "admin role", {"kind": "admin", "role": w.admin_role, "enabled": False})
     assert RIGHTS in await say(w, w.carol, "admin show")
