@@ -1,7 +1,8 @@
 """The review page in headless Chromium on a folder the tests make: a clip plays, fields are edited
-with the vocabulary's autocomplete, a refused edit shows its message by its field, a clip is
-accepted with the keyboard, and after a reload the edit and the status are kept and the filter
-shows the clip under accepted. axe-core finds no violation in any of these states."""
+with the vocabulary's autocomplete, a refused edit shows its message by its field, clips are
+accepted, rejected and reopened with the keyboard, and after a reload the edit and the status are
+kept and the filter shows the clip under accepted. axe-core finds no violation in any of these
+states (the list, a clip open, an edit refused, the shortcuts dialog, an empty filter)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,28 @@ async def test_edit_accept_reload_and_filter(tmp_path):
             assert await violations(page) == []
             await page.keyboard.press("Escape")
 
+            # e: into the first field; Esc: back out; j/k: next/previous; r: reject and move on; a refused
+            # accept (no character yet) says so by the field and stays; u: back to needs review
+            await page.keyboard.press("e")
+            assert await page.evaluate("document.activeElement.id") == "f-character"
+            await page.keyboard.press("Escape")
+            await page.keyboard.press("j")
+            await clear_save_state(page)
+            await page.keyboard.press("r")
+            await saved(page, "film-0001-00")
+            await until(page, "() => document.getElementById('clip-title').textContent === 'Clip film-0002-00'")
+            await page.keyboard.press("a")
+            await until(page, "() => document.getElementById('err-character').textContent.includes('needed before')")
+            assert await page.text_content("#clip-title") == "Clip film-0002-00"
+            assert await violations(page) == []
+            await page.keyboard.press("k")
+            await until(page, "() => document.getElementById('clip-status').textContent === 'rejected'")
+            await clear_save_state(page)
+            await page.keyboard.press("u")
+            await saved(page, "film-0001-00")
+            assert await page.text_content("#clip-status") == "needs review"
+            await page.keyboard.press("k")
+
             # a reload keeps everything; "k" goes back to the accepted clip
             await page.reload()
             await page.wait_for_selector("body[data-ready='1']")
@@ -146,7 +169,7 @@ async def test_edit_accept_reload_and_filter(tmp_path):
             await until(page, "() => document.querySelectorAll('.clip-row').length === 1")
             assert await page.get_attribute(".clip-row", "data-id") == cid
             assert await page.text_content("[data-count='accepted']") == "1"
-            assert await page.text_content("[data-count='needs_review']") == "1"
+            assert await page.text_content("[data-count='needs_review']") == "2"
             assert "status=accepted" in page.url
             await page.screenshot(path=str(SCREENSHOT))
 
@@ -156,8 +179,8 @@ async def test_edit_accept_reload_and_filter(tmp_path):
             assert await violations(page) == []
         finally:
             await browser.close()
-    # no script error, no CSP refusal: only Chromium's line for the refused edit's answer
-    assert problems == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"]
+    # no script error, no CSP refusal: only Chromium's line for each refused edit's answer
+    assert problems == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"] * 2
     clip = {c.id: c for c in read_manifest(folder)}[cid]
     assert (clip.status, clip.character, clip.motion, clip.background, clip.stamina) == (
         "accepted", "qiqi", "deliver a parcel", "jam bakery", 1)

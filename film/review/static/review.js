@@ -15,6 +15,8 @@ const page = {
   total: 0,
   current: -1,       // index into clips
   queue: Promise.resolve(),  // saves, one after another, in the order they were made
+  keys: Promise.resolve(),   // shortcuts, one after another: a held "j" or a fast "a a a" loses no step
+  loading: null,             // the page of rows being fetched, shared by whoever needs it
 };
 
 function el(tag, props = {}, ...children) {
@@ -138,14 +140,21 @@ async function loadList(wanted = '') {
   select(index >= 0 ? index : (page.clips.length ? 0 : -1));
 }
 
-async function loadMore() {
-  const body = await api(query(page.clips.length));
-  page.total = body.total;
-  const fresh = body.clips.filter((c) => !page.clips.some((o) => o.id === c.id));
-  page.clips.push(...fresh);
-  $('clip-list').append(...fresh.map(row));
-  renderSummary();
-  return fresh.length;
+function loadMore() {
+  page.loading ||= (async () => {
+    try {
+      const body = await api(query(page.clips.length));
+      page.total = body.total;
+      const known = new Set(page.clips.map((c) => c.id));
+      const fresh = body.clips.filter((c) => !known.has(c.id));
+      page.clips.push(...fresh);
+      $('clip-list').append(...fresh.map(row));
+      renderSummary();
+    } finally {
+      page.loading = null;
+    }
+  })();
+  return page.loading;
 }
 
 function updateRow(clip) {
@@ -287,7 +296,7 @@ async function decide(status, advance) {
 }
 
 async function move(step) {
-  let next = page.current + step;
+  const next = page.current + step;
   if (next >= page.clips.length && page.clips.length < page.total) await loadMore();
   if (next < 0 || next >= page.clips.length) return;
   select(next);
@@ -319,7 +328,7 @@ function onKey(e) {
   const act = actions[e.key];
   if (!act) return;
   e.preventDefault();
-  act();
+  page.keys = page.keys.then(act).catch((err) => saveState(err.message, true));
 }
 
 // --- start
