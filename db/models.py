@@ -477,8 +477,8 @@ class GuildShareChange(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     guild_id: Mapped[int] = mapped_column(BigInteger, nullable=False, index=True)
     actor: Mapped[str] = mapped_column(String(100), nullable=False)
-    before: Mapped[dict | None] = mapped_column(JSONB)
-    after: Mapped[dict | None] = mapped_column(JSONB)
+    before: Mapped[dict] = mapped_column(JSONB, nullable=False)
+    after: Mapped[dict] = mapped_column(JSONB, nullable=False)
     created_at: Mapped[datetime] = _now()
 
 

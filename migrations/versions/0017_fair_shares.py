@@ -58,8 +58,8 @@ def upgrade() -> None:
         sa.Column("id", sa.BigInteger(), nullable=False),
         sa.Column("guild_id", sa.BigInteger(), nullable=False),
         sa.Column("actor", sa.String(100), nullable=False),
-        sa.Column("before", JSONB(), nullable=True),
-        sa.Column("after", JSONB(), nullable=True),
+        sa.Column("before", JSONB(), nullable=False),
+        sa.Column("after", JSONB(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_guild_share_changes")),
     )
