@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from animegamer.films_cli import register as register_films
     from animegamer.healthcheck import register as register_healthcheck
     from animegamer.i18n_cli import register as register_i18n
+    from animegamer.shares_cli import register as register_shares
     from bot.commands import register as register_bot
     from bot.deploy_commands import register as register_deploy
     from film.cli import register as register_film
@@ -63,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     from play.commands import register as register_play
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
-                     register_films, register_healthcheck, register_content_rules, register_i18n, register_film):
+                     register_films, register_healthcheck, register_content_rules, register_i18n, register_film,
+                     register_shares):
         register(sub)
     return p
 

@@ -4,9 +4,12 @@ changes kept with who made them; what /admin show reads."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import text
 
+from animegamer.cli import main
 from game.turn_errors import MemberQuota, ServerQuota
 from service import admin, moderation, players, shares
 from service.game import Game, Member, Place
@@ -89,3 +92,20 @@ async def test_the_operators_changes_are_kept_and_admins_see_the_share_in_force(
     await players.act(game, HERE, ALICE, WALK)
     shown = await shares.server_share(game, HERE)
     assert (shown.quotas.weight, shown.quotas.server, shown.quotas.member, shown.last_hour) == (3, 40, 5, 1)
+
+
+async def test_the_operator_command_sets_shows_and_refuses(sessions, database_url, monkeypatch, capsys):
+    monkeypatch.setenv("ANIMEGAMER_DATABASE_URL", database_url)
+
+    def cli(*argv: str) -> int:
+        return main(list(argv))
+
+    assert await asyncio.to_thread(cli, "shares", "set", "555", "--weight", "2.5", "--turns-per-hour", "30", "--by", "ops") == 0
+    assert await asyncio.to_thread(cli, "shares", "set", "555", "--turns-per-hour", "default") == 0
+    assert await asyncio.to_thread(cli, "shares", "set", "555", "--weight", "0") == 2
+    assert "weight must be above 0" in capsys.readouterr().err
+    assert await asyncio.to_thread(cli, "shares", "show", "555") == 0
+    out = capsys.readouterr().out
+    assert "server 555: weight 2.5, turns per hour default, per member default" in out and " by ops: " in out
+    share, changes = await shares.server_changes(sessions, 555)
+    assert (share.weight, share.turns_per_hour, len(changes)) == (2.5, None, 2)
