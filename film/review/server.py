@@ -109,7 +109,7 @@ async def state(request: web.Request) -> web.Response:
     folder = request.app[FOLDER]
     cast = [{"id": m.id, "name": m.name, "reference": media_url(folder.reference(m.id))} for m in folder.cast.members]
     return web.json_response({
-        "folder": folder.path.name, "film": bool(folder.suggestions), "cast": cast,
+        "folder": folder.path.name, "film": folder.film, "film_suggestions": bool(folder.suggestions), "cast": cast,
         "vocabulary": folder.vocabulary(), "counts": folder.counts(), "statuses": list(STATUSES),
         "text_max": TEXT_FIELDS, "page_size": PAGE_SIZE,
     })

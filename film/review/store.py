@@ -3,7 +3,8 @@ the vocabulary for autocomplete, the media it may serve, and the one way an edit
 
 An edit is saved before it is acknowledged, in this order: a line appended to `review.jsonl`
 (fsynced: from then on nothing is lost), the manifest rewritten atomically from the manifest and
-the whole log, the games rebuilt from it. A crash between two steps is mended on the next start
+the whole log, the games rebuilt from it (film.games.write_games). A clip is accepted only with
+every field a game's turn needs (film.games.NEEDED), so no accepted clip is silently left out. A crash between two steps is mended on the next start
 (the manifest is rebuilt from the log when they differ).
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from film.cast import Cast, read_cast
+from film.games import NEEDED, write_games
 from film.manifest import (
     EDITABLE,
     LEVELS,
@@ -41,8 +43,7 @@ log = logging.getLogger(__name__)
 SETTINGS_FILE = "settings.json"  # what `film prepare` was run with; its "film" names a catalogue film
 MEDIA_TYPES = {".mp4": "video/mp4", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png",
                ".webp": "image/webp"}
-# What an instruction cannot do without (game.instruction): an accepted clip must have them.
-REQUIRED_TO_ACCEPT = ("character", "motion", "background")
+REQUIRED_TO_ACCEPT = NEEDED  # what a game's turn needs (film.games leaves an accepted clip without them out)
 FILM_SUGGESTIONS = {"motion": "motions", "adverb": "adverbs", "background": "backgrounds", "time": "times"}
 
 
@@ -74,36 +75,38 @@ def normalise(changes: Mapping[str, Any], cast: Cast) -> dict[str, Any]:
     return out
 
 
+def film_id(folder: Path) -> str | None:
+    """The catalogue film `settings.json` names, if any."""
+    path = folder / SETTINGS_FILE
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("film") if path.is_file() else None
+    except (OSError, ValueError, AttributeError) as e:
+        log.warning("%s: not read (%s); suggestions come from the manifest only", path, e)
+        return None
+    return value if isinstance(value, str) and value else None
+
+
 def film_suggestions(folder: Path) -> dict[str, tuple[str, ...]]:
     """The catalogue film's suggestions when `settings.json` names one ({} otherwise, or when the
     catalogue cannot be read: the page then suggests what the manifest holds)."""
     path = folder / SETTINGS_FILE
-    try:
-        film_id = json.loads(path.read_text(encoding="utf-8")).get("film") if path.is_file() else None
-    except (OSError, ValueError, AttributeError) as e:
-        log.warning("%s: not read (%s); suggestions come from the manifest only", path, e)
-        return {}
-    if not isinstance(film_id, str) or not film_id:
+    film_id_ = film_id(folder)
+    if film_id_ is None:
         return {}
     try:
         from game.catalogue import FILMS  # loads the operator's catalogue through the settings
-        film = FILMS.get(film_id)
+        film = FILMS.get(film_id_)
     except Exception as e:  # a broken settings or films file must not stop the review
         log.warning("the film catalogue could not be read (%s); suggestions come from the manifest only", e)
         return {}
     if film is None:
-        log.warning("%s names film %r, which the catalogue does not have", path, film_id)
+        log.warning("%s names film %r, which the catalogue does not have", path, film_id_)
         return {}
     return {key: tuple(getattr(film, attr)) for key, attr in FILM_SUGGESTIONS.items()}
 
 
 def _rebuild_games(folder: Path, clips: list[Clip]) -> str:
-    """film.games writes the games from the accepted clips; until it exists, say so and go on."""
-    try:
-        from film.games import write_games
-    except ImportError as e:
-        log.info("games not rebuilt: film.games.write_games is not available yet (%s)", e)
-        return "skipped"
+    """games.jsonl from the saved review; a failure there is logged, the edit stays saved."""
     try:
         write_games(folder, clips)
     except Exception:
@@ -142,6 +145,7 @@ class Folder:
             write_manifest(self.path, clips)
         self.clips: dict[str, Clip] = {c.id: c for c in sorted(clips, key=lambda c: c.id)}
         self.order = list(self.clips)
+        self.film = film_id(self.path)
         self.suggestions = film_suggestions(self.path)
         self.media = self._media()
 
@@ -205,8 +209,8 @@ class Folder:
         problems = [_problem(m) for m in check_fields(changes, self.cast.ids)]
         if not problems and changes.get("status", clip.status) == "accepted":
             edited = replace(clip, **changes)
-            missing = [k for k in REQUIRED_TO_ACCEPT if not getattr(edited, k)]
-            problems += [{"field": k, "message": f"{k}: needed before the clip can be accepted"} for k in missing]
+            missing = [k for k in REQUIRED_TO_ACCEPT if getattr(edited, k) is None]
+            problems += [{"field": k, "message": f"{k}: needed for an accepted clip (a game's turn needs it)"} for k in missing]
         if problems:
             raise EditRefused(problems)
         return changes

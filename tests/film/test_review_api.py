@@ -149,14 +149,27 @@ async def test_state_has_cast_and_vocabulary(folder):
     assert vocab["motion"][:3] == ["fly on broomstick", "run", "walk"]
     assert "deliver a parcel" in vocab["motion"] and vocab["motion"].count("walk") == 1
     assert vocab["background"][:3] == ["bakery", "sky", "street"]
-    assert state["film"] is True and state["text_max"]["adverb"] == 30
+    assert state["film"] == "qiqi" and state["film_suggestions"] is True and state["text_max"]["adverb"] == 30
+
+
+@pytest.mark.parametrize("settings", [None, '{"film": "no-such-film"}', '{"film": null}', "not json"])
+async def test_without_a_catalogue_film_the_manifest_alone_suggests(folder, settings):
+    path = folder / "settings.json"
+    path.unlink()
+    if settings is not None:
+        path.write_text(settings, encoding="utf-8")
+    async with client(make_app(folder, None)) as c:
+        state = await (await c.get("/api/state")).json()
+    assert state["film_suggestions"] is False
+    assert state["vocabulary"]["motion"] == ["fly on broomstick", "run", "walk"]
+    assert state["vocabulary"]["time"] == ["day"]
 
 
 async def test_a_valid_edit_is_saved_and_survives_a_new_app(folder):
     cid = "film-0000-00"
     async with client(make_app(folder, None)) as c:
         r = await post(c, cid, {"character": "Jiji ", "motion": "  sit   on railing", "background": "roof",
-                                "social": 1, "stamina": 1})
+                                "social": 1, "entertainment": 0, "stamina": 1})
         assert r.status == 200, await r.text()
         body = await r.json()
         saved = body["clip"]
@@ -168,11 +181,14 @@ async def test_a_valid_edit_is_saved_and_survives_a_new_app(folder):
         body = await r.json()
         assert body["clip"]["status"] == "accepted" and body["clip"]["issue"] is None
         assert body["counts"]["status"]["accepted"] == 1
-        assert body["games"] in ("rebuilt", "skipped")
+        assert body["games"] == "rebuilt"
     # on disk: two fsynced log lines, and the manifest rewritten with the edit
     lines = [json.loads(x) for x in (folder / REVIEW_LOG).read_text().splitlines()]
     assert lines == [{"id": cid, "character": "jiji", "motion": "sit on railing", "background": "roof", "social": 1,
-                      "stamina": 1}, {"id": cid, "status": "accepted"}]
+                      "entertainment": 0, "stamina": 1}, {"id": cid, "status": "accepted"}]
+    games = [json.loads(x) for x in (folder / "games.jsonl").read_text().splitlines()]
+    assert [[t["clip"] for t in g["turns"]] for g in games] == [[cid]]
+    assert "Jiji" in games[0]["turns"][0]["instruction"] and "sit on railing" in games[0]["turns"][0]["instruction"]
     on_disk = {x.id: x for x in read_manifest(folder)}[cid]
     assert (on_disk.status, on_disk.character, on_disk.motion, on_disk.issue) == ("accepted", "jiji", "sit on railing", None)
     async with client(make_app(folder, None)) as c:
@@ -197,7 +213,9 @@ async def test_a_valid_edit_is_saved_and_survives_a_new_app(folder):
     ({"caption_level": 9}, "caption_level", "not a level"),
     ({"motion_level": 5}, "", "not an editable field"),
     ({"clip": "../../etc/passwd"}, "", "not an editable field"),
-    ({"status": "accepted"}, "character", "needed before the clip can be accepted"),
+    ({"status": "accepted"}, "character", "needed for an accepted clip"),
+    ({"status": "accepted", "character": "qiqi", "motion": "run", "background": "sky", "social": 0, "stamina": 1},
+     "entertainment", "needed for an accepted clip"),
     ({}, "", "nothing to change"),
 ])
 async def test_bad_edits_are_refused_and_change_nothing(folder, changes, field, words):

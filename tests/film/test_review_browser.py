@@ -37,6 +37,12 @@ VIDEO_READY = """async () => {
 }"""
 
 
+SAVED_STATES = """async (id) => {
+  const c = (await (await fetch('/api/clips/' + id)).json()).clip;
+  return c.social === 0 && c.entertainment === 1 && c.stamina === 1;
+}"""
+
+
 @contextlib.asynccontextmanager
 async def served(folder: Path):
     runner = web.AppRunner(make_app(folder, None), access_log=None)
@@ -114,8 +120,10 @@ async def test_edit_accept_reload_and_filter(tmp_path):
             await saved(page, cid)
             await clear_save_state(page)
             await page.fill("#f-background", "jam bakery")
+            await page.select_option("#f-social", "0")
+            await page.select_option("#f-entertainment", "1")
             await page.select_option("#f-stamina", "1")
-            await saved(page, cid)
+            await until(page, SAVED_STATES, cid)
             assert await page.text_content("#clip-status") == "needs review"
             assert await page.get_attribute("#reference-img", "alt") == "Reference image of Qiqi"
 
@@ -143,7 +151,7 @@ async def test_edit_accept_reload_and_filter(tmp_path):
             await saved(page, "film-0001-00")
             await until(page, "() => document.getElementById('clip-title').textContent === 'Clip film-0002-00'")
             await page.keyboard.press("a")
-            await until(page, "() => document.getElementById('err-character').textContent.includes('needed before')")
+            await until(page, "() => document.getElementById('err-character').textContent.includes('needed for an accepted clip')")
             assert await page.text_content("#clip-title") == "Clip film-0002-00"
             assert await violations(page) == []
             await page.keyboard.press("k")

@@ -17,6 +17,7 @@ const page = {
   queue: Promise.resolve(),  // saves, one after another, in the order they were made
   keys: Promise.resolve(),   // shortcuts, one after another: a held "j" or a fast "a a a" loses no step
   loading: null,             // the page of rows being fetched, shared by whoever needs it
+  openId: null,              // the clip shown
 };
 
 function el(tag, props = {}, ...children) {
@@ -125,7 +126,9 @@ function renderSummary() {
   $('more').textContent = `Show ${Math.min(page.meta.page_size, page.total - shown)} more`;
 }
 
-async function loadList(wanted = '') {
+// wanted: the clip to open; deep: look for it past the first page (a link or a reload does; a
+// new filter shows its first clip rather than fetching every page for the old one)
+async function loadList(wanted = '', deep = false) {
   const body = await api(query(0));
   page.clips = body.clips;
   page.total = body.total;
@@ -133,7 +136,7 @@ async function loadList(wanted = '') {
   $('clip-list').replaceChildren(...page.clips.map(row));
   renderSummary();
   let index = wanted ? page.clips.findIndex((c) => c.id === wanted) : -1;
-  while (wanted && index < 0 && page.clips.length < page.total) {  // the clip is further down: load on to it
+  while (deep && wanted && index < 0 && page.clips.length < page.total) {  // the clip is further down: load on to it
     await loadMore();
     index = page.clips.findIndex((c) => c.id === wanted);
   }
@@ -172,12 +175,14 @@ function updateRow(clip) {
 // --- the open clip
 
 function select(index) {
+  const before = page.openId;
   page.current = index;
   for (const b of document.querySelectorAll('.clip-row[aria-current]')) b.removeAttribute('aria-current');
   const clip = page.clips[index];
   $('empty').hidden = !!clip;
   $('clip-view').hidden = !clip;
   if (!clip) {
+    page.openId = null;
     $('clip-title').textContent = 'Film review';
     writeHash();
     return;
@@ -187,7 +192,8 @@ function select(index) {
     button.setAttribute('aria-current', 'true');
     button.scrollIntoView({block: 'nearest'});
   }
-  renderClip(clip, true);
+  renderClip(clip, before !== clip.id);  // the same clip again (a new filter): keep its video and fields
+  page.openId = clip.id;
   writeHash();
 }
 
@@ -339,11 +345,15 @@ async function start() {
   $('folder').textContent = page.meta.folder;
   renderFilters();
   renderVocabulary();
-  for (const r of document.querySelectorAll('input[name=status]')) {
-    r.addEventListener('change', () => { page.filter.status = r.value; loadList(); });
-  }
-  $('filter-character').addEventListener('change', (e) => { page.filter.character = e.target.value; loadList(); });
-  $('filter-level').addEventListener('change', (e) => { page.filter.level = e.target.value; loadList(); });
+  // a new filter keeps the open clip open when it still shows it
+  const refilter = (key, value) => {
+    page.filter[key] = value;
+    const open = page.clips[page.current];
+    loadList(open ? open.id : '').catch((e) => saveState(e.message, true));
+  };
+  for (const r of document.querySelectorAll('input[name=status]')) r.addEventListener('change', () => refilter('status', r.value));
+  $('filter-character').addEventListener('change', (e) => refilter('character', e.target.value));
+  $('filter-level').addEventListener('change', (e) => refilter('level', e.target.value));
   $('more').addEventListener('click', loadMore);
   for (const f of FIELDS) {
     $('f-' + f).addEventListener('change', () => {
@@ -356,7 +366,7 @@ async function start() {
   $('reopen').addEventListener('click', () => decide('needs_review', false));
   $('help-button').addEventListener('click', () => $('help').showModal());
   document.addEventListener('keydown', onKey);
-  await loadList(wanted);
+  await loadList(wanted, true);
   document.body.dataset.ready = '1';
 }
 
