@@ -18,6 +18,7 @@ from db.guilds import Limits
 from db.models import Turn
 from game.catalogue import FILMS
 from inference.queue import queue_positions
+from service import shares
 from tests.queue.helpers import (
     all_finished,
     registered_workers,
@@ -153,3 +154,19 @@ async def test_each_session_stays_in_order_through_kill_9_and_restarts(sessions,
 
 async def _registered(sessions, n: int) -> bool:
     return await registered_workers(sessions) >= n
+
+
+async def test_a_server_weighted_2_gets_twice_the_turns_and_usage_is_counted_per_server(start_worker, sessions):
+    await shares.set_share(sessions, 1, "operator", weight=2)  # a partner community
+    await _server(sessions, 1, channels=3, turns=10)
+    await _server(sessions, 2, channels=3, turns=10)
+    async with sessions() as s:
+        shown = await queue_positions(s, await _queued_ids(sessions))
+    await start_worker(films=["qiqi"])
+    await wait_until(lambda: all_finished(sessions, 60), timeout=120, what="every turn done")
+    order = await _started_order(sessions)
+    first = Counter(guild for _, guild, _ in order[:30])  # both still had turns waiting
+    assert (first[1], first[2]) == (20, 10)
+    assert [tid for tid, _, _ in order] == sorted(shown, key=shown.__getitem__)  # the places shown, weights counted
+    used = {u.guild_id: u for u in await shares.usage(sessions, 1)}
+    assert used[1].turns == used[2].turns == 30 and used[1].gpu_seconds > 0 and used[2].gpu_seconds > 0
