@@ -14,7 +14,6 @@ fixed token budget, so the same model gives the same answer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from PIL import Image
 
 from film.caption_parse import TAGS
 from film.cast import Cast
+from film.model_identity import model_identity
 
 MAX_NEW_TOKENS = 160  # nine short fields fit in ~80 tokens; a rambling answer is cut and fails to parse
 PROMPT_VERSION = 1  # part of the captioner's identity: a changed prompt asks every clip again
@@ -74,16 +74,9 @@ def _rgb(path: Path) -> Image.Image:
 
 
 def identity(folder: Path) -> str:
-    """What names this captioner in the stage's files: the folder, its config, its weight files'
-    names and sizes (not their bytes: hashing gigabytes at every run would cost minutes), the prompt
+    """What names this captioner in the stage's files: the model (film.model_identity), the prompt
     and the decoding."""
-    h = hashlib.sha256()
-    for path in sorted(folder.iterdir()):
-        if path.suffix in (".json", ".jinja"):
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin"):
-            h.update(f"{path.name}\0{path.stat().st_size}".encode())
-    return f"{folder.resolve()}#{h.hexdigest()[:16]}#prompt{PROMPT_VERSION}#greedy{MAX_NEW_TOKENS}"
+    return f"{model_identity(folder)}#prompt{PROMPT_VERSION}#greedy{MAX_NEW_TOKENS}"
 
 
 def pick_device(device: str | None) -> torch.device:
