@@ -15,8 +15,10 @@ Filters: `status` one of film.manifest.STATUSES, `character` a cast id or `-` (n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from film.review.guard import (
     BOUND_HOST,
     TOKEN_PARAM,
     needs_token,
+    new_token,
     same_origin_middleware,
     security_headers,
     token_middleware,
@@ -193,8 +196,13 @@ async def _serve(app: web.Application, host: str, port: int, token: str | None) 
         await site.start()
         bound = runner.addresses[0][1] if runner.addresses else port  # the port chosen for --port 0
         print(f"AnimeGamer review page: {page_url(host, bound, token)}", flush=True)
+        if host in ("0.0.0.0", "::"):
+            print(f"(from another machine, put this machine's address in place of {host})", flush=True)
         print("Edits are saved as you make them (review.jsonl, then manifest.jsonl). Ctrl-C stops.", flush=True)
-        await asyncio.Event().wait()
+        stop = asyncio.Event()
+        with contextlib.suppress(NotImplementedError):  # SIGTERM stops it as Ctrl-C does (no platform lacks it here)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
     finally:
         await runner.cleanup()
 
@@ -203,7 +211,8 @@ def serve(folder: Path, host: str, port: int, token: str | None) -> int:
     """Serve the review page until Ctrl-C; returns the exit status (2: it cannot start)."""
     if token is None and needs_token(host):
         print(f"animegamer film review: refusing to serve {folder} on {host} without a token: anyone on the "
-              f"network could change the review. Bind 127.0.0.1 (the default) or give a token.", file=sys.stderr)
+              f"network could change the review. Bind 127.0.0.1 (the default), or give a token, e.g. "
+              f"--token {new_token()}", file=sys.stderr)
         return 2
     try:
         app = make_app(folder, token, host=host)

@@ -347,7 +347,8 @@ def test_serve_refuses_the_network_without_a_token(folder, capsys):
     assert "manifest.jsonl" in capsys.readouterr().err
 
 
-def test_serve_prints_its_url_and_stops_on_ctrl_c(folder):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_serve_prints_its_url_and_stops_on_ctrl_c_or_sigterm(folder, stop):
     import urllib.request
 
     code = f"import sys; from pathlib import Path; from film.review import serve; sys.exit(serve(Path({str(folder)!r}), '127.0.0.1', 0, None))"
@@ -359,7 +360,7 @@ def test_serve_prints_its_url_and_stops_on_ctrl_c(folder):
         url = line.split(": ", 1)[1].strip()
         with urllib.request.urlopen(url + "api/state", timeout=10) as r:
             assert json.load(r)["folder"] == "prepared"
-        os.kill(proc.pid, signal.SIGINT)
+        os.kill(proc.pid, stop)
         assert proc.wait(timeout=10) == 0
     finally:
         if proc.poll() is None:
