@@ -244,8 +244,11 @@ function showProblems(problems, fallback) {
   clearErrors();
   let shown = false;
   for (const p of problems || []) {
-    const box = document.getElementById('err-' + p.field) || $('err-status');
-    box.textContent = box.textContent ? box.textContent + ' ' + p.message : p.message;
+    const own = document.getElementById('err-' + p.field);
+    const box = own || $('err-status');
+    // by its own field, the message needs no field name in front
+    const text = own && p.message.startsWith(p.field + ': ') ? p.message.slice(p.field.length + 2) : p.message;
+    box.textContent = box.textContent ? box.textContent + ' ' + text : text;
     const input = document.getElementById('f-' + p.field);
     if (input) input.setAttribute('aria-invalid', 'true');
     shown = true;
@@ -285,8 +288,11 @@ function save(clipId, changes) {
       return body.clip;
     } catch (e) {
       const open = page.clips[page.current];
-      if (open && open.id === clipId) showProblems(e.body && e.body.problems, e.message);
-      saveState(`Not saved: ${e.message}`, true);
+      const problems = e.body && e.body.problems;
+      if (open && open.id === clipId) showProblems(problems, e.message);
+      saveState(problems && problems.length
+        ? `Not saved (${clipId}): ${problems.length === 1 ? 'a problem' : problems.length + ' problems'}, shown by the fields`
+        : `Not saved (${clipId}): ${e.message}`, true);
       return null;
     }
   };
