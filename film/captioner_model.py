@@ -94,7 +94,8 @@ class Captioner:
     @torch.inference_mode()
     def answer(self, stills: list[Path], cast: Cast) -> str:
         chat, images = messages(stills, cast)
-        batch = self.inputs.encode(chat, images).to(self.model.device)
+        # floating inputs (pixel values) in the model's dtype, ids as they are
+        batch = self.inputs.encode(chat, images).to(self.model.device, dtype=self.model.dtype)
         prompt_len = batch["input_ids"].shape[1]
         out = self.model.generate(**batch, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1)
         return self.inputs.decode(out[0, prompt_len:])

@@ -184,6 +184,8 @@ def test_a_tiny_random_qwen2_vl_runs_and_its_gibberish_is_kept_for_review(tmp_pa
     chat, images = captioner_model.messages([tmp_path / s for s in clips[0].stills], cast)
     batch = model.inputs.encode(chat, images)
     assert batch["image_grid_thw"].shape == (6, 3)  # two references, four stills
+    pad = model.inputs.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    assert int((batch["input_ids"] == pad).sum()) == int(batch["image_grid_thw"].prod(-1).sum()) // 4  # merge 2x2
     assert len(images) == 6
 
     out = caption_stage(tmp_path, clips, cast, str(tiny_vlm), progress=True)
