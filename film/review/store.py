@@ -36,6 +36,7 @@ from film.manifest import (
     with_review,
     write_manifest,
 )
+from game.catalogue import FILMS
 from game.sanitize import clean_text
 
 log = logging.getLogger(__name__)
@@ -86,23 +87,20 @@ def film_id(folder: Path) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def film_suggestions(folder: Path) -> dict[str, tuple[str, ...]]:
-    """The catalogue film's suggestions when `settings.json` names one ({} otherwise, or when the
-    catalogue cannot be read: the page then suggests what the manifest holds)."""
-    path = folder / SETTINGS_FILE
-    film_id_ = film_id(folder)
-    if film_id_ is None:
+def film_suggestions(film: str | None) -> dict[str, tuple[str, ...]]:
+    """The catalogue film's suggestions ({} without a film, or when the catalogue cannot be read
+    or lacks it: the page then suggests what the manifest holds)."""
+    if film is None:
         return {}
     try:
-        from game.catalogue import FILMS  # loads the operator's catalogue through the settings
-        film = FILMS.get(film_id_)
+        found = FILMS.get(film)  # the first use loads the operator's catalogue through the settings
     except Exception as e:  # a broken settings or films file must not stop the review
         log.warning("the film catalogue could not be read (%s); suggestions come from the manifest only", e)
         return {}
-    if film is None:
-        log.warning("%s names film %r, which the catalogue does not have", path, film_id_)
+    if found is None:
+        log.warning("%s names film %r, which the catalogue does not have", SETTINGS_FILE, film)
         return {}
-    return {key: tuple(getattr(film, attr)) for key, attr in FILM_SUGGESTIONS.items()}
+    return {key: tuple(getattr(found, attr)) for key, attr in FILM_SUGGESTIONS.items()}
 
 
 def _rebuild_games(folder: Path, clips: list[Clip]) -> str:
@@ -146,7 +144,7 @@ class Folder:
         self.clips: dict[str, Clip] = {c.id: c for c in sorted(clips, key=lambda c: c.id)}
         self.order = list(self.clips)
         self.film = film_id(self.path)
-        self.suggestions = film_suggestions(self.path)
+        self.suggestions = film_suggestions(self.film)
         self.media = self._media()
 
     def _media(self) -> dict[str, Path]:
@@ -206,7 +204,11 @@ class Folder:
         if not changes:
             raise EditRefused([{"field": "", "message": "nothing to change"}])
         changes = normalise(changes, self.cast)
-        problems = [_problem(m) for m in check_fields(changes, self.cast.ids)]
+        # check_fields looks a character up in a set, which a list or an object cannot be
+        odd = changes.get("character") is not None and not isinstance(changes["character"], str)
+        problems = [{"field": "character", "message": "character: not text"}] if odd else []
+        problems += [_problem(m) for m in check_fields({k: v for k, v in changes.items() if not (odd and k == "character")},
+                                                       self.cast.ids)]
         if not problems and changes.get("status", clip.status) == "accepted":
             edited = replace(clip, **changes)
             missing = [k for k in REQUIRED_TO_ACCEPT if getattr(edited, k) is None]

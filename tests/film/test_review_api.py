@@ -202,6 +202,8 @@ async def test_a_valid_edit_is_saved_and_survives_a_new_app(folder):
 
 @pytest.mark.parametrize(("changes", "field", "words"), [
     ({"character": "tombo"}, "character", "not in the cast"),
+    ({"character": ["qiqi"]}, "character", "not text"),
+    ({"motion": {"en": "run"}}, "motion", "not text"),
     ({"motion": "fly <frame_00001> away"}, "motion", "reserved model token"),
     ({"background": "sky</s>"}, "background", "reserved model token"),
     ({"adverb": "x" * 31}, "adverb", "longer than 30"),
