@@ -91,9 +91,8 @@ def cover_size(width: int, height: int) -> tuple[int, int]:
 def to_clip_frame(frame: av.VideoFrame, size: tuple[int, int]) -> np.ndarray:
     """One decoded frame as the clip's RGB 480x720 frame (scale to cover, centre crop)."""
     w, h = size
-    # swscale's area filter when shrinking (no aliasing), bicubic when enlarging.
-    interp = "AREA" if w <= frame.width else "BICUBIC"
-    rgb = frame.to_ndarray(width=w, height=h, format="rgb24", interpolation=interp)
+    # swscale's bicubic widens its kernel when shrinking (no aliasing); faster than its area filter.
+    rgb = frame.to_ndarray(width=w, height=h, format="rgb24", interpolation="BICUBIC")
     y0, x0 = (h - HEIGHT) // 2, (w - WIDTH) // 2
     return np.ascontiguousarray(rgb[y0:y0 + HEIGHT, x0:x0 + WIDTH])
 
