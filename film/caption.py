@@ -9,6 +9,9 @@ raw answer kept in the stage's file: nothing is guessed or filled in.
 Resumable: one file per clip, `stages/caption/<clip id>.json` (the raw answer, the parse result,
 the captioner's identity), written atomically once the answer is in; a rerun with the same
 captioner reads the answered clips back instead of asking again, so it ends with the same clips.
+A stored answer is parsed again at each run, against the cast of that run: an edited cast
+re-checks every answer without asking the model again (delete `stages/caption` to ask it again
+with the new reference images).
 """
 
 from __future__ import annotations
@@ -93,9 +96,9 @@ def run_stage(
             if record is None:
                 raw = answer([folder / s for s in clip.stills], cast)
                 record = {"captioner": identity, "clip": clip.id, "answer": raw,
-                          "parsed": parse_answer(raw, cast).to_json()}
+                          "parsed": parse_answer(raw, cast).to_json()}  # for a person reading the file
                 write_lines(stage_file(folder, clip.id), [json.dumps(record, sort_keys=True, ensure_ascii=False)])
-            out.append(apply(clip, record["parsed"]))
+            out.append(apply(clip, parse_answer(record["answer"], cast).to_json()))
             bar.update(1)
     finally:
         bar.close()
@@ -110,7 +113,7 @@ def read_record(folder: Path, clip_id: str, identity: str) -> dict[str, Any] | N
         record = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if not isinstance(record, dict) or record.get("captioner") != identity or "parsed" not in record:
+    if not isinstance(record, dict) or record.get("captioner") != identity or not isinstance(record.get("answer"), str):
         return None
     return record
 

@@ -162,6 +162,19 @@ def test_a_rerun_reads_the_answers_back(tmp_path, cast):
     assert len(calls) == 7
 
 
+def test_a_stored_answer_is_checked_against_the_cast_of_each_run(tmp_path, cast):
+    clips = make_clips(tmp_path, 1)
+    first = run_stage(tmp_path, clips, cast, "canned", lambda _s, _c: VALID, progress=False)
+    assert first[0].status == "captioned"
+    smaller = Cast(tuple(m for m in cast.members if m.id != "qiqi"))  # Qiqi left the cast file
+
+    def never(_stills: list[Path], _cast: Cast) -> str:
+        raise AssertionError("the stored answer is read, not asked again")
+
+    again = run_stage(tmp_path, clips, smaller, "canned", never, progress=False)
+    assert again[0] == replace(clips[0], status="needs_review", issue="caption: character: 'Qiqi' is not in the cast (jiji)")
+
+
 def test_a_folder_that_is_not_a_model_is_refused_before_any_clip(tmp_path, cast):
     clips = make_clips(tmp_path, 1)
     with pytest.raises(CaptionerError, match="no config.json"):
