@@ -5,14 +5,16 @@ so clearly when the server has no log channel."""
 
 from __future__ import annotations
 
-import asyncio
 import re
+from types import SimpleNamespace
 
+from bot import modlog as modlog_module
 from bot.embeds import esc
 from db import audit
 from inference.backends.preview import PreviewBackend
 from tests.bot.helpers import field, result, say, setup_game
 from tests.bot.test_removal import menu
+from tests.waits import wait_for
 
 
 def log_embeds(w, channel) -> list[dict]:
@@ -29,10 +31,31 @@ async def logged(w, channel, title: str, count: int = 1, timeout: float = 10.0) 
     return await w.server.wait_until(found, timeout, f"{count} x {title!r} in the log")
 
 
-async def test_the_log_gets_actions_refusals_removals_and_reports(world, start_bot, start_worker, sessions):
+def _spy(monkeypatch, bot) -> tuple[list[int], list[str]]:
+    """(the audit ids the moderation log has read, in order; the titles it handed to its outbox)."""
+    read: list[int] = []
+    sent: list[str] = []
+    log = bot.get_cog("ModLog").log
+    entry, send = audit.entry, log.send
+
+    async def reading(s, audit_id):
+        read.append(audit_id)
+        return await entry(s, audit_id)
+
+    def sending(channel_id, guild_id, embed):
+        sent.append(embed.title)
+        send(channel_id, guild_id, embed)
+
+    monkeypatch.setattr(modlog_module, "audit", SimpleNamespace(entry=reading))
+    monkeypatch.setattr(log, "send", sending)
+    return read, sent
+
+
+async def test_the_log_gets_actions_refusals_removals_and_reports(world, start_bot, start_worker, sessions, monkeypatch):
     w = world
     log = w.guild.create_text_channel("mod-log")
-    await start_bot()
+    bot = await start_bot()
+    read, sent = _spy(monkeypatch, bot)
     await start_worker(films=["qiqi"], backend=PreviewBackend(width=96, height=64))
     await setup_game(w, (w.alice, "qiqi"), (w.bob, "jiji"))
     await say(w, w.alice, "act", {"motion": "walk", "background": "town"})
@@ -92,9 +115,15 @@ async def test_the_log_gets_actions_refusals_removals_and_reports(world, start_b
     await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     post2 = await result(w, 2)
     assert "no moderation log channel" in await menu(w, post2, w.owner, "Report shot")
-    await asyncio.sleep(1.0)
-    titles = [e["title"] for e in log_embeds(w, log)]
-    assert titles == ["Log channel", "Pause", "Resume", "Shot reported", "Shot reported", "Shot removed", "Instruction refused"]
+    # A marker entry after all of them: the log reads entries in the order they were committed, so
+    # once it has read the marker, it has handled (and not sent) every entry before it.
+    async with sessions.begin() as s:
+        marker = (await audit.record(s, guild_id=w.guild.id, actor_id=w.bob.id, actor_name="bob", action="test_marker")).id
+    await wait_for(lambda: marker in read, timeout=10, what="the moderation log read the marker entry")
+    expected = ["Log channel", "Pause", "Resume", "Shot reported", "Shot reported", "Shot removed", "Instruction refused"]
+    assert sent == expected
+    await w.server.wait_until(lambda: len(log_embeds(w, log)) == len(expected), 10, "every sent entry in the log channel")
+    assert [e["title"] for e in log_embeds(w, log)] == expected
 
 
 async def test_a_log_channel_the_bot_cannot_post_in_is_refused(world, start_bot):

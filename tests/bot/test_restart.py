@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 from sqlalchemy import func, text, update
 
@@ -24,6 +22,7 @@ from tests.bot.helpers import (
     turns_of,
 )
 from tests.queue.helpers import wait_until
+from tests.waits import Passes
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
 EDITS = ("PATCH", "/channels/{channel_id}/messages/{message_id}")
@@ -60,11 +59,15 @@ async def test_restart_between_finish_and_post(world, start_bot, start_worker, s
     await wait_until(lambda: _all_done(sessions), timeout=30)
     assert results(w) == []
 
-    await start_bot()  # the sweep at start posts what was missed, into the turn's status message
+    bot = await start_bot()  # the sweep at start posts what was missed, into the turn's status message
+    passes = Passes(bot.notifier, "post_pending")
     first = await result(w, 1)
     (turn,) = await posted_turns(sessions, 1)
     assert turn.posted_message_id == first.id == turn.status_message_id and first.attachments[0].data == turn.mp4
-    await asyncio.sleep(2.5)  # two more sweeps and wake-ups: nothing is posted twice
+    for _ in range(2):  # two more sweeps, each to its end: nothing is posted twice
+        mark = passes.mark()
+        await bot.maintenance.sweep()  # what the scheduler runs every sweep_seconds: it wakes the poster
+        await passes.after(mark)
     assert len(results(w)) == 1 and len(post_edits(server, first.id)) == 1 and result_posts(server, turn.id) == []
 
     # A poster that died between the edit and mark_posted: the claim expires and the same message

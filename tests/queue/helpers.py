@@ -19,6 +19,7 @@ from db.models import GameSession, Turn
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from inference.queue import make_enqueue
+from tests.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=50)
@@ -49,20 +50,6 @@ async def turn_rows(sessions, session_id: int | None = None) -> list[Turn]:
         if session_id is not None:
             q = q.where(Turn.session_id == session_id)
         return list((await s.scalars(q)).all())
-
-
-async def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):
-    """Poll an async predicate until it is truthy (and return its value); fail the test after
-    `timeout` seconds, naming `what` was awaited."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(interval)
 
 
 async def wait_started(worker, task: asyncio.Task, timeout: float = 30.0) -> None:
