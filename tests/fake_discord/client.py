@@ -12,6 +12,8 @@ import discord.gateway
 import discord.http
 import yarl
 
+from tests.waits import wait_for
+
 from .server import FakeDiscord
 
 ClientT = TypeVar("ClientT", bound=discord.Client)
@@ -44,17 +46,19 @@ async def start_client(server: FakeDiscord, client: ClientT, *, timeout: float =
     exception is raised here instead of a timeout.
     """
     task = asyncio.create_task(client.start(server.token), name="fake-discord-client")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    # wait_until_ready() cannot be awaited before login() set the client up, so poll.
-    while not client.is_ready():
+
+    def ready() -> bool:
         if task.done():
             task.result()  # re-raise the start failure
             raise RuntimeError("client.start() returned before READY")
-        if loop.time() > deadline:
-            task.cancel()
-            raise TimeoutError(f"client not ready after {timeout}s; gateway log: {server.gateway.log}")
-        await asyncio.sleep(0.01)
+        return client.is_ready()
+
+    # wait_until_ready() cannot be awaited before login() set the client up, so poll.
+    try:
+        await wait_for(ready, timeout, interval=0.01, what="the client's READY")
+    except AssertionError:
+        task.cancel()
+        raise TimeoutError(f"client not ready after {timeout}s; gateway log: {server.gateway.log}") from None
     return task
 
 

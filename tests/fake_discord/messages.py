@@ -3,11 +3,12 @@ MESSAGE_* gateway events, and the test-facing helpers to seed, find and count th
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from tests.waits import loop_turns
 
 from .errors import ApiError, FakeDiscordTimeout, invalid_form, unknown
 from .gateway import INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, GatewaySession
@@ -77,7 +78,7 @@ class MessagesMixin:
     ) -> FakeMessage:
         """A human posts in a channel: stored, and MESSAGE_CREATE is dispatched (content intent honoured)."""
         msg = self.post_message(channel, author=member, content=content, dispatch=True, source="user")
-        await asyncio.sleep(0)
+        await loop_turns()  # the dispatch's send gets its turn of the loop
         return msg
 
     def channel_messages(

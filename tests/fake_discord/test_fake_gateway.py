@@ -174,7 +174,7 @@ async def test_edits_per_channel_and_window(fake_discord: FakeDiscord, world: Wo
     first, second = await channel.send("one"), await channel.send("two")
     for i in range(3):
         await first.edit(content=f"one {i}")
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # sleep: the gap between two bursts is the input the window count is tested on
     await second.edit(content="two 0")
     await second.edit(content="two 1")
     other = await bot.get_channel(world.general.id).send("elsewhere")

@@ -5,7 +5,6 @@ given no shard count launches what GET /gateway/bot recommends."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 
@@ -110,9 +109,13 @@ async def test_two_shard_processes_each_get_only_their_guilds(fake_discord: Fake
         await server.wait_until(lambda: one.messages, 2, "MESSAGE_CREATE on shard 1")
         await server.user_message(a0.channel("general"), a0.member("alice"), "hi shard zero")
         await server.wait_until(lambda: zero.messages, 2, "MESSAGE_CREATE on shard 0")
-        await asyncio.sleep(0.1)  # anything misrouted would have arrived by now
+        # A marker on shard 1 after every event above: a shard's socket is in order, so anything
+        # misrouted to either shard has been handled by the time its last message arrives (shard
+        # 0's is the one just awaited).
+        await server.user_message(c1.channel("general"), c1.member("alice"), "marker")
+        await server.wait_until(lambda: len(one.messages) == 2, 2, "the marker on shard 1")
         assert zero.get_guild(d1.id) is None and one.get_channel(arena.id) is None
-        assert [m.guild.id for m in zero.messages] == [a0.id] and [m.guild.id for m in one.messages] == [c1.id]
+        assert [m.guild.id for m in zero.messages] == [a0.id] and [m.guild.id for m in one.messages] == [c1.id, c1.id]
         for shard, mine in (([0, 2], {a0.id, b0.id}), ([1, 2], {c1.id, d1.id})):
             about = {int(f["d"].get("guild_id") or f["d"]["id"]) for f in shard_frames(server, shard)[1:] if f["t"] != "RESUMED"}
             assert about == mine, (shard, about)

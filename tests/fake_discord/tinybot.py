@@ -121,7 +121,7 @@ def build_game_group(rec: Recorder) -> app_commands.Group:
 
     @game.command(name="slow", description="Answers too late")
     async def slow(interaction: discord.Interaction) -> None:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # sleep: answering late is this command's behaviour (the fake's 3 s rule, shortened)
         try:
             await interaction.response.send_message("finally")
         except discord.NotFound as exc:
