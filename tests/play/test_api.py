@@ -16,6 +16,7 @@ from game.instruction import build_instruction
 from game.sanitize import InputRefused
 from play.errors import PAGE_HINTS
 from tests.play.conftest import running_app
+from tests.waits import wait_for
 
 A, B = 1111, 2222
 
@@ -184,7 +185,7 @@ async def test_events_stream_this_channels_notifications(app, http, sessions):
                         return
 
     reader = asyncio.create_task(read())
-    await asyncio.sleep(0.3)
+    await wait_for(lambda: got, timeout=10, what="the stream's hello (its subscription is made)")
     # Another channel's NOTIFY (a Discord game) is not for this page.
     from db import notify
 

@@ -10,6 +10,7 @@ import logging
 from aiohttp import web
 
 from play.services import every
+from tests.waits import wait_for
 
 
 async def test_a_background_job_runs_again_after_a_failure_and_stops_with_the_app(caplog):
@@ -25,13 +26,8 @@ async def test_a_background_job_runs_again_after_a_failure_and_stops_with_the_ap
     runner = web.AppRunner(app)
     with caplog.at_level(logging.WARNING, logger="play.services"):
         await runner.setup()
-        for _ in range(200):
-            if len(runs) >= 3:
-                break
-            await asyncio.sleep(0.01)
+        await wait_for(lambda: len(runs) >= 3, timeout=5, interval=0.01, what="three rounds")
         await runner.cleanup()
-    assert len(runs) >= 3
     assert [r.getMessage() for r in caplog.records] == ["the test job failed: database went away"]
-    stopped = len(runs)
-    await asyncio.sleep(0.05)
-    assert len(runs) == stopped
+    # The task ended with the app (its cleanup awaited it): no round can follow.
+    assert not [t for t in asyncio.all_tasks() if "every.<locals>.run.<locals>.loop" in t.get_coro().__qualname__]
