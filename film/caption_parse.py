@@ -16,7 +16,8 @@ The paper's tags (`<S>`, `<MD>`, `<MA>`, `<EV>`, `<SC>`, `<ET>`, `<ST>`, `<ML>`)
 time of day, which the game's instruction carries ("Background: {time} {background}") and the
 paper's list has no tag for. Text outside the tags (a model's preamble) is ignored unless it holds
 a reserved model token. Every value is checked by film.manifest.check_fields, the rule the review
-page applies to an operator's edits. Any problem makes the whole answer untrusted: the parse
+page applies to an operator's edits, and a text value must be one the game's cleaning of player
+text leaves as it is (no control characters, no angle brackets). Any problem makes the whole answer untrusted: the parse
 result names the first problem found and fills nothing.
 """
 
@@ -28,13 +29,14 @@ from typing import Any
 
 from film.cast import Cast
 from film.manifest import check_fields
-from game.sanitize import SPECIAL_TOKEN_RE
+from game.sanitize import SPECIAL_TOKEN_RE, InputRefused, sanitize_field
 
 # tag -> the Clip field it fills
 TAGS: dict[str, str] = {
     "S": "character", "MD": "motion", "MA": "adverb", "EV": "background", "TD": "time",
     "SC": "social", "ET": "entertainment", "ST": "stamina", "ML": "caption_level",
 }
+GAME_FIELD = {"time": "time_of_day"}  # the game's name of a field, where it differs
 OPTIONAL_TEXT = ("adverb", "time")  # may be empty: the game's instruction leaves them out then
 INTEGERS = {"social": ("0", "1"), "entertainment": ("0", "1"), "stamina": ("-1", "+1", "1"),
             "caption_level": ("1", "2", "3", "4", "5")}
@@ -87,6 +89,19 @@ def _integer(key: str, text: str) -> int | str:
     return int(text)
 
 
+def _game_would_change(key: str, text: str) -> str | None:
+    """What the game's own cleaning of a player's field (game.sanitize) would change in the text:
+    a caption is trusted only as something a player could have typed (no control or invisible
+    characters, no angle brackets, NFKC-normal), so training sees the text the game would send."""
+    try:
+        clean = sanitize_field(text, GAME_FIELD.get(key, key), len(text), required=False)
+    except InputRefused as e:
+        return f"{key}: {e.reason}"
+    if clean.text != text:
+        return f"{key}: {'; '.join(str(n) for n in clean.notes) or 'not in normal form (NFKC)'}"
+    return None
+
+
 def parse_answer(answer: str, cast: Cast) -> Parsed:
     """The fields of a valid answer, or the first problem (nothing is guessed)."""
     split = split_tags(answer)
@@ -121,6 +136,9 @@ def parse_answer(answer: str, cast: Cast) -> Parsed:
         elif not text:
             return _fail(f"{key}: empty")
         else:
+            changed = _game_would_change(key, text)
+            if changed:
+                return _fail(changed)
             out[key] = text
     problems = check_fields(out, cast.ids)
     if problems:

@@ -100,6 +100,9 @@ def test_names_ids_order_and_optional_fields(cast):
     (VALID.replace("<S>", ""), "</S> closes a tag that is not open"),
     (VALID.replace("fly over the town on a broomstick", "fly " * 30), "motion: longer than 80 characters"),
     (VALID.replace("<MD>fly over the town on a broomstick</MD>", "<MD> </MD>"), "motion: empty"),
+    (VALID.replace("town</EV>", "town =>3</EV>"), "background: removed angle brackets"),
+    (VALID.replace("quickly", "quick\x00ly"), "adverb: removed 1 invisible or control character"),
+    (VALID.replace("morning", "ｍorning"), "time: not in normal form (NFKC)"),
     ("", "missing tags <S>, <MD>, <MA>, <EV>, <TD>, <SC>, <ET>, <ST>, <ML>"),
 ])
 def test_an_invalid_answer_fills_nothing_and_says_why(cast, answer, problem):
