@@ -62,6 +62,7 @@ class Cuts:
     height: int
     duration_s: float
     shots: tuple[Shot, ...]
+    size: int = 0  # the source file's size in bytes when it was cut: another file, other cuts
 
     def to_json(self) -> dict:
         return {**asdict(self), "shots": [asdict(s) for s in self.shots]}
@@ -121,7 +122,7 @@ def find_cuts(path: Path, source: str, detector: str = "content",
     for n, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
         start, stop = times[a], times[b] if b < len(times) else end
         shots.append(_judge(n, start, stop, np.array(times[a:b]), lum[a:b], chg[a:b], step))
-    return Cuts(source, origin, info.width, info.height, end, tuple(shots))
+    return Cuts(source, origin, info.width, info.height, end, tuple(shots), path.stat().st_size)
 
 
 def _judge(n: int, start: float, end: float, times: np.ndarray, lum: np.ndarray, chg: np.ndarray,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,7 +118,8 @@ def cut_stage(out: Path, keys: dict[str, Path], detector: str, progress: bool, r
     todo: dict[str, Path] = {}
     for key, video in keys.items():
         data = read_json(out / STAGES / "cut" / f"{key}.json")
-        if data is not None and data.get("source") == str(video):
+        if data is not None and data.get("source") == str(video) and video.is_file() \
+                and data.get("size") == video.stat().st_size:
             done[key] = cut.Cuts.from_json(data)
         else:
             todo[key] = video
@@ -139,6 +141,8 @@ def cut_stage(out: Path, keys: dict[str, Path], detector: str, progress: bool, r
             except frames.VideoError as e:
                 report.problem(str(e))
                 continue
+            # New cuts (a new source, or another file under the same name): its old clips go.
+            shutil.rmtree(out / STAGES / "clips" / key, ignore_errors=True)
             write_json(out / STAGES / "cut" / f"{key}.json", found.to_json())
             done[key] = found
             if found.duration_s < durations[key] - 1.0:
@@ -246,6 +250,8 @@ def prepare(videos: list[Path], out: Path, characters: Path, *, film: str | None
     """Run every stage; 0 when everything was prepared, 1 when some input failed (the rest is
     done), 2 when nothing could start. Messages go to stderr."""
     report = Report()
+    if captioner is not None and captioner.strip().casefold() in ("", "none"):
+        captioner = None  # the same as no captioner, also in settings.json
     if not 0.0 <= heldout < 1.0:
         raise PrepareError(f"--heldout {heldout}: must be at least 0 and below 1")
     cast = load_cast(characters)

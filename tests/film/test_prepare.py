@@ -94,3 +94,16 @@ def test_a_run_killed_with_sigkill_continues_to_the_same_manifest(prepared, film
     assert "Traceback" not in done.stderr and "clips and motion" in done.stderr  # the progress bars
     assert (out / "manifest.jsonl").read_bytes() == (prepared / "manifest.jsonl").read_bytes()
     assert not list(out.rglob(".*.tmp"))
+
+
+def test_another_file_under_the_same_name_is_cut_again(cast_file, tmp_path):  # noqa: F811
+    from tests.film.lavfi import Shot, make_video
+
+    video, out = tmp_path / "reel.mp4", tmp_path / "set"
+    make_video(video, [Shot("pan", 2.5, 40, 1), Shot("pan", 2.5, 80, 2)])
+    assert prepare(video, out, cast_file) == 0
+    assert [c.id for c in read_manifest(out)] == ["reel-0000-00", "reel-0001-00"]
+    make_video(video, [Shot("pan", 4.5, 40, 3)])
+    assert prepare(video, out, cast_file) == 0
+    assert [c.id for c in read_manifest(out)] == ["reel-0000-00", "reel-0000-01"]
+    assert not (out / "stages" / "clips" / "reel" / "0001.json").exists()
