@@ -1,0 +1,1 @@
+"""Tests of the training engine and phases (#40)."""
