@@ -13,6 +13,7 @@ from sqlalchemy.orm import undefer
 from db.models import AuditLog, Turn
 from tests.fake_discord import FakeMessage
 from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
+from tests.waits import wait_for
 
 
 async def command(w, member, name: str, options: dict | None = None, channel=None):
@@ -84,17 +85,28 @@ def status_message(w, seq: int, channel=None) -> FakeMessage:
 async def closed_as(w, seq: int, state: str = "cancelled", channel=None, timeout: float = 10.0) -> FakeMessage:
     """The turn's status message once it is closed as `state` without buttons: the closing edit
     runs after the answer (it waits for the channel's edit budget, the answer does not)."""
-    import asyncio
 
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
+    def closed():
         m = status_message(w, seq, channel)
-        if m.embeds and m.embeds[0]["title"] == f"Turn #{seq} · {state}" and m.components == []:
-            return m
-        if loop.time() > deadline:
-            raise AssertionError(f"turn #{seq}'s message is {m.embeds[0]['title'] if m.embeds else 'empty'!r}, not closed as {state}")
-        await asyncio.sleep(0.05)
+        return m if m.embeds and m.embeds[0]["title"] == f"Turn #{seq} · {state}" and m.components == [] else None
+
+    return await w.server.wait_until(closed, timeout, f"turn #{seq}'s message closed as {state}")
+
+
+def edits_idle(bot) -> bool:
+    """The bot has no message edit waiting or in flight, and its status board no task that could
+    queue one: any edit it was going to make has reached the fake Discord. (The scheduler has no
+    "idle" signal of its own; this reads its state.)"""
+    channels = bot.edits._channels.values()
+    return bot.edits.pending_count() == 0 and all(ch.task is None or ch.task.done() for ch in channels) and not bot.board._tasks
+
+
+def modlog_idle(bot) -> bool:
+    """The moderation log has no entry heard and unread, and no post waiting or on its way (read
+    from its state: it has no "idle" signal of its own)."""
+    log = bot.get_cog("ModLog").log
+    boxes = log._outboxes.values()
+    return log._entries.empty() and all(not b.pending and (b.task is None or b.task.done()) for b in boxes)
 
 
 def patches_with_files(server) -> list:
@@ -122,13 +134,12 @@ async def audit_actions(sessions) -> list[tuple[str, str]]:
 
 async def posted_turns(sessions, n: int, timeout: float = 10.0) -> list[Turn]:
     """The turns once `n` of them are marked posted (the mark follows the message by a moment)."""
-    from tests.queue.helpers import wait_until
 
     async def ready():
         turns = await turns_of(sessions)
         return turns if sum(t.posted_at is not None for t in turns) >= n else None
 
-    return await wait_until(ready, timeout=timeout)
+    return await wait_for(ready, timeout=timeout, what=f"{n} turns posted")
 
 
 def ffprobe_frames(data: bytes) -> int:

@@ -9,8 +9,19 @@ import json
 
 import discord.http
 
-from tests.bot.helpers import is_result, posted_turns, result, results, say, status_message, turn_messages, turns_of
+from tests.bot.helpers import (
+    edits_idle,
+    is_result,
+    posted_turns,
+    result,
+    results,
+    say,
+    status_message,
+    turn_messages,
+    turns_of,
+)
 from tests.queue.helpers import wait_until
+from tests.waits import wait_for
 
 EDIT_LIMIT, EDIT_WINDOW = 5, 5.0  # Discord: about 5 edits per 5 s per channel
 
@@ -52,7 +63,7 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
         for seq in range(1, 6):
             await result(w, seq, channel, timeout=90)
     turns = await posted_turns(sessions, 15, timeout=30)
-    await asyncio.sleep(1.0)  # any straggling edit would land now
+    await wait_for(lambda: edits_idle(bot), timeout=30, what="the bot's edits done")  # no straggling edit left
 
     generating = 0
     for channel in channels:
@@ -91,7 +102,7 @@ class _QuickRetries:
 
     @staticmethod
     async def sleep(delay, result=None):
-        return await asyncio.sleep(delay / 100, result)
+        return await asyncio.sleep(delay / 100, result)  # sleep: discord.py's own retry pause, scaled down
 
 
 async def test_discord_failing_a_post_is_retried_then_skipped_and_later_turns_follow(world, start_bot, start_worker, sessions, monkeypatch):

@@ -3,16 +3,33 @@ the channel's edit budget), the post's clip replaces it; /admin previews turns t
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
+import time
 
 from PIL import Image
 
-from tests.bot.helpers import answer, audit_actions, command, is_result, posted_turns, result, say, turn_messages
+from tests.bot.helpers import (
+    answer,
+    audit_actions,
+    command,
+    edits_idle,
+    is_result,
+    posted_turns,
+    result,
+    say,
+    turn_messages,
+)
+from tests.waits import wait_for
 
 EDIT_LIMIT, EDIT_WINDOW = 5, 5.0  # Discord: about 5 edits per 5 s per channel
 PREVIEW = "preview.webp"
+
+
+def _window_clear(server, channel) -> bool:
+    """No edit of the channel within the last EDIT_WINDOW seconds (the fake records its times)."""
+    times = [at for at, _ in server.channel_edits(channel)]
+    return not times or time.monotonic() - times[-1] >= EDIT_WINDOW
 
 
 def _preview_edits(server, channel) -> list[dict]:
@@ -24,7 +41,7 @@ async def test_ten_channels_show_previews_within_the_edit_budget_and_post_each_c
 ):
     w, server = world, world.server
     settings = qsettings.model_copy(update={"preview_interval": 0.0, "preview_max": 4})
-    await start_bot(settings=settings)
+    bot = await start_bot(settings=settings)
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     channels = [w.games, w.games2] + [w.guild.create_text_channel(f"games-{i}") for i in range(3, 11)]
     for channel in channels:
@@ -38,7 +55,7 @@ async def test_ten_channels_show_previews_within_the_edit_budget_and_post_each_c
     for channel in channels:
         await result(w, 1, channel, timeout=90)
     await posted_turns(sessions, 10, timeout=30)
-    await asyncio.sleep(1.0)  # any straggling edit would land now
+    await wait_for(lambda: edits_idle(bot), timeout=30, what="the bot's edits done")  # no straggling edit left
 
     patches = server.requests_to("PATCH", "/channels/{channel_id}/messages/{message_id}")
     assert all(r.status == 200 for r in patches), [(r.status, r.json) for r in patches if r.status != 200]
@@ -84,7 +101,7 @@ async def test_admin_previews_off_is_audited_shown_and_honoured(world, start_bot
     # Turn 1's progress and post spent the channel's edit window (5 edits per 5 s), and routine
     # edits (progress, previews) keep its last slot for posts: turn 2 starts once it is clear,
     # so that its 2 s leave room for its previews.
-    await asyncio.sleep(EDIT_WINDOW)
+    await wait_for(lambda: _window_clear(server, w.games), timeout=30, what="the channel's edit window clear")
     await say(w, w.alice, "act", {"motion": "run", "background": "town"})
     await result(w, 2, timeout=60)
     assert _preview_edits(server, w.games)
