@@ -13,10 +13,15 @@ import time
 from pathlib import Path
 
 from tests.ports import free_port
+from tests.waits import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 READY = re.compile(r"AnimeGamer play page: (http://\S+)")
+
+
+class _Exited(AssertionError):
+    """The process ended without printing the line awaited."""
 
 
 class PlayProcess:
@@ -47,17 +52,22 @@ class PlayProcess:
 
     def wait_for(self, pattern: str, timeout: float = 90) -> re.Match:
         rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                m = rx.search(line)
-                if m:
-                    return m
-            if self.proc.poll() is not None:
-                time.sleep(0.2)  # let the reader drain
-                raise AssertionError(f"play exited ({self.proc.returncode}) before {pattern!r}:\n{self.output}")
-            time.sleep(0.05)
-        raise AssertionError(f"no {pattern!r} within {timeout} s:\n{self.output}")
+        exited = False
+
+        def found() -> re.Match | None:
+            nonlocal exited
+            m = next((m for line in list(self.lines) if (m := rx.search(line))), None)
+            if m is None and exited:  # its last lines were read: it ended without printing one
+                raise _Exited(f"play exited ({self.proc.returncode}) before {pattern!r}:\n{self.output}")
+            exited = self.proc.poll() is not None and not self._reader.is_alive()
+            return m
+
+        try:
+            return wait_for_sync(found, timeout, what=repr(pattern))
+        except _Exited:
+            raise
+        except AssertionError:
+            raise AssertionError(f"no {pattern!r} within {timeout} s:\n{self.output}") from None
 
     def wait_ready(self, timeout: float = 120) -> str:
         m = self.wait_for(READY.pattern, timeout)

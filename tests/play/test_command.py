@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import psutil
 
 from tests.play.helpers import ARTIFACTS, PlayProcess, ffprobe, play_env, save_artifact
+from tests.waits import wait_for_sync
 
 PREVIEW = ("--preview-size", "96x64")
 
@@ -32,13 +32,11 @@ def post(url: str, body: dict):
 
 
 def wait_turn_done(base: str, turn_id: int, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _, t = get(f"{base}/api/turns/{turn_id}")
-        if t["status"] in ("done", "failed"):
-            return t
-        time.sleep(0.2)
-    raise AssertionError(f"turn {turn_id} not finished: {t}")
+    def finished():
+        t = get(f"{base}/api/turns/{turn_id}")[1]
+        return t if t["status"] in ("done", "failed") else None
+
+    return wait_for_sync(finished, timeout, interval=0.2, what=f"turn {turn_id} finished")
 
 
 def postgres_pid(pgdata: Path) -> int:
@@ -55,12 +53,11 @@ def cluster_state(pgdata: Path) -> str:
 
 
 def gone(pid: int, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return True
-        time.sleep(0.1)
-    return False
+    try:
+        return wait_for_sync(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+                             timeout, interval=0.1, what=f"process {pid} gone")
+    except AssertionError:
+        return False
 
 
 def test_play_embedded_stops_cleanly_and_resumes(embedded_data_dir):
@@ -90,10 +87,8 @@ def test_play_embedded_stops_cleanly_and_resumes(embedded_data_dir):
 
         # Ctrl-C while a turn is being generated: the worker finishes it before stopping.
         busy = post(f"{base}/api/act", {"player_id": 7, "motion": "turn head", "background": "bedroom"})
-        deadline = time.monotonic() + 30
-        while get(f"{base}/api/turns/{busy['turn_id']}")[1]["status"] != "running":
-            assert time.monotonic() < deadline, first.output
-            time.sleep(0.05)
+        wait_for_sync(lambda: get(f"{base}/api/turns/{busy['turn_id']}")[1]["status"] == "running", 30,
+                      what=f"turn {busy['turn_id']} running; output:\n{first.output}")
         assert first.interrupt() == 0, first.output
     finally:
         first.kill()

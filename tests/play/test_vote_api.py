@@ -11,6 +11,7 @@ from sqlalchemy import func, select, text, update
 from db.models import Turn, VoteRound
 from tests.play.conftest import running_app
 from tests.play.test_api import A, B, get, post, start_and_join
+from tests.waits import wait_for
 
 C = 3333  # a tab that never joins
 
@@ -22,14 +23,11 @@ async def app(settings, engine, database_url, sessions):
 
 
 async def wait_round(http, base, status: str, player: int = A, timeout: float = 10.0) -> dict:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
+    async def found():
         _, v = await get(http, f"{base}/api/vote?player={player}")
-        if v["round"] and v["round"]["status"] == status:
-            return v["round"]
-        assert loop.time() < end, f"no {status} round: {v}"
-        await asyncio.sleep(0.1)
+        return v["round"] if v["round"] and v["round"]["status"] == status else None
+
+    return await wait_for(found, timeout, interval=0.1, what=f"a {status} round")
 
 
 async def expire(sessions) -> None:
@@ -120,7 +118,7 @@ async def test_round_changes_reach_the_event_stream(app, http, sessions):
                         return
 
     reader = asyncio.create_task(read())
-    await asyncio.sleep(0.3)
+    await wait_for(lambda: got, timeout=10, what="the stream's hello (its subscription is made)")
     await post(http, f"{base}/api/vote/propose", {"player_id": A, "motion": "walk", "background": "town"})
     await asyncio.wait_for(reader, 10)
     assert got[-1]["type"] == "session_changed" and got[-1]["channel_id"] == 1

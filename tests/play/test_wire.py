@@ -12,6 +12,7 @@ import pytest
 
 from db.models import Turn
 from tests.play.conftest import running_app
+from tests.waits import wait_for
 
 A = 1111
 ACT = {"motion": "walk", "background": "town"}
@@ -188,6 +189,11 @@ MALFORMED = [
 ]
 
 
+def _shown(caplog) -> list:
+    """The log records an operator sees (INFO and up, not the libraries' own)."""
+    return [r for r in caplog.records if r.levelno >= logging.INFO and not r.name.startswith(("asyncio", "sqlalchemy"))]
+
+
 @pytest.mark.parametrize("name,request_bytes", MALFORMED, ids=[m[0] for m in MALFORMED])
 async def test_malformed_request_is_a_400_and_one_log_line(app, caplog, name, request_bytes):
     """A request aiohttp cannot parse is the client's mistake: a 400, and one line in the log (no
@@ -204,10 +210,10 @@ async def test_malformed_request_is_a_400_and_one_log_line(app, caplog, name, re
         writer.write(request_bytes.replace(b"{host}", host))
         status, _, _ = await read_response(reader)
         assert status == 400
-        await asyncio.sleep(0.1)  # the log line is written after the answer
+        await wait_for(lambda: _shown(caplog), timeout=5, what="the log line (written after the answer)")
     finally:
         writer.close()
-    shown = [r for r in caplog.records if r.levelno >= logging.INFO and not r.name.startswith(("asyncio", "sqlalchemy"))]
+    shown = _shown(caplog)
     assert len(shown) == 1, [(r.name, r.levelname, r.getMessage()) for r in shown]
     [line] = shown
     assert line.levelno == logging.WARNING and line.exc_info is None and line.exc_text is None
