@@ -27,6 +27,7 @@ import yaml
 
 from tests.bot.helpers import answer, is_result
 from tests.fake_discord import FakeDiscord
+from tests.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker" / "compose.yaml"
@@ -120,21 +121,22 @@ async def timed(name: str, coro):
 
 
 async def wait_healthy(stack: Stack, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        states = {}
+    states: dict[str, str] = {}
+
+    async def healthy() -> bool:
         for service in LONG_RUNNING:
             state = (await stack.inspect(service))["State"]
             states[service] = state.get("Health", {}).get("Status", "no healthcheck")
             if state["Status"] != "running":
                 logs = await stack.run("logs", "--tail", "40", service, check=False)
                 raise CheckFailed(f"{service} is {state['Status']} (exit {state['ExitCode']}):\n{logs}")
-        if all(s == "healthy" for s in states.values()):
-            log(f"   healthy: {', '.join(states)}")
-            return
-        if time.monotonic() > deadline:
-            raise CheckFailed(f"not healthy after {timeout:.0f} s: {states}")
-        await asyncio.sleep(2)
+        return all(s == "healthy" for s in states.values())
+
+    try:  # polled every 2 s: each poll is a `docker inspect` per service
+        await wait_for(healthy, timeout, interval=2, what="every healthcheck healthy")
+    except AssertionError:
+        raise CheckFailed(f"not healthy after {timeout:.0f} s: {states}") from None
+    log(f"   healthy: {', '.join(states)}")
 
 
 async def check_migrate(stack: Stack) -> None:
@@ -175,6 +177,21 @@ async def play_turn(w, seq: int, motion: str) -> None:
     if clip is None or clip.filename != f"turn-{seq}.mp4" or not clip.data:
         raise CheckFailed(f"turn #{seq} was posted without its clip: {message.attachments}")
     log(f"   turn #{seq}: {clip.filename} posted ({len(clip.data)} bytes)")
+
+
+async def posted_mark(stack: Stack, seq: int, timeout: float = 60) -> None:
+    """Wait until the bot has recorded turn #`seq` as posted: the end of its posting. Once the
+    mark is there no poster claims the turn again, so a second upload would have come before it."""
+
+    async def marked() -> bool:
+        out = await stack.run("exec", "-T", "postgres", "psql", "-U", "animegamer", "-d", "animegamer", "-At", "-c",
+                              f"SELECT count(*) FROM turns WHERE seq = {int(seq)} AND posted_at IS NOT NULL")
+        return int(out.strip() or 0) > 0
+
+    try:
+        await wait_for(marked, timeout, interval=0.5, what=f"turn #{seq} marked posted")
+    except AssertionError:
+        raise CheckFailed(f"turn #{seq} was not marked posted within {timeout:.0f} s") from None
 
 
 async def stored(stack: Stack) -> tuple[int, int, int]:
@@ -227,7 +244,7 @@ async def whole_turn(stack: Stack, w) -> None:
         await play_turn(w, 1, "run")
 
     await timed("a game and a turn (preview worker)", first_game())
-    await asyncio.sleep(5)  # a second post would come now
+    await posted_mark(stack, 1)  # a second post would have come before the mark
     if (n := mp4_posts(server, "turn-1.mp4")) != 1:
         raise CheckFailed(f"turn-1.mp4 was uploaded {n} times")
     log("   turn-1.mp4 uploaded exactly once")
@@ -241,7 +258,7 @@ async def whole_turn(stack: Stack, w) -> None:
         raise CheckFailed(f"after down/up: {after} (games, turns, clips), before: {before}")
     log(f"   still stored after down/up: {after[0]} game(s), {after[1]} turn(s), {after[2]} clip(s)")
     await timed("the game goes on: a second turn", play_turn(w, 2, "jump"))
-    await asyncio.sleep(5)
+    await posted_mark(stack, 2)
     counts = (mp4_posts(server, "turn-1.mp4"), mp4_posts(server, "turn-2.mp4"))
     if counts != (1, 1):
         raise CheckFailed(f"uploads of turn-1.mp4, turn-2.mp4: {counts}")
