@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     from animegamer.shares_cli import register as register_shares
     from bot.commands import register as register_bot
     from bot.deploy_commands import register as register_deploy
+    from evaluation.cli import register as register_eval
     from film.cli import register as register_film
     from inference.commands import register as register_inference
     from inference.models_cli import register as register_models
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
                      register_films, register_healthcheck, register_content_rules, register_i18n, register_film,
-                     register_shares):
+                     register_shares, register_eval):
         register(sub)
     return p
 
