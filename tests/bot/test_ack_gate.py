@@ -13,11 +13,16 @@ from bot import ack_order
 from bot.ack_order import AckGate
 from tests.bot.helpers import answer, say
 from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
+from tests.waits import loop_turns, wait_for
+
+# The gate is pure asyncio (no I/O, no timer but its limits): what it releases runs within a few
+# turns of the loop, so "not released" is checked after SETTLE turns, not after a time.
+SETTLE = 20
 
 
 async def _started(coro) -> asyncio.Task:
     task = asyncio.ensure_future(coro)
-    await asyncio.sleep(0)
+    await loop_turns()
     return task
 
 
@@ -29,7 +34,7 @@ async def test_work_waits_for_earlier_receipts_only():
     first = await _started(gate.wait())
     gate.received(4)  # arrives after: not waited for
     gate.answered(3)
-    await asyncio.sleep(0)
+    await loop_turns(SETTLE)
     assert not first.done()  # 2 is still unacknowledged
     gate.answered(2)
     await asyncio.wait_for(first, 1)
@@ -67,7 +72,7 @@ async def test_many_waiters_released_in_order_of_their_receipts():
         waiters.append(await _started(gate.wait()))  # each waits for 1..i
     for i in range(1, 6):
         gate.answered(i)
-        await asyncio.sleep(0.01)
+        await loop_turns(SETTLE)
         assert [w.done() for w in waiters] == [j <= i for j in range(1, 6)]
 
 
@@ -82,13 +87,13 @@ async def test_acknowledgements_take_slots_in_order_of_asking():
             await release[i].wait()
 
     tasks = [asyncio.ensure_future(send(i)) for i in range(1, 6)]
-    await asyncio.sleep(0.01)
+    await loop_turns(SETTLE)
     assert order == [1, 2]  # two slots
     gate.answered(2)  # 2's body left: its slot goes to the next in line although its block goes on
-    await asyncio.sleep(0.01)
+    await loop_turns(SETTLE)
     assert order == [1, 2, 3]
     release[1].set()  # 1's block ended
-    await asyncio.sleep(0.01)
+    await loop_turns(SETTLE)
     assert order == [1, 2, 3, 4]
     tasks[4].cancel()  # 5 gives up waiting: it takes no slot and holds none
     for i in (2, 3, 4):
@@ -156,14 +161,10 @@ async def test_an_autocomplete_that_fails_is_an_error_and_stops_counting_when_it
     monkeypatch.setattr(ack_order, "ACK_DEADLINE", 60.0)  # only the task's end can release it here
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     h = await w.server.autocomplete(w.guild, w.games, w.alice, "game join", {"character": "q"}, focused="character")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5
-    while "Ignoring exception in autocomplete" not in caplog.text and loop.time() < deadline:
-        await asyncio.sleep(0.02)
-    assert "Ignoring exception in autocomplete" in caplog.text  # the callback failed, as discord.py reports it
-    await asyncio.sleep(0.05)  # the task's done callbacks
+    # the callback failed, as discord.py reports it
+    await wait_for(lambda: "Ignoring exception in autocomplete" in caplog.text, timeout=5, interval=0.02, what="discord.py's report")
+    await wait_for(lambda: bot.interaction_meter.gate.pending() == 0, timeout=5, what="the task's done callbacks")
     assert not h.responded
-    assert bot.interaction_meter.gate.pending() == 0
     await asyncio.wait_for(bot.interaction_meter.gate.wait(limit=5), 0.5)  # nothing holds work back
     labels = {"kind": "autocomplete", "command": "game join", "outcome": "error"}
     assert bot.metrics.registry.get_sample_value("animegamer_bot_interactions_total", labels) == 1.0

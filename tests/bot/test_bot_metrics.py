@@ -33,6 +33,7 @@ from bot.queue_watch import QueueWatch
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import answer, command, posted_turns, result, say, setup_game, status_message
 from tests.queue.helpers import wait_until
+from tests.waits import Passes, loop_turns
 
 
 def _interaction(kind: str, *, command: str | None = None, custom_id: str | None = None):
@@ -233,7 +234,7 @@ async def _answer(meter: InteractionMeter, interaction_id: int, *, body: bool = 
 async def _ended(coro) -> None:
     """Run `coro` as a task (as discord.py runs a handler) until the task's done callbacks ran."""
     await asyncio.create_task(coro)
-    await asyncio.sleep(0)  # the meter's done callback runs after this coroutine's wake-up
+    await loop_turns()  # the meter's done callback runs after this coroutine's wake-up
 
 
 async def test_an_interaction_counts_once_when_the_task_that_answered_it_ends():
@@ -474,7 +475,8 @@ async def test_the_queue_gauges_say_when_the_database_is_unreachable():
     watch = QueueWatch(types.SimpleNamespace(sessions=Down), m, interval=0.01)  # type: ignore[arg-type]
     assert not await watch.refresh()
     assert _value(m, "animegamer_database_up") == 0
+    tries = Passes(watch, "refresh")
     watch.start()  # the periodic task keeps trying and stops with close()
-    await asyncio.sleep(0.05)
+    await tries.after(1, timeout=10)  # a second try, after the first failed
     await watch.close()
     assert watch.refreshes == 0

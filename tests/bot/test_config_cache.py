@@ -12,6 +12,7 @@ from db import guilds, notify
 from db import sessions as game_sessions
 from game.catalogue import FILMS
 from tests.bot.helpers import say
+from tests.waits import wait_for
 
 RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
 
@@ -32,10 +33,7 @@ def counted_queries(engine):
 
 
 async def bot_world_wait(predicate, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "the bot did not handle the marker NOTIFY"
-        await asyncio.sleep(0.02)
+    await wait_for(predicate, timeout, interval=0.02, what="the bot handled the marker NOTIFY")
 
 
 async def settled(bot, sessions) -> None:

@@ -3,11 +3,11 @@ final edits, and a final edit cutting short a routine edit's wait."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from types import SimpleNamespace
 
 from bot.edits import EditScheduler, _Channel
+from tests.waits import wait_for
 
 
 class Recording(EditScheduler):
@@ -28,7 +28,7 @@ async def test_a_newer_routine_edit_is_merged_into_the_waiting_one():
     s.routine(1, 10, content="first")  # applied at once
     s.routine(1, 11, content="queued", attachments=["preview"])  # waits for the gap
     s.routine(1, 11, content="progress")  # merged: the preview's attachment stays
-    await asyncio.sleep(1.5)
+    await wait_for(lambda: len(s.applied) == 2, timeout=10, interval=0.02, what="the waiting edit applied")
     assert [(m, f) for m, f, _ in s.applied] == [(10, {"content": "first"}), (11, {"content": "progress", "attachments": ["preview"]})]
     await s.close()
 
@@ -37,7 +37,7 @@ async def test_a_final_edit_does_not_wait_for_a_routine_edits_gap():
     s = Recording(limit=5, per=10.0)  # routine edits 2 s apart
     s.routine(1, 10, content="progress")
     s.routine(1, 11, content="progress")  # waits ~2 s for its turn
-    await asyncio.sleep(0.05)
+    await wait_for(lambda: s.applied, timeout=10, interval=0.01, what="the first edit applied")
     t0 = time.monotonic()
     await s.final(1, 12, content="post")
     assert time.monotonic() - t0 < 1.0  # the post went at once, not after the routine edit's gap
