@@ -249,3 +249,16 @@ def test_a_checkpoint_missing_weights_is_refused_not_left_random(models, tmp_pat
                                                r"e\.g\. \S*post_layernorm\.weight"):
         load_clip(broken, torch.device("cpu"), torch.float32)
     assert load_clip(models["clip"], torch.device("cpu"), torch.float32).training is False
+
+
+def test_a_full_size_vit_b_16_gives_the_decoders_196_by_768_tokens():
+    """The released decoder's ip_proj reads 196 x 768: a ViT-B/16's config (transformers' defaults
+    with 16 px patches; 2 of its 12 blocks and random weights: the shape is the point) gives that."""
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+
+    from film.encoders import image_features
+
+    torch.manual_seed(0)
+    model = CLIPVisionModel(CLIPVisionConfig(patch_size=16, hidden_act="gelu", num_hidden_layers=2)).eval()
+    frame = np.random.default_rng(0).integers(0, 255, (1, 480, 720, 3), dtype=np.uint8)
+    assert image_features(model, frame).shape == (1, 196, 768)
