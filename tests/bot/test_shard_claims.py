@@ -5,7 +5,6 @@ The same with real bots on the fake Discord: tests/bot/test_two_shards.py."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -25,6 +24,7 @@ from game import stored_reasons
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
+from tests.waits import wait_for
 
 QIQI = FILMS["qiqi"]
 # Two servers on each shard of two (a server's shard: (id >> 22) % 2), all real Discord ids.
@@ -172,8 +172,9 @@ async def test_the_status_board_leaves_another_shards_progress_alone(sessions, m
         for _ in range(3):
             for turn_id, channel_id in ids.values():
                 board.progress(turn_id, channel_id, 0.5, "mllm")
-            await asyncio.sleep(0.2)
-            await asyncio.gather(*board._tasks)
+            # every task the board spawned (and those they spawned) has ended, its refresh too
+            await wait_for(lambda: not board._tasks and (board._refresher is None or board._refresher.done()),
+                           timeout=10, interval=0.01, what="the board's tasks done")
     finally:
         await board.close()
     mine, theirs = ids[ZERO[0]], ids[ONE[0]]

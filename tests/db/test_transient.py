@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from db.engine import libpq_url, make_engine
 from db.transient import DatabaseStatus, backoff, classify, is_transient, retry_transient
+from tests.waits import wait_for
 
 
 def _wrapped_by_procrastinate(cause: BaseException) -> BaseException:
@@ -123,6 +124,15 @@ async def test_real_connection_refused():
         await engine.dispose()
 
 
+async def _exited(conn, pid: int) -> None:
+    """Until the terminated backend has exited (it sent its 57P01 before it went)."""
+
+    async def gone():
+        return not await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)
+
+    await wait_for(gone, timeout=10, interval=0.02, what=f"backend {pid} exited")
+
+
 async def test_real_terminated_connection(database_url):
     # 57P01, as pg_terminate_backend (and a fast shutdown) deliver it, through asyncpg, SQLAlchemy
     # and psycopg (procrastinate's driver).
@@ -130,7 +140,7 @@ async def test_real_terminated_connection(database_url):
     killer = await asyncpg.connect(libpq_url(database_url))
     try:
         await killer.execute("SELECT pg_terminate_backend($1)", victim.get_server_pid())
-        await asyncio.sleep(0.2)
+        await _exited(killer, victim.get_server_pid())
         with pytest.raises(Exception) as info:
             await victim.fetchval("SELECT 1")
         assert is_transient(info.value), repr(info.value)
@@ -144,8 +154,8 @@ async def test_real_terminated_connection(database_url):
             pid = await conn.scalar(text("SELECT pg_backend_pid()"))
             other = await asyncpg.connect(libpq_url(database_url))
             await other.execute("SELECT pg_terminate_backend($1)", pid)
+            await _exited(other, pid)
             await other.close()
-            await asyncio.sleep(0.2)
             with pytest.raises(sa_exc.DBAPIError) as info:
                 await conn.execute(text("SELECT 1"))
         assert is_transient(info.value), repr(info.value)
@@ -155,8 +165,8 @@ async def test_real_terminated_connection(database_url):
     conn = await psycopg.AsyncConnection.connect(libpq_url(database_url), autocommit=True)
     other = await asyncpg.connect(libpq_url(database_url))
     await other.execute("SELECT pg_terminate_backend($1)", conn.info.backend_pid)
+    await _exited(other, conn.info.backend_pid)
     await other.close()
-    await asyncio.sleep(0.2)
     with pytest.raises(psycopg.Error) as info:
         await conn.execute("SELECT 1")
     await conn.close()

@@ -21,6 +21,7 @@ from i18n.context import set_locale
 from i18n.translate import Ln_, Lp_
 from tests.i18n.discord_rules import name_problem
 from tests.i18n.helpers import write_catalog, write_pot
+from tests.waits import loop_turns
 
 HELLO = "Hello, %(name)s!"
 TURNS = ("%(n)s turn waiting", "%(n)s turns waiting")
@@ -316,7 +317,7 @@ async def test_the_locale_belongs_to_one_task(catalogs):
             await started.wait()
         else:
             started.set()
-        await asyncio.sleep(0)
+        await loop_turns()  # the other task runs here, with its own locale
         seen[tag] = [current_locale(), _(IDLE)]
 
     await asyncio.gather(asyncio.create_task(interaction("ru", True)), asyncio.create_task(interaction("ja", False)))

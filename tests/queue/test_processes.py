@@ -117,8 +117,10 @@ async def test_sigterm_releases_the_running_turn(sessions, database_url, tmp_pat
     w1 = start_worker_process(database_url, "--no-render", "--preview-delay", "20", "--grace", "0", log_path=tmp_path / "w1.log")
     w2 = None
     try:
-        await wait_until(lambda: _running(sessions), timeout=60)
-        await asyncio.sleep(0.3)
+        running = await wait_until(lambda: _running(sessions), timeout=60)
+        # the worker's own line once the turn is taken and its generation begins
+        log = tmp_path / "w1.log"
+        await wait_until(lambda: f"turn {running.id} (session" in log.read_text(errors="replace"), timeout=30, what="the worker's 'started' line")
         w1.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(w1.wait, 30) == 0
         rows = await turn_rows(sessions, gs.id)

@@ -3,7 +3,6 @@ cap, queue position; and the worker command's start errors."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 
@@ -144,11 +143,12 @@ async def test_sweep_retries_stalled_jobs_and_fails_orphans(sessions):
     # A heartbeat's age counts from the server's start at the earliest, so "stalled" must be
     # shorter than the server's uptime: a minute, or less on a server the tests just started
     # (the embedded one), which gets at least a few seconds of uptime first.
-    async with sessions() as s:
-        uptime = await s.scalar(text("SELECT extract(epoch FROM clock_timestamp() - pg_postmaster_start_time())::float"))
-    if uptime < 5:
-        await asyncio.sleep(5 - uptime)
-        uptime = 5.0
+    async def uptime_of_five_seconds():
+        async with sessions() as s:
+            up = await s.scalar(text("SELECT extract(epoch FROM clock_timestamp() - pg_postmaster_start_time())::float"))
+        return up if up >= 5 else None
+
+    uptime = await wait_until(uptime_of_five_seconds, timeout=30, what="five seconds of server uptime")
     stalled = min(60.0, uptime - 2)
     gs = await new_session(sessions, 540)
     t1 = await submit(sessions, gs, "walk")
