@@ -20,7 +20,7 @@ from .convert_checkpoints import (
     require_tensors,
 )
 from .transformer import ANIMEGAMER_2B_CONFIG
-from .uncond import UNCOND_SOURCE_KEYS, build_uncond_embedding
+from .uncond import PATCH_EMBED_PREFIX, UNCOND_SOURCE_KEYS, build_uncond_embedding
 
 LORA_ALPHA = 1.0  # sat.model.finetune.lora2.LoraMixin default; scale = alpha / r = 1/64 for r = 64
 
@@ -141,7 +141,7 @@ def convert_transformer_state_dict(
             take([src], "split", [f"{dif_l}.norm1.linear.{p}", f"{dif_l}.norm2.linear.{p}"])
 
     # The unconditional branch, folded into one constant.
-    pe = "mixins.patch_embed."
+    pe = PATCH_EMBED_PREFIX
     uncond_params = {k: sd[pe + k] for k in UNCOND_SOURCE_KEYS if pe + k in sd}
     out["uncond_embedding"] = build_uncond_embedding(uncond_params)
     take([pe + k for k in UNCOND_SOURCE_KEYS], "folded", ["uncond_embedding"],

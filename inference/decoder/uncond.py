@@ -21,7 +21,10 @@ UNCOND_TEXT_TOKENS = 30  # FrozenT5Embedder(is_plan_3=True) pads to 30 tokens
 UNCOND_IP_TOKENS = 196  # FrozenOpenCLIPImageEmbedder_196
 MIX_NORM_EPS = 1e-5
 
-# Names relative to the SAT patch-embedding mixin (model.diffusion_model.mixins.patch_embed.).
+# The SAT patch-embedding mixin, under which the released checkpoint keeps these tensors (after the
+# DiT prefix model.diffusion_model.). The names below are relative to it; they are also the state
+# dict keys of training.encoder.RepresentationEncoder, which trains them.
+PATCH_EMBED_PREFIX = "mixins.patch_embed."
 UNCOND_SOURCE_KEYS = tuple(
     f"{module}.{param}"
     for module in (

@@ -1,0 +1,218 @@
+"""Phases (a) and (c) of the decoder on tiny random models and a tiny training folder in the film
+pipeline's format (manifest, games, feature shards written as film.features writes them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from accelerate import Accelerator
+from diffusers import AutoencoderKLCogVideoX
+
+from film.features import FORMAT, shard_name, write_shard
+from film.games import write_games
+from film.manifest import FEATURES_INDEX, Clip, write_lines, write_manifest
+from inference.decoder.pipeline import load_decoder
+from inference.decoder.transformer import AnimeGamerTransformer3DModel
+from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from training.config import RunConfig
+from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a
+from training.decoder_recipe import DecoderDataError, clip_items, video_tokens
+from training.encoder import ENCODER_FILE, RepresentationEncoder
+
+torch.set_num_threads(1)  # tiny tensors; the machine is shared
+
+TEXT_DIM, IMAGE_DIM, IMAGE_TOKENS = 8, 12, 196
+LATENT = (5, TINY_TRANSFORMER_CONFIG["in_channels"], TINY_TRANSFORMER_CONFIG["sample_height"],
+          TINY_TRANSFORMER_CONFIG["sample_width"])
+
+
+def tiny_decoder_folder(path: Path, seed: int = 0) -> Path:
+    """A converted decoder folder as `animegamer convert-decoder` writes it, with tiny random models."""
+    torch.manual_seed(seed)
+    transformer = AnimeGamerTransformer3DModel(**TINY_TRANSFORMER_CONFIG)
+    with torch.no_grad():
+        transformer.uncond_embedding.normal_()
+    transformer.save_pretrained(str(path / "transformer"))
+    AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).save_pretrained(str(path / "vae"))
+    (path / "decoder.json").write_text(json.dumps({"format": "animegamer-decoder", "version": 1, "dtype": "fp32",
+                                                   "num_latent_frames": 5, "fps": 8, **TINY_SIZE}))
+    return path
+
+
+def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = (), seed: int = 0) -> Path:
+    """Accepted clips of one character (one shot each) with features in one shard. `heldout`: the
+    clips whose games are held out (written into games.jsonl after film.games builds it)."""
+    g = torch.Generator().manual_seed(seed)
+    records, tensors = [], {}
+    for n in range(clips):
+        cid = f"film-{n:04d}-00"
+        records.append(Clip(id=cid, source="film.mp4", shot=n, start_s=2.0 * n, end_s=2.0 * n + 2.0,
+                            clip=f"clips/{cid}.mp4", stills=(), motion_flow=1.0, motion_level=1 + n % 5,
+                            status="accepted", character="qiqi", motion="fly", adverb="quickly",
+                            background="sky", time="night", social=n % 2, entertainment=0, stamina=-1,
+                            features=shard_name(0)))
+        tensors[f"{cid}/latents"] = torch.randn(LATENT, generator=g).to(torch.bfloat16)
+        tensors[f"{cid}/image"] = torch.randn(IMAGE_TOKENS, IMAGE_DIM, generator=g).to(torch.bfloat16)
+        tensors[f"{cid}/text"] = torch.randn(226, TEXT_DIM, generator=g).to(torch.bfloat16)
+    path.mkdir(parents=True, exist_ok=True)
+    write_manifest(path, records)
+    write_shard(path / shard_name(0), tensors, {"format": FORMAT, "clips": [r.id for r in records], "texts": {},
+                                               "models": {}})
+    write_lines(path / FEATURES_INDEX, [json.dumps({r.id: shard_name(0) for r in records})])
+    write_games(path, records, heldout=0.0)
+    games = [json.loads(line) for line in (path / "games.jsonl").read_text().splitlines()]
+    held_ids = {records[i].id for i in heldout}
+    out = []
+    for game in games:  # one run of consecutive clips: split it so the held-out clips are their own game
+        keep = [t for t in game["turns"] if t["clip"] not in held_ids]
+        held = [t for t in game["turns"] if t["clip"] in held_ids]
+        if keep:
+            out.append({**game, "turns": keep})
+        if held:
+            out.append({**game, "id": held[0]["clip"], "split": "heldout", "turns": held})
+    write_lines(path / "games.jsonl", [json.dumps(g) for g in out])
+    return path
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("decoder_phases")
+    return {"data": tiny_training_folder(root / "film", heldout=(5,)),
+            "decoder": tiny_decoder_folder(root / "decoder")}
+
+
+def recipe_a(folders, **settings) -> PhaseARecipe:
+    run = RunConfig(max_steps=4, lr=1e-3, gradient_checkpointing=True)
+    s = PhaseA(decoder=str(folders["decoder"]), **settings)
+    return PhaseARecipe(folders["data"], s, run)
+
+
+def snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+def one_step(recipe, model, step: int, lr: float = 1e-2) -> torch.Tensor:
+    """A plain optimizer step on the recipe's groups (no engine), as the engine takes it."""
+    opt = torch.optim.AdamW(recipe.param_groups(model), lr=lr, weight_decay=0.0)
+    batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
+    loss = recipe.loss(model, batch, step)["loss"]
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def test_training_set_split_and_flows(folders):
+    train, held = clip_items(folders["data"])
+    assert [i.id for i in held] == ["film-0005-00"]
+    assert len(train) == 5
+    # the game's level -> flow table (game.motion): 1 -> 0.5, ..., 5 -> 40
+    assert [i.flow for i in train] == [0.5, 2.5, 10.0, 15.0, 40.0]
+
+
+def test_training_set_errors(tmp_path, folders):
+    with pytest.raises(DecoderDataError, match="no manifest.jsonl"):
+        clip_items(tmp_path)
+    bad = tiny_training_folder(tmp_path / "bad", clips=2)
+    (bad / FEATURES_INDEX).write_text(json.dumps({"film-0000-00": shard_name(0)}))
+    with pytest.raises(DecoderDataError, match="1 accepted clip.*no features"):
+        clip_items(bad)
+
+
+def test_warmup_trains_only_its_parts(folders):
+    recipe = recipe_a(folders, encoder_warmup_steps=10)
+    model = recipe.build_model(Accelerator(cpu=True))
+    before = snapshot(model)
+    one_step(recipe, model, step=0)
+    warm_prefixes = ("transformer.ofs_embedding.", *(f"encoder.{p}." for p in WARMUP_PARTS if p != "flow_embed"))
+    changed = {k for k, v in model.named_parameters() if not torch.equal(v, before[k])}
+    for k in before:
+        assert (k in changed) == k.startswith(warm_prefixes), k
+    # the LoRA exists from the start and is untouched: B still zero, no gradient, no optimizer state
+    lora_b = [v for k, v in model.named_parameters() if "lora_B" in k]
+    assert lora_b and all(torch.count_nonzero(v) == 0 for v in lora_b)
+    assert all(v.grad is None for k, v in model.named_parameters() if "lora_" in k or ".norm1.linear." in k)
+
+
+def test_joint_adds_lora_and_adaln(folders):
+    recipe = recipe_a(folders, encoder_warmup_steps=1)
+    model = recipe.build_model(Accelerator(cpu=True))
+    before = snapshot(model)
+    one_step(recipe, model, step=1)  # past the warm-up
+    trained = {k for k, v in model.named_parameters() if v.grad is not None}
+    changed = {k for k, v in model.named_parameters() if not torch.equal(v, before[k])}
+    assert changed <= trained
+    # LoRA B moves first (A's gradient is B^T ... = 0 while B is zero), the adaLN of every block
+    assert any("lora_B" in k for k in changed) and any("lora_A" in k for k in trained)
+    assert any(".norm1.linear." in k for k in changed) and any(".norm2.linear." in k for k in changed)
+    assert any(k.startswith("encoder.text_proj.") for k in changed)
+    assert any(k.startswith("transformer.ofs_embedding.") for k in changed)
+    for k in trained:
+        assert ("lora_" in k or ".norm1.linear." in k or ".norm2.linear." in k or k.startswith("encoder.")
+                or k.startswith("transformer.ofs_embedding.")), k
+    # the frozen base: attention and MLP weights, time embedding, the final layer
+    frozen = set(before) - trained
+    assert any("base_layer" in k for k in frozen) and any(".ff." in k for k in frozen)
+    assert any(k.startswith("transformer.time_embedding.") for k in frozen)
+    assert "transformer.norm_out.linear.weight" in frozen
+    assert set(JOINT_PARTS) > set(WARMUP_PARTS)
+
+
+def test_loss_falls_on_an_overfit_batch(folders):
+    """One batch with the same timesteps and noise at every step (seeded): the loss halves within
+    80 steps of the joint stage."""
+    recipe = recipe_a(folders, encoder_warmup_steps=0, text_drop=0.0, image_drop=0.0)
+    model = recipe.build_model(Accelerator(cpu=True))
+    opt = torch.optim.AdamW(recipe.param_groups(model), lr=1e-2, weight_decay=0.0)
+    batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
+    losses = []
+    for _ in range(80):
+        torch.manual_seed(123)
+        opt.zero_grad()
+        loss = recipe.loss(model, batch, 1)["loss"]
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_export_loads_in_the_worker_and_decodes(folders, tmp_path):
+    recipe = recipe_a(folders, encoder_warmup_steps=0, export_dtype="fp32")
+    model = recipe.build_model(Accelerator(cpu=True))
+    for _ in range(2):
+        one_step(recipe, model, step=1)
+    paths = recipe.export(model, tmp_path / "export", Accelerator(cpu=True))
+    folder = paths[0]
+    assert (folder / ENCODER_FILE).is_file()
+    decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
+    # the stored unconditional branch is the trained encoder's output for zero features
+    encoder = RepresentationEncoder.load(folder / ENCODER_FILE)
+    with torch.no_grad():
+        zeros = encoder(torch.zeros(1, 30, TEXT_DIM), torch.zeros(1, IMAGE_TOKENS, IMAGE_DIM))[0]
+    torch.testing.assert_close(decoder.transformer.uncond_embedding, zeros, rtol=1e-5, atol=1e-5)
+    # the merged DiT gives what the trained one (LoRA unmerged) gives
+    trained = model.transformer.float()
+    x = torch.randn(1, *LATENT)
+    rep = torch.randn(1, 226, 32)
+    t, flow = torch.tensor([500]), torch.tensor([10.0])
+    with torch.no_grad():
+        torch.testing.assert_close(decoder.transformer.predict_v(x, rep, t, flow), trained.predict_v(x, rep, t, flow),
+                                   rtol=1e-4, atol=1e-4)
+    clip = decoder.decode(np.random.default_rng(0).standard_normal((226, 32)).astype(np.float32), 10.0, seed=1)
+    assert clip.shape == (17, TINY_SIZE["height"], TINY_SIZE["width"], 3) and clip.dtype == np.uint8
+
+
+def test_describe_phase_a_full_size():
+    facts = describe_phase_a()
+    assert facts["video_tokens"] == 6750 == video_tokens()
+    assert facts["condition_tokens"] == 226
+    # LoRA r=64 on q, k, v, out of 30 layers: 30 * 4 * 64 * (1920 + 1920)
+    lora = 30 * 4 * 64 * (1920 + 1920)
+    adaln = 30 * 2 * (512 * 6 * 1920 + 6 * 1920)
+    flow = 1920 * 512 + 512 + 512 * 512 + 512
+    encoder = (4096 * 1920 + 1920 + 1920 * 1920 + 1920) + (768 * 1920 + 1920 + 1920 * 1920 + 1920) + 4 * 1920
+    assert facts["trainable_warmup"] == flow + encoder
+    assert facts["trainable"] == flow + encoder + adaln + lora

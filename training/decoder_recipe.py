@@ -1,0 +1,341 @@
+"""What the decoder phases (a) and (c) share: the training set's clips and their precomputed
+features, the DiT to train (its LoRA and its trainable parts by name), the v-prediction loss,
+and the export to the folder the worker loads.
+
+The DiT is `AnimeGamerTransformer3DModel`, loaded from a converted decoder folder (the released
+decoder after `animegamer convert-decoder`, or an earlier export) or built from a config with
+random weights. Its parts, by the released names:
+- `flow_embed` = `ofs_embedding` (linear_1, linear_2); trained fresh, its last layer starts at zero
+  so the motion scope first adds nothing to the time embedding;
+- the adaLN modulations = each block's `norm1.linear` and `norm2.linear` (SAT's
+  `adaLN_modulations.N`, split by the converter); the final layer's `norm_out.linear` belongs to
+  SAT's final-layer mixin, not the adaLN one, and stays frozen;
+- the LoRA of rank 64 on attention: peft's LoRA on `to_q`, `to_k`, `to_v` and `to_out.0` (the SAT
+  LoRA on `query_key_value` in three partitions and on `dense`), scale alpha / r = 1/64 as released.
+No VAE, T5 or CLIP is loaded: latents and features come from the film pipeline's shards.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from film.games import GAMES
+from film.manifest import MANIFEST, read_features_index, read_manifest, read_review, with_review
+from game.motion import motion_scope
+from inference.decoder.convert import DECODER_SETTINGS
+from inference.decoder.latent_preview import FILE_NAME as PREVIEW_FILE
+from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
+
+from .diffusion import NoiseSchedule, sample_timesteps, v_loss
+
+LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
+DECODER_DIR = "decoder"  # under the export folder: what `load_decoder` reads
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+class DecoderDataError(ValueError):
+    """A training folder the decoder phases cannot train on (the message names the file)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Config
+
+
+def phase_settings(cls: type, table: Mapping[str, Any], phase: str) -> Any:
+    """A phase's `[phase]` table as its dataclass; an unknown key is refused, never ignored."""
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise DecoderDataError(f"[phase] of phase ({phase}) has no setting {', '.join(unknown)} "
+                               f"(it has: {', '.join(known)})")
+    return cls(**dict(table))
+
+
+# ---------------------------------------------------------------------------------------------
+# The training set
+
+
+@dataclass(frozen=True)
+class ClipItem:
+    id: str
+    shard: Path  # the safetensors file holding `<id>/latents`, `<id>/image`, `<id>/text`
+    motion_level: int
+
+    @property
+    def flow(self) -> float:
+        """The motion scope the decoder is conditioned on: the game's level -> flow table."""
+        return motion_scope(self.motion_level)
+
+
+def heldout_clip_ids(folder: Path) -> set[str]:
+    """The clips of the held-out games (film.games' split by shot): never trained on."""
+    path = folder / GAMES
+    if not path.is_file():
+        return set()
+    ids: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            game = json.loads(line)
+            if game.get("split") == "heldout":
+                ids.update(t["clip"] for t in game["turns"])
+    return ids
+
+
+def clip_items(folder: Path) -> tuple[list[ClipItem], list[ClipItem]]:
+    """(train, held out) accepted clips with features, in id order."""
+    folder = Path(folder)
+    if not (folder / MANIFEST).is_file():
+        raise DecoderDataError(f"{folder}: no {MANIFEST} (run `animegamer film prepare` first)")
+    clips = [c for c in with_review(read_manifest(folder), read_review(folder)) if c.status == "accepted"]
+    if not clips:
+        raise DecoderDataError(f"{folder / MANIFEST}: no accepted clips (accept some: animegamer film review DIR)")
+    index = read_features_index(folder)
+    missing = [c.id for c in clips if c.id not in index]
+    if len(missing) == len(clips):
+        raise DecoderDataError(f"{folder}: no clip has features (run `animegamer film features DIR` first)")
+    if missing:
+        raise DecoderDataError(f"{folder}: {len(missing)} accepted clip(s) have no features, e.g. {missing[:3]} "
+                               "(run `animegamer film features DIR` again: it computes only what is missing)")
+    for rel in sorted(set(index[c.id] for c in clips)):
+        if not (folder / rel).is_file():
+            raise DecoderDataError(f"{folder / rel}: a features shard the index names is missing")
+    held = heldout_clip_ids(folder)
+    items = [ClipItem(c.id, folder / index[c.id], c.motion_level) for c in sorted(clips, key=lambda c: c.id)]
+    return [i for i in items if i.id not in held], [i for i in items if i.id in held]
+
+
+class ShardReader:
+    """Tensors by key from safetensors shards, each opened once (lazily: nothing read up front)."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, Any] = {}
+
+    def get(self, shard: Path, key: str) -> torch.Tensor:
+        from safetensors import safe_open
+
+        handle = self._open.get(shard)
+        if handle is None:
+            handle = self._open[shard] = safe_open(str(shard), framework="pt")
+        try:
+            return handle.get_tensor(key)
+        except Exception as e:  # safetensors raises its own error type for a missing key
+            raise DecoderDataError(f"{shard}: has no tensor {key!r} ({e})") from None
+
+    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers open their own handles
+        return {"_open": {}}
+
+
+class ClipFeatures(Dataset):
+    """Phase (a)'s samples: a clip's latents, its T5 text and CLIP image features, its flow."""
+
+    def __init__(self, items: list[ClipItem]):
+        self.items = items
+        self.reader = ShardReader()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        item = self.items[i]
+        return {
+            "latents": self.reader.get(item.shard, f"{item.id}/latents"),
+            "text": self.reader.get(item.shard, f"{item.id}/text"),
+            "image": self.reader.get(item.shard, f"{item.id}/image"),
+            "flow": torch.tensor(item.flow, dtype=torch.float32),
+        }
+
+
+def collate(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {k: torch.stack([it[k] for it in items]) for k in items[0]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The DiT
+
+
+def is_decoder_folder(path: Path) -> bool:
+    return (path / "transformer" / "config.json").is_file()
+
+
+def load_transformer(decoder: str | Path | None, config: Mapping[str, Any] = ANIMEGAMER_2B_CONFIG) -> AnimeGamerTransformer3DModel:
+    """The DiT of a converted decoder folder (float32), or `config` with random weights and a fresh
+    motion-scope embedding (last layer zero)."""
+    if decoder:
+        folder = Path(decoder)
+        if not is_decoder_folder(folder):
+            raise DecoderDataError(f"{folder}: not a converted decoder folder (no transformer/config.json; "
+                                   "convert the released decoder with `animegamer convert-decoder`)")
+        return AnimeGamerTransformer3DModel.from_pretrained(str(folder / "transformer"), torch_dtype=torch.float32)
+    model = AnimeGamerTransformer3DModel(**config)
+    nn.init.zeros_(model.ofs_embedding.linear_2.weight)
+    nn.init.zeros_(model.ofs_embedding.linear_2.bias)
+    return model
+
+
+def add_lora(transformer: AnimeGamerTransformer3DModel, rank: int, alpha: int) -> None:
+    """peft's LoRA on the attention projections (B starts at zero: the DiT's outputs are unchanged)."""
+    from peft import LoraConfig
+
+    transformer.add_adapter(LoraConfig(r=rank, lora_alpha=alpha, init_lora_weights=True,
+                                       target_modules=list(LORA_TARGETS)))
+
+
+def part_of(name: str) -> str | None:
+    """Which trainable part a DiT parameter belongs to (None: the frozen base)."""
+    if "lora_" in name:
+        return "lora"
+    if name.startswith("ofs_embedding."):
+        return "flow_embed"
+    if name.startswith("transformer_blocks.") and (".norm1.linear." in name or ".norm2.linear." in name):
+        return "adaln"
+    return None
+
+
+class DecoderTrainee(nn.Module):
+    """The DiT (with its LoRA) and, in phase (a), the representation encoder: every trainable
+    parameter of a decoder phase, and the forward pass the loss runs through."""
+
+    def __init__(self, transformer: AnimeGamerTransformer3DModel, encoder: nn.Module | None = None):
+        super().__init__()
+        self.transformer = transformer
+        self.encoder = encoder
+
+    def named_part_parameters(self) -> Iterator[tuple[str, str, nn.Parameter]]:
+        """(part, name, parameter) of every trainable candidate: encoder parts by module name."""
+        for name, p in self.transformer.named_parameters():
+            part = part_of(name)
+            if part is not None:
+                yield part, f"transformer.{name}", p
+        if self.encoder is not None:
+            for name, p in self.encoder.named_parameters():
+                yield name.split(".")[0], f"encoder.{name}", p
+
+    def set_trainable(self, parts: Iterable[str]) -> list[nn.Parameter]:
+        """requires_grad on exactly these parts (the rest frozen); returns their parameters."""
+        parts = set(parts)
+        self.requires_grad_(False)
+        chosen = []
+        for part, _, p in self.named_part_parameters():
+            if part in parts:
+                p.requires_grad_(True)
+                chosen.append(p)
+        return chosen
+
+    def forward(self, noisy: torch.Tensor, timestep: torch.Tensor, flow: torch.Tensor,
+                rep: torch.Tensor | None = None, text: torch.Tensor | None = None,
+                image: torch.Tensor | None = None) -> torch.Tensor:
+        if rep is not None:
+            context = rep
+        elif self.encoder is not None and text is not None and image is not None:
+            context = self.encoder(text, image)
+        else:
+            raise ValueError("give a representation, or text and image features to an encoder")
+        return self.transformer.predict_v(noisy, context, timestep, flow)
+
+
+def cast_frozen(model: nn.Module, dtype: torch.dtype) -> None:
+    """Frozen weights in the mixed-precision dtype (half the memory), trainable ones in float32
+    (what the optimizer updates)."""
+    for p in model.parameters():
+        p.data = p.data.to(torch.float32 if p.requires_grad else dtype)
+
+
+def diffusion_loss(model: nn.Module, schedule: NoiseSchedule, latents: torch.Tensor, flow: torch.Tensor,
+                   **condition: torch.Tensor) -> torch.Tensor:
+    """One v-prediction L2 loss on clean latents (B, T, C, h, w) at uniformly drawn timesteps."""
+    x0 = latents.float()
+    t = sample_timesteps(x0.shape[0], x0.device)
+    noise = torch.randn_like(x0)
+    v_pred = model(schedule.add_noise(x0, noise, t), t, flow.float(), **condition)
+    return v_loss(v_pred, schedule.v_target(x0, noise, t))
+
+
+def unwrapped(model: nn.Module) -> DecoderTrainee:
+    inner = getattr(model, "module", model)  # DDP and friends keep the model in .module
+    if not isinstance(inner, DecoderTrainee):
+        raise TypeError(f"expected the decoder trainee, got {type(inner).__name__}")
+    return inner
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def merged_transformer(transformer: AnimeGamerTransformer3DModel) -> AnimeGamerTransformer3DModel:
+    """A float32 copy on the CPU with the LoRA merged into the base weights and removed (the plain
+    AnimeGamerTransformer3DModel the worker loads)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    plain = copy.deepcopy(transformer)
+    nn.Module.to(plain, "cpu", torch.float32)  # ModelMixin.to's stub takes no device
+    for name, module in list(plain.named_modules()):
+        if isinstance(module, BaseTunerLayer):
+            module.merge()
+            parent_name, _, child = name.rpartition(".")
+            plain.get_submodule(parent_name).register_module(child, module.get_base_layer())
+    leftover = [k for k in plain.state_dict() if "lora_" in k or "base_layer" in k]
+    if leftover:
+        raise RuntimeError(f"LoRA left after the merge: {leftover[:5]}")
+    # peft records the adapter on the model; the exported folder holds plain weights.
+    for attr in ("_hf_peft_config_loaded", "peft_config"):
+        if hasattr(plain, attr):
+            delattr(plain, attr)
+    return plain
+
+
+def export_decoder(transformer: AnimeGamerTransformer3DModel, out: Path, *, uncond: torch.Tensor | None,
+                   base: str | Path | None, vae: str | Path | None, dtype: str) -> Path:
+    """Write `out/decoder/` as `animegamer convert-decoder` does (transformer/, vae/, decoder.json,
+    preview_rgb.json when the base has one): `load_decoder` reads it with no other step.
+    uncond: the unconditional tokens to store (phase (a): from the trained encoder); None keeps
+    the DiT's own."""
+    folder = Path(out) / DECODER_DIR
+    plain = merged_transformer(transformer)
+    if uncond is not None:
+        plain.uncond_embedding.copy_(uncond.to(plain.uncond_embedding.dtype))
+    base_dir = Path(base) if base else None
+    vae_dir = Path(vae) if vae else (base_dir / "vae" if base_dir else None)
+    if vae_dir is None or not (vae_dir / "config.json").is_file():
+        raise DecoderDataError(f"no VAE folder to export with the decoder ({vae_dir}): set phase.vae to a "
+                               "diffusers CogVideoX VAE folder (a converted decoder's vae/)")
+    folder.mkdir(parents=True, exist_ok=True)
+    nn.Module.to(plain, DTYPES[dtype])
+    plain.save_pretrained(str(folder / "transformer"), safe_serialization=True)
+    if (folder / "vae").exists():
+        shutil.rmtree(folder / "vae")
+    shutil.copytree(vae_dir, folder / "vae")
+    settings = {"format": "animegamer-decoder", "version": 1, **DECODER_SETTINGS}
+    if base_dir and (base_dir / "decoder.json").is_file():
+        settings = json.loads((base_dir / "decoder.json").read_text(encoding="utf-8"))
+    settings["dtype"] = dtype
+    (folder / "decoder.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    if base_dir and (base_dir / PREVIEW_FILE).is_file() and vae_dir == base_dir / "vae":
+        shutil.copy2(base_dir / PREVIEW_FILE, folder / PREVIEW_FILE)  # the same VAE: the same map
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape facts for the memory plan
+
+
+def video_tokens(config: Mapping[str, Any] = ANIMEGAMER_2B_CONFIG) -> int:
+    """Patches per clip: 5 latent frames x 60 x 90 / patch 2^2 = 6750 at full size."""
+    frames = (config["sample_frames"] - 1) // config["temporal_compression_ratio"] + 1
+    p = config["patch_size"]
+    return frames * (config["sample_height"] // p) * (config["sample_width"] // p)
+
+
+def parameter_counts(model: nn.Module) -> dict[str, int]:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return {"trainable": trainable, "frozen": total - trainable}
