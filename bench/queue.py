@@ -13,6 +13,8 @@ finish). Three measurements per worker count:
   client's own cost out of the loop).
 
 Run: PYTHONPATH=. python bench/queue.py [--workers 1 4] [--sessions 50] [--turns 8]
+     PYTHONPATH=. python bench/queue.py --idle-only [--rounds 3] [--idle-turns 30]: the idle
+     latency under ANIMEGAMER_QUEUE_ORDER=fifo and fair, alternating (docs/queue.md)
 Uses a throw-away database on ANIMEGAMER_TEST_PG (default postgresql://postgres@127.0.0.1:5432).
 """
 
@@ -109,8 +111,10 @@ class Bench:
             return await s.scalar(text("SELECT count(*) FROM procrastinate_workers"))
 
 
-def start_workers(url: str, n: int) -> list[subprocess.Popen]:
+def start_workers(url: str, n: int, order: str | None = None) -> list[subprocess.Popen]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), ANIMEGAMER_DATABASE_URL=url, ANIMEGAMER_QUEUE_POLL_INTERVAL="0.3")
+    if order is not None:
+        env["ANIMEGAMER_QUEUE_ORDER"] = order
     cmd = [sys.executable, "-m", "animegamer.cli", "worker", "--backend", "preview", "--no-render", "--no-migrate", "--metrics-port", "0", "--film", "qiqi"]
     return [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(n)]
 
@@ -179,6 +183,28 @@ async def drain(bench: Bench, url: str, n: int, args) -> float:
         stop_workers(procs)
 
 
+async def idle_orders(bench: Bench, url: str, args) -> None:
+    """--idle-only: the idle latency under each queue order (ANIMEGAMER_QUEUE_ORDER), one worker,
+    the orders alternating --rounds times so that a busy machine weighs on both alike."""
+    ms = lambda v: f"{v * 1000:.1f} ms"  # noqa: E731
+    idle: dict[str, list[float]] = {"fifo": [], "fair": []}
+    for _ in range(args.rounds):
+        for order in idle:
+            await bench.reset()
+            procs = start_workers(url, 1, order)
+            try:
+                await wait_workers(bench, 1)
+                async with Listener(url, [notify.TURN_FINISHED]) as listener:
+                    dispatcher = asyncio.create_task(bench.dispatch(listener))
+                    await bench.play(await bench.new_session(9999), args.idle_turns, idle[order])
+                    dispatcher.cancel()
+            finally:
+                stop_workers(procs)
+    print(f"idle turn latency, one worker, {args.rounds} x {args.idle_turns} turns per order, {os.cpu_count()} CPU cores")
+    for order, values in idle.items():
+        print(f"{order:>5}: p50 {ms(statistics.median(values))}, p99 {ms(pct(values, 99))}")
+
+
 async def run(args) -> None:
     ms = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
     with fresh_database("agbench") as url:
@@ -186,6 +212,10 @@ async def run(args) -> None:
         await upgrade(engine)
         await engine.dispose()
         bench = Bench(url)
+        if args.idle_only:
+            await idle_orders(bench, url, args)
+            await bench.engine.dispose()
+            return
         print(f"turn queue bench: preview backend with rendering off, {args.sessions} sessions, {args.turns} turns each, "
               f"{os.cpu_count()} CPU cores shared by the client, the workers and Postgres")
         print(f"{'workers':>7} | {'turns/s':>7} {'latency p50':>11} {'p99':>7} | {'idle p50':>8} {'p99':>6} | "
@@ -215,6 +245,8 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=50)
     p.add_argument("--turns", type=int, default=8, help="turns per session in the loaded run")
     p.add_argument("--idle-turns", type=int, default=30)
+    p.add_argument("--idle-only", action="store_true", help="only the idle latency, first come first served vs fair")
+    p.add_argument("--rounds", type=int, default=3, help="with --idle-only: alternations of the two orders")
     asyncio.run(run(p.parse_args()))
 
 

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 
 import procrastinate
 import psycopg
+import psycopg.rows
 from procrastinate import jobs as procrastinate_jobs
 from procrastinate import manager as procrastinate_manager
 from procrastinate import worker as procrastinate_worker
@@ -227,7 +228,7 @@ async def turn_job(s: AsyncSession, turn_id: int):
 
 FAIR_FETCH_LOCK = 7061638
 
-_FAIR_PICK = """
+_FAIR_FETCH = """
 WITH firsts AS (
     SELECT DISTINCT ON (coalesce(j.lock, 'job:' || j.id)) j.id, j.queue_name, j.priority, j.lock, j.scheduled_at, j.args
       FROM procrastinate_jobs j
@@ -252,53 +253,47 @@ WITH firsts AS (
       LEFT JOIN queue_shares sh ON sh.queue_name = h.queue_name AND sh.guild_id = h.guild_id
       LEFT JOIN queue_channels qc ON qc.queue_name = h.queue_name AND qc.channel_id = h.channel_id
      ORDER BY h.queue_name, h.guild_id, h.priority DESC, qc.taken NULLS FIRST, h.id
-)
-SELECT id, guild_id, channel_id, tag FROM choices
- ORDER BY priority DESC, guild_id IS NOT NULL, tag - vtime, id
- LIMIT 1
-"""
-
-_FAIR_TAKE = """
-WITH taken AS (
-    UPDATE procrastinate_jobs SET status = 'doing', worker_id = %(worker_id)s
-     WHERE id = %(id)s AND status = 'todo'
-    RETURNING *
+), pick AS (
+    SELECT id, queue_name, guild_id, channel_id, tag FROM choices
+     ORDER BY priority DESC, guild_id IS NOT NULL, tag - vtime, id
+     LIMIT 1
+), taken AS (
+    UPDATE procrastinate_jobs j SET status = 'doing', worker_id = %(worker_id)s
+      FROM pick WHERE j.id = pick.id AND j.status = 'todo'
+    RETURNING j.*
+), charged AS (  -- (only when a server's turn was taken)
+    SELECT p.* FROM pick p JOIN taken t ON t.id = p.id WHERE p.guild_id IS NOT NULL
 ), clock AS (
-    INSERT INTO queue_clocks (queue_name, vtime)
-    SELECT queue_name, %(tag)s::float8 FROM taken WHERE %(guild_id)s::bigint IS NOT NULL
+    INSERT INTO queue_clocks (queue_name, vtime) SELECT queue_name, tag FROM charged
     ON CONFLICT (queue_name) DO UPDATE SET vtime = greatest(queue_clocks.vtime, EXCLUDED.vtime)
 ), share AS (
     INSERT INTO queue_shares (queue_name, guild_id, pass)
-    SELECT queue_name, %(guild_id)s::bigint,
-           %(tag)s::float8 + 1.0 / coalesce((SELECT g.weight FROM guild_shares g WHERE g.guild_id = %(guild_id)s::bigint), 1)
-      FROM taken WHERE %(guild_id)s::bigint IS NOT NULL
+    SELECT c.queue_name, c.guild_id, c.tag + 1.0 / coalesce(g.weight, 1)
+      FROM charged c LEFT JOIN guild_shares g ON g.guild_id = c.guild_id
     ON CONFLICT (queue_name, guild_id) DO UPDATE SET pass = EXCLUDED.pass
 ), channel AS (
-    INSERT INTO queue_channels (queue_name, channel_id, taken)
-    SELECT queue_name, %(channel_id)s::bigint, %(tag)s::float8 FROM taken WHERE %(channel_id)s::bigint IS NOT NULL
+    INSERT INTO queue_channels (queue_name, channel_id, taken) SELECT queue_name, channel_id, tag FROM charged
     ON CONFLICT (queue_name, channel_id) DO UPDATE SET taken = EXCLUDED.taken
 )
-SELECT * FROM taken
+SELECT taken.*, pick.id AS picked FROM pick LEFT JOIN taken ON taken.id = pick.id
 """
 
 
 async def fetch_fair(connector: procrastinate.PsycopgConnector, queues, worker_id: int) -> dict | None:
     """Take the next job in the fair order (marked `doing` for `worker_id`), or None. One
-    transaction: the advisory lock, then the choice and the take, each statement with a fresh
-    snapshot (READ COMMITTED), so the previous fetch's update is seen."""
-    queues = None if queues is None else list(queues)
+    transaction, pipelined (one round trip, then the commit): the advisory lock, then the choice
+    and the take in one statement, whose snapshot (READ COMMITTED: taken when it starts, once the
+    lock is held) sees what the previous fetch took."""
+    params = {"queues": None if queues is None else list(queues), "worker_id": worker_id}
     for _ in range(3):  # the chosen job was cancelled or taken meanwhile: choose again
-        async with connector.pool.connection() as conn:
-            await connector.execute_query_all_async_with_connection(
-                conn, query="SELECT pg_advisory_xact_lock(%(key)s)", key=FAIR_FETCH_LOCK)
-            picked = await connector.execute_query_all_async_with_connection(conn, query=_FAIR_PICK, queues=queues)
-            if not picked:
-                return None
-            p = picked[0]
-            rows = await connector.execute_query_all_async_with_connection(
-                conn, query=_FAIR_TAKE, id=p["id"], worker_id=worker_id, tag=p["tag"], guild_id=p["guild_id"],
-                channel_id=p["channel_id"])
-        if rows:
+        async with (connector.pool.connection() as conn, conn.pipeline(),
+                    conn.cursor(row_factory=psycopg.rows.dict_row) as cur):
+            await cur.execute("SELECT pg_advisory_xact_lock(%s)", (FAIR_FETCH_LOCK,))
+            await cur.execute(_FAIR_FETCH, params)
+            rows = await cur.fetchall()
+        if not rows:
+            return None
+        if rows[0]["id"] is not None:
             return rows[0]
     return None
 
