@@ -27,6 +27,9 @@ from film.cast import Cast
 from film.model_identity import model_identity
 
 MAX_NEW_TOKENS = 160  # nine short fields fit in ~80 tokens; a rambling answer is cut and fails to parse
+# A reference image is scaled to fit this square: an operator's 4000 px portrait would otherwise
+# cost a Qwen-VL prompt thousands of image tokens (one per 28x28 pixels); a still is 480x720.
+REFERENCE_SIDE = 512
 PROMPT_VERSION = 1  # part of the captioner's identity: a changed prompt asks every clip again
 
 INSTRUCTIONS = """The images before this text are reference images of the film's characters, each after its name, \
@@ -58,7 +61,7 @@ def messages(stills: list[Path], cast: Cast) -> tuple[list[dict[str, Any]], list
     images: list[Image.Image] = []
     for member in cast.members:
         content.append({"type": "text", "text": f"{member.name}:"})
-        images.append(_rgb(member.reference))
+        images.append(_rgb(member.reference, REFERENCE_SIDE))
         content.append({"type": "image", "image": images[-1]})
     content.append({"type": "text", "text": "The clip:"})
     for still in stills:
@@ -68,9 +71,12 @@ def messages(stills: list[Path], cast: Cast) -> tuple[list[dict[str, Any]], list
     return [{"role": "user", "content": content}], images
 
 
-def _rgb(path: Path) -> Image.Image:
+def _rgb(path: Path, max_side: int | None = None) -> Image.Image:
     with Image.open(path) as im:
-        return im.convert("RGB")
+        rgb = im.convert("RGB")
+    if max_side is not None:
+        rgb.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)  # aspect kept; never enlarged
+    return rgb
 
 
 def identity(folder: Path) -> str:

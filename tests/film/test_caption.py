@@ -200,6 +200,10 @@ def test_a_tiny_random_qwen2_vl_runs_and_its_gibberish_is_kept_for_review(tmp_pa
     chat, images = captioner_model.messages([tmp_path / s for s in clips[0].stills], cast)
     batch = model.inputs.encode(chat, images)
     assert batch["image_grid_thw"].shape == (6, 3)  # two references, four stills
+    big = tmp_path / "big.png"
+    Image.fromarray(np.zeros((2000, 1000, 3), np.uint8)).save(big)
+    _chat, scaled = captioner_model.messages([], Cast((replace(cast.members[0], reference=big),)))
+    assert scaled[0].size == (256, 512)  # fits REFERENCE_SIDE, aspect kept
     pad = model.inputs.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     assert int((batch["input_ids"] == pad).sum()) == int(batch["image_grid_thw"].prod(-1).sum()) // 4  # merge 2x2
     assert len(images) == 6
