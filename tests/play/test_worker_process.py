@@ -22,8 +22,8 @@ class Sleeper(WorkerProcess):
     """A stand-in process that records the film it was started for, then waits for SIGTERM."""
 
     def command(self) -> list[str]:
-        # sleep: the stand-in's whole life, until it is stopped
-        return [sys.executable, "-c", "import sys, time; print(sys.argv[1], flush=True); time.sleep(60)", str(self.film)]
+        script = "import sys, time; print(sys.argv[1], flush=True); time.sleep(60)"  # sleep: its whole life, until stopped
+        return [sys.executable, "-c", script, str(self.film)]
 
 
 async def test_model_worker_restarts_for_another_film_and_stops():
