@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 
 from db.listen import Listener
+from tests.waits import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,11 @@ async def _notify_until_received(url: str, listener: Listener, n: int, timeout: 
             raise AssertionError(f"notification {n} not received within {timeout} s")
 
 
-async def test_listener_outlives_restart_outage_and_kills(pg_cluster, fault_url):
+def _failed_reconnects(caplog) -> int:
+    return sum(r.getMessage().startswith("LISTEN reconnect failed") for r in caplog.records)
+
+
+async def test_listener_outlives_restart_outage_and_kills(pg_cluster, fault_url, caplog):
     pg = pg_cluster
     connects = []
 
@@ -51,7 +56,8 @@ async def test_listener_outlives_restart_outage_and_kills(pg_cluster, fault_url)
 
         await asyncio.to_thread(pg.stop)
         reader = asyncio.create_task(listener.next(timeout=60))  # keeps iterating across the outage
-        await asyncio.sleep(5)
+        # Its own account of the outage: the drop noticed, then reconnects failing, twice.
+        await wait_for(lambda: _failed_reconnects(caplog) >= 2, timeout=30, what="two failed reconnects")
         assert not listener.connected.is_set() and not reader.done()
         await asyncio.to_thread(pg.start)
         await asyncio.wait_for(listener.connected.wait(), 30)

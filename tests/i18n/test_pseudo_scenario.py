@@ -20,7 +20,6 @@ durations, "and"/"or" in lists).
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 import tomllib
@@ -34,15 +33,16 @@ import pytest
 from discord import app_commands
 from sqlalchemy import func, select
 
-from db.models import Turn
+from db.models import PrivacyRequest, Turn
 from game.catalogue import packaged_films
 from i18n import locales
 from i18n.pseudo import OPEN, pseudo
-from tests.bot.helpers import command, say
+from tests.bot.helpers import command, edits_idle, modlog_idle, say
 from tests.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
 from tests.i18n.helpers import current_template, pseudo_catalogs
 from tests.i18n.visible import BACKTICKS, Leftover, Shown, leftovers, phrases_pattern, shown_texts
 from tests.queue.helpers import wait_until
+from tests.waits import wait_for
 
 FILMS_TOML = Path(__file__).resolve().parents[2] / "game" / "films.toml"
 SCENARIO_SECONDS = 60
@@ -330,7 +330,14 @@ async def play_scenario(w, sessions, typed: Typed) -> None:
     (confirm,) = ask.custom_ids
     await (await server.click(ask, w.carol, confirm)).wait_response()
     await (await server.click(ask, w.bob, confirm)).wait_response()
-    await asyncio.sleep(1.0)  # status boards, notices and the log channel settle
+
+
+async def _settled(bot, sessions) -> bool:
+    """Bob's deletion carried out, and every status board edit, notice and log entry it and the
+    scenario's last actions made has reached the fake Discord."""
+    async with sessions() as s:
+        pending = await s.scalar(select(func.count()).select_from(PrivacyRequest).where(PrivacyRequest.status == "pending"))
+    return pending == 0 and edits_idle(bot) and modlog_idle(bot)
 
 
 async def _turns_more(sessions, before: int) -> bool:
@@ -345,6 +352,7 @@ async def test_nothing_user_visible_bypasses_the_catalogs(pseudo_catalog_dir, fr
     await start_worker(films=["qiqi"])
     typed = Typed()
     await play_scenario(w, sessions, typed)
+    await wait_for(lambda: _settled(bot, sessions), timeout=30, what="the bot settled after the scenario")
     took = time.monotonic() - started
 
     shown = shown_texts(w.server.requests)
