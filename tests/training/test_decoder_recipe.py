@@ -3,6 +3,7 @@ pipeline's format (manifest, games, feature shards written as film.features writ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from film.manifest import FEATURES_INDEX, Clip, write_lines, write_manifest
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
 from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
-from training.config import RunConfig
-from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a
-from training.decoder_recipe import DecoderDataError, clip_items, video_tokens
+from training.config import RunConfig, default_config_path, load_config
+from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a, make
+from training.decoder_c import PhaseC, PhaseCRecipe, describe_phase_c, precompute, read_games, turn_values
+from training.decoder_recipe import DecoderDataError, clip_items, phase_settings, video_tokens
 from training.encoder import ENCODER_FILE, RepresentationEncoder
+from training.engine import train
 
 torch.set_num_threads(1)  # tiny tensors; the machine is shared
 
@@ -216,3 +219,121 @@ def test_describe_phase_a_full_size():
     encoder = (4096 * 1920 + 1920 + 1920 * 1920 + 1920) + (768 * 1920 + 1920 + 1920 * 1920 + 1920) + 4 * 1920
     assert facts["trainable_warmup"] == flow + encoder
     assert facts["trainable"] == flow + encoder + adaln + lora
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase (c)
+
+
+@pytest.fixture(scope="module")
+def phase_c(folders, tmp_path_factory):
+    """A phase-(a) export stand-in (the tiny decoder with an encoder beside it), a tiny random MLLM
+    whose representations are the DiT's width, and the predictions precomputed from them."""
+    from tests.tiny.mllm import build_all
+
+    root = tmp_path_factory.mktemp("phase_c")
+    decoder = tiny_decoder_folder(root / "decoder_a", seed=1)
+    torch.manual_seed(2)
+    RepresentationEncoder(TEXT_DIM, IMAGE_DIM, 32).save(decoder / ENCODER_FILE)
+    mllm = build_all(root / "mllm", rep_dim=32)
+    settings = PhaseC(decoder=str(decoder), mistral=str(mllm["mistral"]), tokenizer=str(mllm["tokenizer"]),
+                      agent=str(mllm["agent"]), predictions=str(root / "predictions"), export_dtype="fp32",
+                      predict_batch=3)
+    folder = precompute(folders["data"], settings, device="cpu", dtype="float32")
+    return {"settings": settings, "predictions": folder, "mllm": mllm, "decoder": decoder}
+
+
+def test_precompute_writes_what_the_mllm_predicts(folders, phase_c):
+    from safetensors.torch import load_file
+
+    from inference.mllm.instruction import InstructionEncoder
+    from inference.mllm.loading import load_mllm
+    from inference.mllm.predict import MLLMPredictor
+    from inference.mllm.prompt import HistoryItem, PromptBuilder
+
+    folder = phase_c["predictions"]
+    index = json.loads((folder / "index.json").read_text())
+    assert sorted(index) == [f"film-{n:04d}-00" for n in range(6)]  # every clip of every game, held-out too
+    stored = {}
+    for rel in set(index.values()):
+        stored.update(load_file(str(folder / rel)))
+    # the third turn of the training game, predicted here with its two earlier turns teacher-forced
+    game = next(g for g in read_games(folders["data"]) if g["split"] == "train")
+    encoder = RepresentationEncoder.load(phase_c["decoder"] / ENCODER_FILE)
+    train, _ = clip_items(folders["data"])
+    shard = train[0].shard
+    from safetensors import safe_open
+
+    with safe_open(str(shard), framework="pt") as f, torch.no_grad():
+        reps = [encoder(f.get_tensor(f"{t['clip']}/text")[None].float(), f.get_tensor(f"{t['clip']}/image")[None].float())[0].numpy()
+                for t in game["turns"][:2]]
+    history = [HistoryItem(t["instruction"], turn_values(t), r) for t, r in zip(game["turns"][:2], reps, strict=True)]
+    m = phase_c["mllm"]
+    loaded = load_mllm(m["mistral"], m["tokenizer"], m["agent"], device="cpu", dtype="float32", rep_dim=32)
+    predictor = MLLMPredictor(loaded.model, loaded.special)
+    builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special, 2)
+    third = game["turns"][2]
+    expected = predictor.predict(builder.build(third["instruction"], history)).representation
+    got = stored[f"{third['clip']}/predicted"]
+    assert got.shape == (226, 32) and got.dtype == torch.bfloat16
+    torch.testing.assert_close(got, torch.from_numpy(expected).to(torch.bfloat16))
+    # the history changed the prediction: the same turn without it is another representation
+    alone = predictor.predict(builder.build(third["instruction"], [])).representation
+    assert not np.allclose(alone, expected, atol=1e-3)
+
+
+def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
+    run = RunConfig(max_steps=2, lr=1e-3, gradient_checkpointing=True)
+    recipe = PhaseCRecipe(folders["data"], phase_c["settings"], run)
+    model = recipe.build_model(Accelerator(cpu=True))
+    assert model.encoder is None  # the condition is the MLLM's prediction
+    before = snapshot(model)
+    one_step(recipe, model, step=0)
+    trained = {k for k, v in model.named_parameters() if v.grad is not None}
+    assert trained == {k for k in before if "lora_" in k or ".norm1.linear." in k or ".norm2.linear." in k
+                       or k.startswith("transformer.ofs_embedding.")}
+    assert len(recipe.val_dataset()) == 1
+    folder = recipe.export(model, tmp_path / "export", Accelerator(cpu=True))[0]
+    decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
+    base = AnimeGamerTransformer3DModel.from_pretrained(str(phase_c["decoder"] / "transformer"))
+    torch.testing.assert_close(decoder.transformer.uncond_embedding, base.uncond_embedding)  # kept from phase (a)
+    assert (folder / ENCODER_FILE).is_file()
+    clip = decoder.decode(np.zeros((226, 32), np.float32), 2.5, seed=0)
+    assert clip.shape == (17, TINY_SIZE["height"], TINY_SIZE["width"], 3)
+
+
+def test_describe_phase_c_full_size():
+    facts = describe_phase_c()
+    lora = 30 * 4 * 64 * (1920 + 1920)
+    adaln = 30 * 2 * (512 * 6 * 1920 + 6 * 1920)
+    flow = 1920 * 512 + 512 + 512 * 512 + 512
+    assert facts["trainable"] == lora + adaln + flow
+    assert facts["video_tokens"] + facts["condition_tokens"] == 6976
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs and the engine
+
+
+@pytest.mark.parametrize(("phase", "cls"), [("a", PhaseA), ("c", PhaseC)])
+def test_configs_hold_every_setting_with_the_defaults(phase, cls):
+    cfg = load_config(default_config_path(phase))
+    assert cfg.phase == {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)}
+    assert cfg.run.gradient_checkpointing and cfg.run.lr == {"a": 2e-4, "c": 5e-5}[phase]
+    with pytest.raises(DecoderDataError, match="no setting nope"):
+        phase_settings(cls, {**cfg.phase, "nope": 1}, phase)
+
+
+def test_phase_a_through_the_engine_in_bf16(folders, tmp_path):
+    """Both stages in one run of the shared engine (warm-up of 2 steps, then joint), frozen weights
+    in bf16, a checkpoint, and the export the worker loads."""
+    run = RunConfig(max_steps=4, lr=1e-3, batch_size=2, mixed_precision="bf16", gradient_checkpointing=True,
+                    save_every=2, validate_every=2)
+    recipe = make(folders["data"], {"decoder": str(folders["decoder"]), "encoder_warmup_steps": 2,
+                                    "export_dtype": "fp32"}, run)
+    result = train(recipe, run, tmp_path / "run", resume=False, progress=False)
+    assert result.steps == 4 and len(result.losses) == 4 and len(result.val_losses) == 2
+    assert all(np.isfinite(r["loss"]) for r in result.losses)
+    folder = result.exported[0]
+    decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
+    assert decoder.decode(np.zeros((226, 32), np.float32), 0.5, seed=3).shape[0] == 17

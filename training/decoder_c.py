@@ -1,0 +1,306 @@
+"""Phase (c): the decoder adapted to the MLLM's predicted representations.
+
+The MLLM (phase (b)'s agent checkpoint) is frozen and never sits beside the DiT: `precompute`
+runs the worker's own prediction code (inference.mllm: PromptBuilder, MLLMPredictor, with the
+worker's readout) once over every game of the training set, each turn with teacher-forced history
+(the earlier turns' instructions, their annotated values and the phase-(a) encoder's
+representation of their clips), and writes each clip's predicted 226 x 1920 representation to
+safetensors shards. Training then reconstructs each clip's latents from that prediction and the
+clip's motion scope, as in phase (a) but with the prediction in place of the encoder's output;
+a dropped condition takes the unconditional tokens' rows (training.diffusion).
+
+Trained, as released: `flow_embed`, the adaLN modulations and the LoRA of rank 64. The released
+phase also trains "the image cross-attention" and `attention_mix`: the released 2B decoder and the
+diffusers module have neither (its conversion has no such keys), so there is nothing to train.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from torch.utils.data import Dataset
+
+from film.features import write_shard
+from film.games import GAMES
+from film.manifest import write_lines
+
+from .config import RunConfig
+from .decoder_recipe import (
+    ClipItem,
+    DecoderDataError,
+    DecoderTrainee,
+    ShardReader,
+    add_lora,
+    cast_frozen,
+    clip_items,
+    collate,
+    diffusion_loss,
+    export_decoder,
+    load_transformer,
+    parameter_counts,
+    phase_settings,
+    unwrapped,
+    video_tokens,
+)
+from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_masks, drop_representation
+from .encoder import ENCODER_FILE, RepresentationEncoder
+
+PARTS = ("flow_embed", "adaln", "lora")
+PREDICTIONS_DIR = "phase_c"  # under the training folder
+PREDICTIONS_INDEX = "index.json"  # {clip id: shard file relative to the predictions folder}
+PREDICTIONS_FORMAT = "animegamer-phase-c-predictions/1"
+SHARD_CLIPS = 256
+
+
+@dataclass
+class PhaseC:
+    decoder: str = ""  # phase (a)'s exported decoder folder (with its encoder.safetensors)
+    vae: str = ""  # "" = the decoder folder's vae/
+    predictions: str = ""  # folder of the predicted representations; "" = DATA/phase_c
+    lora_rank: int = 64
+    lora_alpha: int = 1  # scale 1/64 as the released SAT LoRA
+    text_drop: float = TEXT_DROP
+    image_drop: float = IMAGE_DROP
+    export_dtype: str = "fp16"
+    # the MLLM that predicts (precompute only): Mistral, the AnimeGamer tokenizer, phase (b)'s agent
+    mistral: str = ""
+    tokenizer: str = ""
+    agent: str = ""
+    encoder: str = ""  # the phase-(a) encoder for the history's representations; "" = the decoder folder's
+    history_window: int = 2  # as the worker's default ANIMEGAMER_HISTORY_WINDOW
+    readout: str = "released"  # as the worker's default: what the decoder will be given
+    predict_batch: int = 8
+
+
+# ---------------------------------------------------------------------------------------------
+# The MLLM's predictions, computed once
+
+
+def read_games(folder: Path) -> list[dict[str, Any]]:
+    path = Path(folder) / GAMES
+    if not path.is_file():
+        raise DecoderDataError(f"{folder}: no {GAMES} (run `animegamer film games DIR`)")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def predictions_folder(data: Path, settings: PhaseC) -> Path:
+    return Path(settings.predictions) if settings.predictions else Path(data) / PREDICTIONS_DIR
+
+
+def read_predictions_index(folder: Path) -> dict[str, str]:
+    path = folder / PREDICTIONS_INDEX
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def turn_values(turn: dict[str, Any]) -> tuple[int, int, int, int]:
+    """A turn's four values as the prompt's state span holds them (motion level, social,
+    entertainment, stamina)."""
+    return (int(turn["motion_level"]), int(turn["social"]), int(turn["entertainment"]), int(turn["stamina"]))
+
+
+def encoder_representations(encoder_path: str, clips: list[ClipItem]) -> dict[str, np.ndarray]:
+    """The phase-(a) encoder's representation of each clip (what phase (b) regressed and what the
+    history of a teacher-forced game holds), float32."""
+    encoder = RepresentationEncoder.load(encoder_path).eval()
+    reader = ShardReader()
+    out = {}
+    with torch.no_grad():
+        for item in clips:
+            text = reader.get(item.shard, f"{item.id}/text")[None].float()
+            image = reader.get(item.shard, f"{item.id}/image")[None].float()
+            out[item.id] = encoder(text, image)[0].numpy()
+    return out
+
+
+def precompute(data: Path, settings: PhaseC, device: str | None = None, dtype: str | None = None,
+               progress: bool = False) -> Path:
+    """Every game's turns through the MLLM (teacher-forced history) -> predicted representations
+    in shards under the predictions folder; returns that folder. The encoder runs first, alone; the
+    MLLM is freed before anything else loads."""
+    from inference.mllm.instruction import InstructionEncoder
+    from inference.mllm.loading import load_mllm
+    from inference.mllm.predict import MLLMPredictor, PredictOptions
+    from inference.mllm.prompt import HistoryItem, PromptBuilder, TurnPrompt
+
+    data = Path(data)
+    for name in ("mistral", "tokenizer", "agent"):
+        if not getattr(settings, name):
+            raise DecoderDataError(f"phase.{name} is not set: phase (c) predicts with the phase-(b) MLLM")
+    games = read_games(data)
+    if not games:
+        raise DecoderDataError(f"{data / GAMES}: no games to predict")
+    train, held = clip_items(data)
+    items = {i.id: i for i in train + held}
+    per_game = [(g["id"], [t for t in g["turns"] if t["clip"] in items]) for g in games]
+    per_game = [(gid, ts) for gid, ts in per_game if ts]
+    if not per_game:
+        raise DecoderDataError(f"{data / GAMES}: no game turn has a clip with features")
+    # Each turn as the history of the next ones, computed before the MLLM loads.
+    reps = encoder_representations(settings.encoder or str(Path(settings.decoder) / ENCODER_FILE),
+                                   [items[t["clip"]] for _, ts in per_game for t in ts])
+    history = {gid: [HistoryItem(t["instruction"], turn_values(t), reps[t["clip"]]) for t in ts]
+               for gid, ts in per_game}
+    gc.collect()
+
+    loaded = load_mllm(settings.mistral, settings.tokenizer, settings.agent, device=device, dtype=dtype,
+                       rep_dim=int(history[per_game[0][0]][0].representation.shape[1]))
+    predictor = MLLMPredictor(loaded.model, loaded.special, PredictOptions(readout=settings.readout))
+    builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special,
+                            settings.history_window)
+    prompts: list[tuple[str, TurnPrompt]] = [
+        (t["clip"], builder.build(t["instruction"], history[gid][:k])) for gid, ts in per_game for k, t in enumerate(ts)
+    ]
+    out = predictions_folder(data, settings)
+    if out.exists():
+        shutil.rmtree(out)  # predictions of another MLLM must not mix with these
+    index: dict[str, str] = {}
+    for n, start in enumerate(range(0, len(prompts), SHARD_CLIPS)):
+        shard = prompts[start:start + SHARD_CLIPS]
+        tensors = {}
+        for b in range(0, len(shard), settings.predict_batch):
+            part = shard[b:b + settings.predict_batch]
+            for (clip, _), result in zip(part, predictor.predict_batch([p for _, p in part]), strict=True):
+                tensors[f"{clip}/predicted"] = torch.from_numpy(result.representation).to(torch.bfloat16).contiguous()
+        rel = f"shard-{n:05d}.safetensors"
+        meta = {"format": PREDICTIONS_FORMAT, "clips": [c for c, _ in shard], "agent": str(settings.agent),
+                "history_window": settings.history_window, "readout": settings.readout}
+        write_shard(out / rel, tensors, meta)
+        index.update({c: rel for c, _ in shard})
+        if progress:
+            print(f"phase (c) predictions: {len(index)}/{len(prompts)} clips")
+    write_lines(out / PREDICTIONS_INDEX, [json.dumps(index, sort_keys=True, indent=1)])
+    del predictor, loaded
+    gc.collect()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+class PredictedClips(Dataset):
+    """Phase (c)'s samples: a clip's latents, the MLLM's predicted representation, its flow."""
+
+    def __init__(self, items: list[ClipItem], predictions: Path, index: dict[str, str]):
+        self.items = items
+        self.predictions = predictions
+        self.index = index
+        self.reader = ShardReader()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        item = self.items[i]
+        return {
+            "latents": self.reader.get(item.shard, f"{item.id}/latents"),
+            "rep": self.reader.get(self.predictions / self.index[item.id], f"{item.id}/predicted"),
+            "flow": torch.tensor(item.flow, dtype=torch.float32),
+        }
+
+
+class PhaseCRecipe:
+    name = "c"
+    find_unused_parameters = False
+
+    def __init__(self, data: Path, settings: PhaseC, run: RunConfig):
+        self.data = Path(data)
+        self.settings = settings
+        self.run = run
+        if not settings.decoder:
+            raise DecoderDataError("phase.decoder is not set: phase (c) adapts phase (a)'s exported decoder folder")
+        self.train_items, self.heldout_items = clip_items(self.data)
+        self.schedule = NoiseSchedule.released()
+
+    def _with_predictions(self, items: Sequence[ClipItem]) -> PredictedClips:
+        folder = predictions_folder(self.data, self.settings)
+        index = read_predictions_index(folder)
+        missing = [i.id for i in items if i.id not in index]
+        if missing:
+            raise DecoderDataError(f"{folder}: no prediction for {len(missing)} clip(s), e.g. {missing[:3]} "
+                                   "(clips outside any game, or predictions of an older training set)")
+        return PredictedClips(list(items), folder, index)
+
+    def build_model(self, accelerator: Accelerator) -> torch.nn.Module:
+        folder = predictions_folder(self.data, self.settings)
+        if not (folder / PREDICTIONS_INDEX).is_file():
+            if accelerator.is_main_process:  # the MLLM runs once, before the DiT is built
+                precompute(self.data, self.settings, device=str(accelerator.device), progress=True)
+            accelerator.wait_for_everyone()
+        transformer = load_transformer(self.settings.decoder)
+        add_lora(transformer, self.settings.lora_rank, self.settings.lora_alpha)
+        model = DecoderTrainee(transformer)
+        model.set_trainable(PARTS)
+        if self.run.mixed_precision != "no":
+            cast_frozen(model, torch.bfloat16 if self.run.mixed_precision == "bf16" else torch.float16)
+        if self.run.gradient_checkpointing:
+            transformer.enable_gradient_checkpointing()
+        return model.train()
+
+    def param_groups(self, model: torch.nn.Module) -> list[dict]:
+        return [{"params": [p for _, _, p in unwrapped(model).named_part_parameters()]}]
+
+    def dataset(self) -> PredictedClips:
+        return self._with_predictions(self.train_items)
+
+    def val_dataset(self) -> PredictedClips:
+        return self._with_predictions(self.heldout_items)
+
+    def collate(self, items: list) -> dict[str, torch.Tensor]:
+        return collate(items)
+
+    def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor], step: int) -> dict[str, torch.Tensor]:
+        m = unwrapped(model)
+        rep = batch["rep"]
+        if m.training:
+            drop_t, drop_i = drop_masks(rep.shape[0], rep.device, self.settings.text_drop, self.settings.image_drop)
+            rep = drop_representation(rep, m.transformer.uncond_embedding, drop_t, drop_i)
+        return {"loss": diffusion_loss(model, self.schedule, batch["latents"], batch["flow"], rep=rep)}
+
+    def export(self, model: torch.nn.Module, out: Path, accelerator: Accelerator) -> list[Path]:
+        m = unwrapped(model)
+        if not accelerator.is_main_process:
+            return []
+        folder = export_decoder(m.transformer, out, uncond=None, base=self.settings.decoder,
+                                vae=self.settings.vae or None, dtype=self.settings.export_dtype)
+        encoder = Path(self.settings.decoder) / ENCODER_FILE
+        if encoder.is_file():  # the film's folder stays whole: phase (a)'s encoder travels with it
+            shutil.copy2(encoder, folder / ENCODER_FILE)
+        return [folder]
+
+
+def make(data: Path, phase: dict[str, Any], run: RunConfig) -> PhaseCRecipe:
+    """The recipe `training/configs/phase_c.toml` names."""
+    return PhaseCRecipe(data, phase_settings(PhaseC, phase, "c"), run)
+
+
+def describe_phase_c(config: dict[str, Any] | None = None, lora_rank: int = 64) -> dict[str, Any]:
+    """Shape facts for the memory plan, counted on the meta device (no weights)."""
+    from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
+
+    config = config or ANIMEGAMER_2B_CONFIG
+    with torch.device("meta"):
+        transformer = load_transformer(None, config)
+        add_lora(transformer, lora_rank, 1)
+        model = DecoderTrainee(transformer)
+    model.set_trainable(PARTS)
+    counts = parameter_counts(model)
+    width = config["num_attention_heads"] * config["attention_head_dim"]
+    frames = (config["sample_frames"] - 1) // config["temporal_compression_ratio"] + 1
+    latents = frames * config["in_channels"] * config["sample_height"] * config["sample_width"]
+    return {
+        "phase": "c", **counts,
+        "video_tokens": video_tokens(config), "condition_tokens": config["max_text_seq_length"],
+        "width": width, "layers": config["num_layers"], "heads": config["num_attention_heads"],
+        "frozen_dtype": "the mixed-precision dtype (bf16)", "trainable_dtype": "float32",
+        "sample_bytes_bf16": 2 * (latents + config["max_text_seq_length"] * width),
+    }
