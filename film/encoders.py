@@ -14,8 +14,9 @@
   (laion/CLIP-ViT-B-16-laion2B-s34B-b88K ships a config.json and weights CLIPVisionModel loads).
   The release resizes with kornia (a Gaussian blur, then bicubic); torch's antialiased bicubic
   here is PIL's filter, so the features differ from the release's in the resize only.
-- T5 (transformers' T5EncoderModel, t5-v1_1-xxl for CogVideoX): a text -> 226 x 4096, tokens padded
-  or truncated to 226 and encoded without an attention mask, as CogVideoX's text encoder runs.
+- T5 (transformers' T5EncoderModel, t5-v1_1-xxl for CogVideoX): a text -> 30 x 4096, tokens padded
+  or truncated to 30 and encoded without an attention mask, as the released decoder's T5 embedder
+  runs (its 30 text tokens and CLIP's 196 image tokens are the representation's 226).
   Loaded from a T5 folder (model and tokenizer) or a CogVideoX folder (`text_encoder/`, `tokenizer/`).
 
 Each loader returns the model in eval mode; the caller frees it before loading the next.
@@ -32,11 +33,12 @@ import torch
 import torch.nn.functional as F
 
 from inference.decoder.diffusers_api import AutoencoderKLCogVideoX, vae_config
+from inference.decoder.uncond import UNCOND_TEXT_TOKENS
 
 if TYPE_CHECKING:
     from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-T5_TOKENS = 226  # CogVideoX's text length; the DiT's 226 conditioning tokens
+T5_TOKENS = UNCOND_TEXT_TOKENS  # the released encoder's text length: 30 text + 196 image = 226 tokens
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # the release's normalisation (OpenAI CLIP's)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -194,7 +196,7 @@ def load_t5(path: Path, device: torch.device, dtype: torch.dtype) -> tuple[Any, 
 
 @torch.inference_mode()
 def text_features(tokenizer: Any, model: Any, texts: list[str]) -> torch.Tensor:
-    """Texts -> (B, 226, D): the last hidden state over 226 tokens (padded, or truncated), no mask."""
+    """Texts -> (B, 30, D): the last hidden state over 30 tokens (padded, or truncated), no mask."""
     ids = tokenizer(texts, padding="max_length", max_length=T5_TOKENS, truncation=True, add_special_tokens=True,
                     return_tensors="pt").input_ids
     return model(input_ids=ids.to(model.device)).last_hidden_state.float().cpu()

@@ -5,12 +5,12 @@ For each accepted clip (the manifest with the review's edits), in shards of SHAR
 - `<clip id>/latents`: the VAE latents of the clip's 17 frames, (5, 16, 60, 90) at 480x720: the
   posterior mean times the scaling factor, in the sampler's (T, C, h, w) layout (film.encoders);
 - `<clip id>/image`: CLIP's patch tokens of the clip's first frame, (196, 768) at ViT-B/16;
-- `<clip id>/text`: T5's features of the clip's action description, (226, 4096) with
+- `<clip id>/text`: T5's features of the clip's action description, (30, 4096) with
   t5-v1_1-xxl. The text encoded is the instruction the game sends for that turn,
   `Character: {name}; Motion: {adverb} {motion}; Background: {time} {background}.`
   (game.instruction.format_instruction), built from the clip's reviewed fields, so phase (a) is
   trained on the same kind of text the MLLM reads.
-All bfloat16 (training runs in bf16): about 0.9 + 0.3 + 1.9 MB a clip at full size.
+All bfloat16 (training runs in bf16): about 0.9 + 0.3 + 0.25 MB a clip at full size.
 
 Layout: `features/shard-00000.safetensors`, ... Each shard's metadata (one key, `animegamer`, a
 JSON object) names its clips, their texts and the three models. `features/index.json` (clip id ->

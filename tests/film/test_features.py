@@ -22,7 +22,7 @@ from safetensors import safe_open
 
 from film import features
 from film.cast import load_cast, save_cast
-from film.encoders import encode_latents, load_t5, load_vae, text_features
+from film.encoders import T5_TOKENS, encode_latents, load_t5, load_vae, text_features
 from film.manifest import (
     FEATURES_INDEX,
     MANIFEST,
@@ -122,7 +122,7 @@ def test_shards_hold_each_accepted_clip_and_the_index_names_them(computed):
                 assert latents.shape == (5, LATENT_CHANNELS, H // 8, W // 8)  # 17 frames -> 5 latent frames
                 assert image.shape == ((CLIP_VISION["image_size"] // CLIP_VISION["patch_size"]) ** 2,
                                        CLIP_VISION["hidden_size"])
-                assert text.shape == (226, T5_D_MODEL)
+                assert text.shape == (T5_TOKENS, T5_D_MODEL) == (30, T5_D_MODEL)
                 assert {latents.dtype, image.dtype, text.dtype} == {torch.bfloat16}
                 assert torch.isfinite(latents.float()).all() and latents.float().std() > 0
         assert meta["format"] == "animegamer-film-features/1"
