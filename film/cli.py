@@ -45,6 +45,14 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _film_id(text: str) -> str:
+    from game.film import FILM_ID_RE
+
+    if not FILM_ID_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: a film id is 1-32 lowercase letters, digits, '-' or '_'")
+    return text
+
+
 def _prepare(args) -> int:
     from film.prepare import prepare
 
@@ -101,7 +109,7 @@ def register(sub) -> None:
     pr.add_argument("videos", nargs="+", metavar="VIDEO", help="the film's video files")
     pr.add_argument("--out", required=True, metavar="DIR", help="the training set's folder (resumed if it exists)")
     pr.add_argument("--characters", required=True, metavar="FILE", help="the cast: TOML with a reference image each")
-    pr.add_argument("--film", metavar="ID", help="the catalogue id of the film the set is for (recorded)")
+    pr.add_argument("--film", type=_film_id, metavar="ID", help="the catalogue id of the film the set is for (recorded)")
     pr.add_argument("--captioner", metavar="none|MODEL_DIR", default=None,
                     help="a local vision-language model folder; none (the default): every clip needs review")
     pr.add_argument("--heldout", type=_fraction, default=0.1, metavar="F",

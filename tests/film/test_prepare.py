@@ -72,22 +72,25 @@ def test_other_settings_are_refused_clearly(prepared, film, cast_file, capsys): 
     assert "prepared with other settings" in err and "detector: 'content' then, 'adaptive' now" in err
 
 
-def test_a_run_killed_with_sigkill_continues_to_the_same_manifest(prepared, film, cast_file, tmp_path):  # noqa: F811
+def test_a_run_interrupted_or_killed_continues_to_the_same_manifest(prepared, film, cast_file, tmp_path):  # noqa: F811
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "animegamer.cli", "film", "prepare", str(film[0]), "--out", str(out),
            "--characters", str(cast_file)]
     kills = 0
-    for stage in ("cut", "clips"):
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Ctrl-C once its cuts are written, then SIGKILL once the first shot's clips are.
+    for stage, sig in (("cut", signal.SIGINT), ("clips", signal.SIGKILL)):
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
             if any((out / "stages" / stage).rglob("*.json")):
-                os.kill(proc.pid, signal.SIGKILL)
+                os.kill(proc.pid, sig)
                 kills += 1
                 break
             time.sleep(0.02)
-        proc.communicate()
-    assert kills == 2 and not (out / "manifest.jsonl").exists()  # killed after its cuts, then mid-clips
+        _, err = proc.communicate()
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130 and "interrupted; what was finished is kept" in err and "Traceback" not in err
+    assert kills == 2 and not (out / "manifest.jsonl").exists()
     assert any((out / "clips").glob("*.mp4"))
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
