@@ -109,19 +109,26 @@ class Scorers:
         return self._ref_emb[path]
 
 
+def appearance_scores(scorers: Scorers, frames: np.ndarray, reference: Path, turn: EvalTurn) -> dict[str, float]:
+    """CLIP-I, CLIP-T, CLIP-T^E and DreamSim of the sampled frames, for the models that are there."""
+    out: dict[str, float] = {}
+    if isinstance(scorers.clip, ClipScorer):
+        emb = scorers.clip.images(list(frames))
+        out["clip_i"] = float(cosine_means(emb, scorers.reference_embedding(scorers.clip, reference))[0])
+        out["clip_t"], out["clip_t_e"] = (float(v) for v in cosine_means(
+            emb, scorers.clip.texts([turn.instruction, turn.environment])))
+    if isinstance(scorers.dreamsim, DreamSimScorer):
+        ref = scorers.reference(reference)
+        out["dreamsim"] = float(np.mean([scorers.dreamsim.similarity(f, ref) for f in frames]))
+    return out
+
+
 def score_turn(clip_file: Path, record: dict, turn: EvalTurn, reference: Path, scorers: Scorers) -> dict:
     """One turn's values (None where not measured) and the measured motion."""
     frames = read_frames(clip_file)
     sampled = frames[sample_indices(len(frames))]
     values: dict[str, float | None] = dict.fromkeys(KEYS)
-    if isinstance(scorers.clip, ClipScorer):
-        emb = scorers.clip.images(list(sampled))
-        values["clip_i"] = float(cosine_means(emb, scorers.reference_embedding(scorers.clip, reference))[0])
-        values["clip_t"], values["clip_t_e"] = (float(v) for v in cosine_means(
-            emb, scorers.clip.texts([turn.instruction, turn.environment])))
-    if isinstance(scorers.dreamsim, DreamSimScorer):
-        ref = scorers.reference(reference)
-        values["dreamsim"] = float(np.mean([scorers.dreamsim.similarity(f, ref) for f in sampled]))
+    values.update(appearance_scores(scorers, sampled, reference, turn))
     flow = measure_video(clip_file)
     level = level_of(flow)
     values["acc_f"], values["mae_f"] = motion_scores(level, turn.motion_level)
