@@ -42,24 +42,26 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 MODULES_TO_SAVE = ("input_layernorm", "post_attention_layernorm", "norm")
 
 
-def lora_config(modules_to_save: tuple[str, ...] = MODULES_TO_SAVE) -> LoraConfig:
+def lora_config(modules_to_save: tuple[str, ...] = MODULES_TO_SAVE, r: int = 32, alpha: int = 32,
+                dropout: float = 0.05) -> LoraConfig:
     """The released LoRA (MLLM/configs/clm_models/mistral-7b.yaml); a multi-film model keeps more
-    modules per adapter (inference.mllm.adapters)."""
+    modules per adapter (inference.mllm.adapters); training may change the rank (training/)."""
     return LoraConfig(
-        r=32,
-        lora_alpha=32,
-        lora_dropout=0.05,
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
         target_modules=list(LORA_TARGETS),
         modules_to_save=list(modules_to_save),
         task_type="CAUSAL_LM",
     )
 
 
-def wrap_released(llm: MistralForCausalLM, rep_dim: int = REP_DIM) -> AnimeGamerMLLM:
-    """Resize a MistralForCausalLM to the AnimeGamer vocabulary and wrap it like the release."""
+def wrap_released(llm: MistralForCausalLM, rep_dim: int = REP_DIM, config: LoraConfig | None = None) -> AnimeGamerMLLM:
+    """Resize a MistralForCausalLM to the AnimeGamer vocabulary and wrap it like the release
+    (`config`: the released LoRA unless training asks for another rank)."""
     # The new rows are overwritten by the checkpoint, so skip transformers' mean/covariance init.
     llm.resize_token_embeddings(VOCAB_SIZE, mean_resizing=False)
-    return AnimeGamerMLLM(get_peft_model(llm, lora_config()), rep_dim)
+    return AnimeGamerMLLM(get_peft_model(llm, config or lora_config()), rep_dim)
 
 
 class CheckpointError(ValueError):

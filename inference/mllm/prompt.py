@@ -63,6 +63,17 @@ class TurnPrompt:
         return len(self.input_ids)
 
 
+@dataclass
+class TrainingTurn:
+    """A turn as training reads it (phase (b), training/mllm_recipe.py): the worker's prompt for
+    the turn, followed by the turn's state span, whose four `<Strength_k>` ids are the targets."""
+
+    prompt: TurnPrompt  # exactly what `build` gives the worker for this turn
+    input_ids: list[int]  # prompt ids + `<Strength_a></ML><SC>...<Strength_d></ST></TURN>`
+    state_positions: tuple[int, int, int, int]  # indices of the four <Strength_k> ids in input_ids
+    state_targets: tuple[int, int, int, int]  # those ids
+
+
 class PromptBuilder:
     def __init__(self, encoder: Encoder, special: SpecialIds, history_window: int = 0):
         if history_window < 0:
@@ -100,3 +111,14 @@ class PromptBuilder:
         query_start = len(ids) + 2
         ids += self.video_span() + [s.state_open[0]]
         return TurnPrompt(ids, query_start, starts, reps)
+
+    def build_training(self, instruction: str, history: Sequence[HistoryItem], values: Sequence[int]) -> TrainingTurn:
+        """The worker's prompt (`build`) plus the turn's own state span, as history turns carry it:
+        one builder for both, so training reads what inference will."""
+        prompt = self.build(instruction, history)
+        span = self.state_span(values)[1:]  # the prompt already ends in <ML>
+        n = len(prompt)
+        positions = (n, n + 3, n + 6, n + 9)  # <Strength_a> ... <Strength_d>
+        ids = prompt.input_ids + span
+        targets = tuple(ids[i] for i in positions)
+        return TrainingTurn(prompt, ids, positions, targets)  # type: ignore[arg-type]
