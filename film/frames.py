@@ -101,13 +101,29 @@ def decoded(path: Path, start_s: float = 0.0, origin: float | None = None) -> It
     """(seconds from the source's first frame, frame) in presentation order, from about `start_s`
     (a seek to the keyframe before it; earlier frames may come first). `origin` is the first
     frame's presentation time when known (a seek skips it). A damaged stream raises VideoError."""
+    seek = start_s > 1.0 and origin is not None
+    frames = _decoded(path, start_s if seek else 0.0, origin)
+    try:
+        for t, frame in frames:
+            if seek and t > start_s + EPS:
+                break  # the seek landed after start_s (an imprecise index): decode from the start instead
+            seek = False
+            yield t, frame
+        else:
+            return
+    finally:
+        frames.close()
+    yield from _decoded(path, 0.0, origin)
+
+
+def _decoded(path: Path, start_s: float, origin: float | None) -> Iterator[tuple[float, av.VideoFrame]]:
     with _open(path) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         tb = stream.time_base or Fraction(1, 1000)
         if origin is None:
             origin = float(stream.start_time * tb) if stream.start_time is not None else None
-        if start_s > 1.0 and origin is not None:
+        if start_s > 0.0 and origin is not None:
             container.seek(int((start_s + origin - 0.5) / tb), stream=stream, backward=True)
         last = -math.inf
         try:

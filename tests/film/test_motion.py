@@ -49,3 +49,15 @@ def test_level_scale_is_the_games_table_on_a_log_scale():
     assert {level: motion_scope(level) for level in range(1, 6)} == LEVEL_FLOW
     assert [level_of(f) for f in (0.0, 0.5, 1.1, 1.2, 2.5, 4.9, 5.1, 10, 12.2, 12.3, 15, 24.4, 24.6, 40, 500)] == \
         [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5]
+
+
+@pytest.mark.parametrize("fps", [25, 30])
+def test_other_frame_rates_resample_to_8_fps(tmp_path, fps):
+    """A pan of 80 px/s at 25 or 30 fps, sampled at 8 fps by timestamps: 10 px a clip frame."""
+    from film.frames import sample_spans, stream_origin
+    from film.motion import measure_frames
+
+    path = tmp_path / f"pan{fps}.mp4"
+    make_video(path, [Shot("pan", 2.5, 80, 2)], fps=fps, crf=12)
+    [(_i, frames)] = list(sample_spans(path, [(0.0, 17)], stream_origin(path), (720, 480)))
+    assert measure_frames(frames) == pytest.approx(10.0, rel=0.1)
