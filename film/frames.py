@@ -15,7 +15,7 @@ is stretched or letterboxed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -116,7 +116,7 @@ def decoded(path: Path, start_s: float = 0.0, origin: float | None = None) -> It
     yield from _decoded(path, 0.0, origin)
 
 
-def _decoded(path: Path, start_s: float, origin: float | None) -> Iterator[tuple[float, av.VideoFrame]]:
+def _decoded(path: Path, start_s: float, origin: float | None) -> Generator[tuple[float, av.VideoFrame], None, None]:
     with _open(path) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
