@@ -36,6 +36,7 @@ from .decoder_recipe import (
     clip_items,
     collate,
     diffusion_loss,
+    draws,
     export_decoder,
     load_transformer,
     parameter_counts,
@@ -43,7 +44,7 @@ from .decoder_recipe import (
     unwrapped,
     video_tokens,
 )
-from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_features, drop_masks
+from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_features
 from .encoder import ENCODER_FILE, RepresentationEncoder
 
 WARMUP_PARTS = ("flow_embed", "text_proj", "ip_proj", "txt_mix_layer_norm", "ip_mix_layer_norm")
@@ -131,12 +132,11 @@ class PhaseARecipe:
     def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor], step: int) -> dict[str, torch.Tensor]:
         m = unwrapped(model)
         m.set_trainable(WARMUP_PARTS if self.stage(step) == "warmup" else JOINT_PARTS)
-        text, image = batch["text"], batch["image"]
+        latents, text, image = batch["latents"], batch["text"], batch["image"]
+        drawn = draws(batch["index"], step, self.run.seed, latents, self.settings.text_drop, self.settings.image_drop)
         if m.training:  # held-out losses score the full condition
-            drop_t, drop_i = drop_masks(text.shape[0], text.device, self.settings.text_drop, self.settings.image_drop)
-            text, image = drop_features(text, image, drop_t, drop_i)
-        loss = diffusion_loss(model, self.schedule, batch["latents"], batch["flow"], text=text, image=image)
-        return {"loss": loss}
+            text, image = drop_features(text, image, drawn.drop_text, drawn.drop_image)
+        return {"loss": diffusion_loss(model, self.schedule, latents, batch["flow"], drawn, text=text, image=image)}
 
     def export(self, model: torch.nn.Module, out: Path, accelerator: Accelerator) -> list[Path]:
         m = unwrapped(model)

@@ -44,6 +44,7 @@ from .decoder_recipe import (
     clip_items,
     collate,
     diffusion_loss,
+    draws,
     export_decoder,
     load_transformer,
     parameter_counts,
@@ -51,7 +52,7 @@ from .decoder_recipe import (
     unwrapped,
     video_tokens,
 )
-from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_masks, drop_representation
+from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_representation
 from .encoder import ENCODER_FILE, RepresentationEncoder
 
 PARTS = ("flow_embed", "adaln", "lora")
@@ -205,6 +206,7 @@ class PredictedClips(Dataset):
             "latents": self.reader.get(item.shard, f"{item.id}/latents"),
             "rep": self.reader.get(self.predictions / self.index[item.id], f"{item.id}/predicted"),
             "flow": torch.tensor(item.flow, dtype=torch.float32),
+            "index": torch.tensor(i),
         }
 
 
@@ -260,11 +262,11 @@ class PhaseCRecipe:
 
     def loss(self, model: torch.nn.Module, batch: dict[str, torch.Tensor], step: int) -> dict[str, torch.Tensor]:
         m = unwrapped(model)
-        rep = batch["rep"]
+        latents, rep = batch["latents"], batch["rep"]
+        drawn = draws(batch["index"], step, self.run.seed, latents, self.settings.text_drop, self.settings.image_drop)
         if m.training:
-            drop_t, drop_i = drop_masks(rep.shape[0], rep.device, self.settings.text_drop, self.settings.image_drop)
-            rep = drop_representation(rep, m.transformer.uncond_embedding, drop_t, drop_i)
-        return {"loss": diffusion_loss(model, self.schedule, batch["latents"], batch["flow"], rep=rep)}
+            rep = drop_representation(rep, m.transformer.uncond_embedding, drawn.drop_text, drawn.drop_image)
+        return {"loss": diffusion_loss(model, self.schedule, latents, batch["flow"], drawn, rep=rep)}
 
     def export(self, model: torch.nn.Module, out: Path, accelerator: Accelerator) -> list[Path]:
         m = unwrapped(model)

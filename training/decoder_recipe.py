@@ -36,7 +36,7 @@ from inference.decoder.convert import DECODER_SETTINGS
 from inference.decoder.latent_preview import FILE_NAME as PREVIEW_FILE
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 
-from .diffusion import NoiseSchedule, sample_timesteps, v_loss
+from .diffusion import NoiseSchedule, drop_masks, sample_timesteps, v_loss
 
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
 DECODER_DIR = "decoder"  # under the export folder: what `load_decoder` reads
@@ -152,6 +152,7 @@ class ClipFeatures(Dataset):
             "text": self.reader.get(item.shard, f"{item.id}/text"),
             "image": self.reader.get(item.shard, f"{item.id}/image"),
             "flow": torch.tensor(item.flow, dtype=torch.float32),
+            "index": torch.tensor(i),
         }
 
 
@@ -250,14 +251,39 @@ def cast_frozen(model: nn.Module, dtype: torch.dtype) -> None:
         p.data = p.data.to(torch.float32 if p.requires_grad else dtype)
 
 
+@dataclass(frozen=True)
+class Draws:
+    """A batch's randomness: timestep, noise and condition drops of each sample."""
+
+    t: torch.Tensor  # (B,) DDPM indices
+    noise: torch.Tensor  # like the latents, float32
+    drop_text: torch.Tensor  # (B,) bool
+    drop_image: torch.Tensor  # (B,) bool
+
+
+def draws(index: torch.Tensor, step: int, seed: int, latents: torch.Tensor, text_p: float, image_p: float) -> Draws:
+    """Each sample's draws from a generator seeded by (run seed, step, dataset index) alone, so
+    they do not depend on which process or micro-batch the sample lands in: two processes and one
+    see the same noise for the same global batch, and a resumed run the same as an uninterrupted one."""
+    ts, noises, dts, dis = [], [], [], []
+    for i in index.tolist():
+        g = torch.Generator().manual_seed((int(seed) * 1_000_003 + int(step)) * 1_000_033 + int(i))
+        ts.append(sample_timesteps(1, "cpu", g))
+        noises.append(torch.randn(latents.shape[1:], generator=g))
+        dt, di = drop_masks(1, "cpu", text_p, image_p, g)
+        dts.append(dt)
+        dis.append(di)
+    device = latents.device
+    return Draws(torch.cat(ts).to(device), torch.stack(noises).to(device), torch.cat(dts).to(device),
+                 torch.cat(dis).to(device))
+
+
 def diffusion_loss(model: nn.Module, schedule: NoiseSchedule, latents: torch.Tensor, flow: torch.Tensor,
-                   **condition: torch.Tensor) -> torch.Tensor:
-    """One v-prediction L2 loss on clean latents (B, T, C, h, w) at uniformly drawn timesteps."""
+                   drawn: Draws, **condition: torch.Tensor) -> torch.Tensor:
+    """The v-prediction L2 loss on clean latents (B, T, C, h, w) at the drawn timesteps and noise."""
     x0 = latents.float()
-    t = sample_timesteps(x0.shape[0], x0.device)
-    noise = torch.randn_like(x0)
-    v_pred = model(schedule.add_noise(x0, noise, t), t, flow.float(), **condition)
-    return v_loss(v_pred, schedule.v_target(x0, noise, t))
+    v_pred = model(schedule.add_noise(x0, drawn.noise, drawn.t), drawn.t, flow.float(), **condition)
+    return v_loss(v_pred, schedule.v_target(x0, drawn.noise, drawn.t))
 
 
 def unwrapped(model: nn.Module) -> DecoderTrainee:
