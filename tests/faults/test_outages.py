@@ -31,6 +31,7 @@ from tests.bot.helpers import is_result
 from tests.faults.conftest import keep_logs
 from tests.pgcluster import free_port
 from tests.queue.helpers import new_session, start_worker_process, submit, wait_until
+from tests.waits import Passes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -63,14 +64,16 @@ async def _count_done(sessions) -> int:
 
 async def _submit(sessions, gs, motion):
     """Submit through transient errors (the test's pool may hold a connection the restart killed)."""
-    for _ in range(50):
+
+    async def attempt():
         try:
             return await submit(sessions, gs, motion, user_id=gs.created_by)
         except Exception as e:
             if not is_transient(e):
                 raise
-            await asyncio.sleep(0.2)
-    raise AssertionError("could not submit a turn")
+            return None
+
+    return await wait_for(attempt, timeout=60, interval=0.2, what="a turn submitted")
 
 
 def _assert_consistent(rows: list[Turn]) -> None:
@@ -126,7 +129,7 @@ class PagePoller:
                             self.failures.append(f"{r.status}: {body}")
                 except Exception as e:
                     self.failures.append(repr(e))
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # sleep: the poller's cadence, what it samples the page at
 
     async def stop(self) -> None:
         self._stop.set()
@@ -187,7 +190,7 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
             workers.append(start_worker_process(fault_url, "--no-render", "--preview-delay", "0.5", log_path=tmp_path / "w2.log"))
             await wait_until(lambda: _health_is(health_port, 503), timeout=20)  # the worker says it is cut off
             await wait_until(lambda: _health_is(bot.health_port, 503), timeout=20)  # and so does the bot
-            await asyncio.sleep(max(0.0, 30 - (time.monotonic() - down_at)))
+            await asyncio.sleep(max(0.0, 30 - (time.monotonic() - down_at)))  # sleep: the outage itself, the issue's 30 s
             assert all(p.poll() is None for p in workers), "a worker exited during the outage"
             assert page.proc.poll() is None and not bot.is_closed()
             await asyncio.to_thread(pg.start)
@@ -200,7 +203,11 @@ async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_
                 await wait_until(lambda: _posts_at_least(world, channels, 36), timeout=60)
             except AssertionError:
                 raise AssertionError(f"the bot posted {len(_posted(world, channels))} of 36 turns") from None
-            await asyncio.sleep(2)  # a couple more sweeps: nothing is posted twice
+            passes = Passes(bot.notifier, "post_pending")
+            for _ in range(2):  # a couple more sweeps, each to its end: nothing is posted twice
+                mark = passes.mark()
+                await bot.maintenance.sweep()  # what the scheduler runs: it wakes the poster
+                await passes.after(mark, timeout=60)
             posted = _posted(world, channels)
             assert len(posted) == 36
             assert not bot.is_closed()
@@ -267,7 +274,7 @@ async def test_connections_killed_every_second_for_30s(pg_cluster, fault_url, fa
                 killed.append(pg.terminate_connections())
             except Exception as e:  # noqa: BLE001 (keep killing)
                 killed.append(repr(e))
-            time.sleep(1)
+            time.sleep(1)  # sleep: the fault's rhythm, a kill every second (the behaviour under test)
 
     try:
         games = [await new_session(sessions, 700 + i) for i in range(20)]
