@@ -21,7 +21,6 @@ from inference.queue import queue_positions
 from service import shares
 from tests.queue.helpers import (
     all_finished,
-    registered_workers,
     start_worker_process,
     stop_processes,
     submit,
@@ -125,35 +124,58 @@ async def test_each_session_stays_in_order_through_kill_9_and_restarts(sessions,
     games = [g for guild, n in ((1, 4), (2, 1), (3, 2)) for g in await _server(sessions, guild, channels=n, turns=4)]
     total = 4 * len(games)
 
-    def worker(name: str):
-        return start_worker_process(database_url, "--no-render", "--preview-delay", "0.4", stalled_after=2,
-                                    log_path=tmp_path / f"{name}.log")
+    async def worker(name: str):
+        """A worker process (no grace: SIGTERM hands its running turn back at once) and its id."""
+        known = set(await _worker_ids(sessions))
+        proc = start_worker_process(database_url, "--no-render", "--preview-delay", "1", "--grace", "0",
+                                    stalled_after=2, log_path=tmp_path / f"{name}.log")
+        procs.append(proc)
+        new = await wait_until(lambda: _new_worker(sessions, known), timeout=90, what=f"worker {name} registered")
+        return proc, new
 
-    procs = [worker("a"), worker("b")]
+    procs: list = []
     try:
-        await wait_until(lambda: _done_count(sessions, 3), timeout=90, what="turns under way")
-        procs[0].send_signal(signal.SIGKILL)  # mid-turn: its job is swept back and runs again
-        await asyncio.to_thread(procs[0].wait)
-        procs.append(worker("c"))
-        await wait_until(lambda: _done_count(sessions, 10), timeout=90, what="more turns done")
-        procs[1].send_signal(signal.SIGTERM)  # a restart: its running turn goes back to the queue
-        await asyncio.to_thread(procs[1].wait, 30)
-        procs.append(worker("d"))
+        a, a_id = await worker("a")
+        b, b_id = await worker("b")
+        killed = await wait_until(lambda: _busy(sessions, a_id, done=3), timeout=90, what="a mid-turn, turns done")
+        a.send_signal(signal.SIGKILL)  # mid-turn: the sweep hands its job back, and the turn runs again
+        await asyncio.to_thread(a.wait)
+        await worker("c")
+        released = await wait_until(lambda: _busy(sessions, b_id, done=8), timeout=90, what="b mid-turn, more turns done")
+        b.send_signal(signal.SIGTERM)  # a restart: its running turn goes back to the queue
+        await asyncio.to_thread(b.wait, 30)
+        await worker("d")
         await wait_until(lambda: all_finished(sessions, total), timeout=120, what="every turn done")
-        await wait_until(lambda: _registered(sessions, 2), timeout=30)
     finally:
         stop_processes(procs)
     rows = await turn_rows(sessions)
     assert len(rows) == total and all(t.status == "done" for t in rows)
-    assert any(t.attempts > 1 for t in rows)  # a turn was cut off mid-way (kill -9 or SIGTERM) and ran again
+    attempts = {t.id: t.attempts for t in rows}
+    assert attempts[killed] == attempts[released] == 2  # the two turns cut off mid-way ran again, once
     _assert_strictly_ordered(rows)  # each turn started after the previous one's result, saw its states
     async with sessions() as s:
         jobs = (await s.execute(text("SELECT status, count(*) FROM procrastinate_jobs GROUP BY status"))).all()
     assert dict(jobs) == {"succeeded": total}  # one job per turn, each finished once
 
 
-async def _registered(sessions, n: int) -> bool:
-    return await registered_workers(sessions) >= n
+async def _worker_ids(sessions) -> list[int]:
+    async with sessions() as s:
+        return list((await s.scalars(text("SELECT id FROM procrastinate_workers"))).all())
+
+
+async def _new_worker(sessions, known: set[int]) -> int | None:
+    new = set(await _worker_ids(sessions)) - known
+    return new.pop() if new else None
+
+
+async def _busy(sessions, worker_id: int, done: int) -> int | None:
+    """The turn worker `worker_id` is in the first half of (so that it cannot finish before a
+    signal lands), once at least `done` turns are done."""
+    async with sessions() as s:
+        return await s.scalar(text(
+            "SELECT t.id FROM procrastinate_jobs j JOIN turns t ON t.job_id = j.id"
+            " WHERE j.worker_id = :w AND j.status = 'doing' AND t.status = 'running' AND t.progress < 0.5"
+            " AND (SELECT count(*) FROM turns WHERE status = 'done') >= :n"), {"w": worker_id, "n": done})
 
 
 async def test_a_server_weighted_2_gets_twice_the_turns_and_usage_is_counted_per_server(start_worker, sessions):
