@@ -13,7 +13,8 @@ A shot is skipped, with its reason, when it is
   (a longer shot keeps its middle: the fade-in ends at the first frame at 90 % of the shot's
   median luma, the fade-out starts after the last such frame);
 - `frozen`: nothing in it changes: after its first frame, no frame differs from the last
-  different picture (by more than 12 grey levels on more than 0.2 % of the small frame's pixels).
+  different picture (by more than 12 grey levels on more than 0.02 % of the small frame's
+  pixels, so a talking mouth alone is a change).
   A held still teaches no motion; a slow pan still adds up to a change, compression noise not.
 """
 
@@ -39,7 +40,7 @@ DARK_LUMA = 20.0
 BLACK_SHARE = 0.9
 FADE_LEVEL = 0.9  # of the shot's median luma: where a fade-in ends
 CHANGE_LEVEL = 12  # grey levels
-CHANGE_SHARE = 0.002  # of the pixels: a step that moves more than this changed the picture
+CHANGE_SHARE = 0.0002  # of the pixels (7 of 256x144): a mouth that moves is a change
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,15 @@ class Shot:
     speed: float = 0.0  # pixels per second
     seed: int = 0
     fade: float = 0.0  # fadein/fadeout: the fade's length (0: the whole shot)
+    side: int = 0  # sprite: its side in pixels (0: a quarter of the height)
 
 
 def _texture(w: int, h: int, seed: int) -> str:
     colour = COLOURS[seed % len(COLOURS)]
     # Noise made at 1/16 size and scaled up: blobs a few pixels across, like painted detail, that
     # a fast pan moves smoothly (per-pixel noise would make every frame of a fast pan look new).
-    return (f"color=c={colour}:s={-(-w // 16)}x{-(-h // 16)}:r=1:d=1,noise=alls=100:allf=u:all_seed={seed + 1},"
+    sw, sh = (max(2, -(-n // 16) + (-(-n // 16)) % 2) for n in (w, h))  # even, for yuv420p
+    return (f"color=c={colour}:s={sw}x{sh}:r=1:d=1,noise=alls=100:allf=u:all_seed={seed + 1},"
             f"scale={w}:{h}:flags=bicubic,loop=loop=-1:size=1:start=0")
 
 
@@ -39,7 +41,7 @@ def _shot(s: Shot, fps: int, w: int, h: int, label: str) -> str:
         span = w + int(s.speed * s.seconds) + 8
         chain = f"{_texture(span, h, s.seed)},fps={fps},crop={w}:{h}:x='floor(t*{s.speed})':y=0"
     elif s.kind == "sprite":
-        side = h // 4
+        side = s.side or h // 4
         chain = (f"{_texture(w, h, s.seed)},fps={fps}[bg{label}];{_texture(side, side, s.seed + 50)},fps={fps}[sp{label}];"
                  f"[bg{label}][sp{label}]overlay=x='16+floor(t*{s.speed})':y={h // 2 - side // 2}")
     elif s.kind in ("still", "fadein", "fadeout"):

@@ -47,6 +47,14 @@ def test_fades_are_trimmed_from_a_long_shot(tmp_path):
     assert shot.end_s == pytest.approx(8.0, abs=FRAME)
 
 
+def test_a_small_movement_is_not_frozen(tmp_path):
+    """A still picture where only a 16-pixel square moves (a mouth, a blink) is a shot to keep;
+    the same picture without it is frozen."""
+    path = tmp_path / "small.mp4"
+    make_video(path, [Shot("sprite", 3.0, 6, 1, side=16), Shot("still", 3.0, 0, 2)])
+    assert [s.skip for s in find_cuts(path, str(path)).shots] == [None, "frozen"]
+
+
 def test_no_sample_crosses_a_cut(film):  # noqa: F811
     """Every clip's 17 frames come from its own shot: the frames of a clip ending at a cut match
     the shot's texture, not the next one's (each shot has its own colour)."""
