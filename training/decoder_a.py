@@ -53,7 +53,7 @@ JOINT_PARTS = (*WARMUP_PARTS, "adaln", "lora")
 
 @dataclass
 class PhaseA:
-    decoder: str = ""  # a converted decoder folder to start from; "" builds the 2B DiT with random weights
+    decoder: str = ""  # a converted decoder folder or CogVideoX-2B's diffusers folder; "" = random 2B DiT
     encoder: str = ""  # the released SAT decoder checkpoint or an encoder.safetensors; "" = the decoder folder's, else fresh
     vae: str = ""  # the VAE folder exported with the decoder; "" = the decoder folder's vae/
     encoder_warmup_steps: int = 10000

@@ -3,8 +3,8 @@ features, the DiT to train (its LoRA and its trainable parts by name), the v-pre
 and the export to the folder the worker loads.
 
 The DiT is `AnimeGamerTransformer3DModel`, loaded from a converted decoder folder (the released
-decoder after `animegamer convert-decoder`, or an earlier export) or built from a config with
-random weights. Its parts, by the released names:
+decoder after `animegamer convert-decoder`, or an earlier export), from CogVideoX-2B's own
+diffusers weights (the paper's start), or built from a config with random weights. Its parts, by the released names:
 - `flow_embed` = `ofs_embedding` (linear_1, linear_2); trained fresh, its last layer starts at zero
   so the motion scope first adds nothing to the time embedding;
 - the adaLN modulations = each block's `norm1.linear` and `norm2.linear` (SAT's
@@ -164,23 +164,71 @@ def collate(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
 # The DiT
 
 
-def is_decoder_folder(path: Path) -> bool:
-    return (path / "transformer" / "config.json").is_file()
+# The stock CogVideoX config keys that fix the DiT's weights' shapes (the rest is AnimeGamer's).
+STOCK_ARCHITECTURE = ("num_attention_heads", "attention_head_dim", "in_channels", "out_channels", "time_embed_dim",
+                      "num_layers", "patch_size", "norm_eps", "activation_fn", "attention_bias", "flip_sin_to_cos",
+                      "freq_shift", "timestep_activation_fn", "norm_elementwise_affine", "patch_bias")
+STOCK_DROPPED = ("patch_embed.text_proj.",)  # T5 -> DiT width: the representation enters unprojected
+
+
+def transformer_class(folder: Path) -> str | None:
+    """The diffusers class a transformer folder holds (None: no transformer config there)."""
+    path = folder / "config.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("_class_name") if path.is_file() else None
+
+
+def fresh_flow_embed(model: AnimeGamerTransformer3DModel) -> None:
+    """The motion-scope embedding trained fresh starts at zero output (its last layer zero)."""
+    nn.init.zeros_(model.ofs_embedding.linear_2.weight)
+    nn.init.zeros_(model.ofs_embedding.linear_2.bias)
+
+
+def from_stock(folder: Path, config: Mapping[str, Any]) -> AnimeGamerTransformer3DModel:
+    """CogVideoX-2B's own transformer (diffusers' CogVideoXTransformer3DModel, as THUDM/CogVideoX-2b
+    ships it), the paper's starting point: its weights in the AnimeGamer DiT, minus the T5 text
+    projection; the motion-scope embedding fresh."""
+    from inference.decoder.diffusers_api import CogVideoXTransformer3DModel
+
+    stock = CogVideoXTransformer3DModel.from_pretrained(str(folder), torch_dtype=torch.float32)
+    cfg = dict(stock.config)
+    if cfg.get("use_rotary_positional_embeddings") or cfg.get("use_learned_positional_embeddings"):
+        raise DecoderDataError(f"{folder}: a CogVideoX with rotary or learned positions (5B-style); the "
+                               "AnimeGamer decoder is CogVideoX-2B's sin-cos DiT")
+    arch = {k: cfg[k] for k in STOCK_ARCHITECTURE if k in cfg}
+    width = arch["num_attention_heads"] * arch["attention_head_dim"]
+    model = AnimeGamerTransformer3DModel(**{**config, **arch, "ofs_embed_dim": arch["time_embed_dim"],
+                                            "text_embed_dim": width})
+    fresh_flow_embed(model)
+    weights = {k: v for k, v in stock.state_dict().items() if not k.startswith(STOCK_DROPPED)}
+    del stock
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    left = [k for k in missing if not k.startswith("ofs_embedding.") and k != "uncond_embedding"]
+    if left or unexpected:
+        raise DecoderDataError(f"{folder}: the CogVideoX weights do not fit the AnimeGamer DiT "
+                               f"(missing {left[:5]}, unexpected {unexpected[:5]})")
+    return model
 
 
 def load_transformer(decoder: str | Path | None, config: Mapping[str, Any] = ANIMEGAMER_2B_CONFIG) -> AnimeGamerTransformer3DModel:
-    """The DiT of a converted decoder folder (float32), or `config` with random weights and a fresh
-    motion-scope embedding (last layer zero)."""
-    if decoder:
-        folder = Path(decoder)
-        if not is_decoder_folder(folder):
-            raise DecoderDataError(f"{folder}: not a converted decoder folder (no transformer/config.json; "
-                                   "convert the released decoder with `animegamer convert-decoder`)")
-        return AnimeGamerTransformer3DModel.from_pretrained(str(folder / "transformer"), torch_dtype=torch.float32)
-    model = AnimeGamerTransformer3DModel(**config)
-    nn.init.zeros_(model.ofs_embedding.linear_2.weight)
-    nn.init.zeros_(model.ofs_embedding.linear_2.bias)
-    return model
+    """The DiT to train, float32, from `decoder`:
+    - a converted decoder folder (`transformer/` of AnimeGamerTransformer3DModel): as it is;
+    - CogVideoX-2B's diffusers folder (the model folder with `transformer/`, or that subfolder):
+      its weights, the text projection dropped, the motion-scope embedding fresh;
+    - nothing: `config` with random weights and a fresh motion-scope embedding."""
+    if not decoder:
+        model = AnimeGamerTransformer3DModel(**config)
+        fresh_flow_embed(model)
+        return model
+    folder = Path(decoder)
+    sub = folder / "transformer"
+    kind = transformer_class(sub) or transformer_class(folder)
+    where = sub if transformer_class(sub) else folder
+    if kind == "AnimeGamerTransformer3DModel":
+        return AnimeGamerTransformer3DModel.from_pretrained(str(where), torch_dtype=torch.float32)
+    if kind == "CogVideoXTransformer3DModel":
+        return from_stock(where, config)
+    raise DecoderDataError(f"{folder}: neither a converted AnimeGamer decoder folder nor CogVideoX-2B's diffusers "
+                           "folder (convert the released decoder with `animegamer convert-decoder`)")
 
 
 def add_lora(transformer: AnimeGamerTransformer3DModel, rank: int, alpha: int) -> None:

@@ -25,7 +25,7 @@ from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONF
 from training.config import RunConfig, default_config_path, load_config
 from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a, make
 from training.decoder_c import PhaseC, PhaseCRecipe, describe_phase_c, precompute, read_games, turn_values
-from training.decoder_recipe import DecoderDataError, clip_items, draws, phase_settings, video_tokens
+from training.decoder_recipe import DecoderDataError, clip_items, draws, load_transformer, phase_settings, video_tokens
 from training.encoder import ENCODER_FILE, RepresentationEncoder
 from training.engine import train
 
@@ -126,6 +126,27 @@ def test_training_set_errors(tmp_path, folders):
     (bad / FEATURES_INDEX).write_text(json.dumps({"film-0000-00": shard_name(0)}))
     with pytest.raises(DecoderDataError, match="1 accepted clip.*no features"):
         clip_items(bad)
+
+
+def test_starts_from_cogvideox_own_weights(tmp_path):
+    """THUDM/CogVideoX-2b's layout (transformer/ of diffusers' CogVideoXTransformer3DModel, T5-wide
+    text projection, 49 frames, no motion-scope embedding) becomes the AnimeGamer DiT."""
+    from diffusers import CogVideoXTransformer3DModel
+
+    torch.manual_seed(0)
+    arch = {k: TINY_TRANSFORMER_CONFIG[k] for k in ("num_attention_heads", "attention_head_dim", "in_channels",
+                                                    "out_channels", "time_embed_dim", "num_layers", "patch_size")}
+    stock = CogVideoXTransformer3DModel(**arch, text_embed_dim=8, sample_width=6, sample_height=4, sample_frames=49)
+    stock.save_pretrained(str(tmp_path / "CogVideoX-2b" / "transformer"))
+    model = load_transformer(tmp_path / "CogVideoX-2b", TINY_TRANSFORMER_CONFIG)
+    ours = model.state_dict()
+    shared = [k for k in stock.state_dict() if not k.startswith("patch_embed.text_proj.")]
+    assert shared and all(torch.equal(ours[k], stock.state_dict()[k]) for k in shared if k in ours)
+    assert set(shared) <= set(ours)
+    assert torch.count_nonzero(model.ofs_embedding.linear_2.weight) == 0  # flow adds nothing at first
+    assert model.config["sample_frames"] == 17 and model.config["text_embed_dim"] == 32
+    with pytest.raises(DecoderDataError, match="neither"):
+        load_transformer(tmp_path)
 
 
 def test_draws_depend_on_the_sample_and_step_only():
