@@ -15,6 +15,7 @@ than CLIP's 768, which neither the converter nor this encoder supports: there is
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,10 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
+from film.encoders import T5_TOKENS
 from inference.decoder.diffusers_api import dit_config
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
-from inference.decoder.uncond import UNCOND_TEXT_TOKENS
+from inference.decoder.uncond import UNCOND_IP_TOKENS, UNCOND_TEXT_TOKENS
 
 from .config import RunConfig
 from .decoder_recipe import (
@@ -35,17 +37,19 @@ from .decoder_recipe import (
     cast_frozen,
     clip_items,
     collate,
+    decoder_counts,
+    decoder_shape,
     diffusion_loss,
+    dit_config_of,
     draws,
     export_decoder,
     load_transformer,
-    parameter_counts,
     phase_settings,
     unwrapped,
     video_tokens,
 )
 from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_features
-from .encoder import ENCODER_FILE, RepresentationEncoder
+from .encoder import CLIP_WIDTH, ENCODER_FILE, T5_WIDTH, RepresentationEncoder
 
 WARMUP_PARTS = ("flow_embed", "text_proj", "ip_proj", "txt_mix_layer_norm", "ip_mix_layer_norm")
 JOINT_PARTS = (*WARMUP_PARTS, "adaln", "lora")
@@ -157,29 +161,23 @@ def make(data: Path, phase: dict[str, Any], run: RunConfig) -> PhaseARecipe:
 
 
 def describe_phase_a(config: dict[str, Any] | None = None, lora_rank: int = 64) -> dict[str, Any]:
-    """Shape facts for the memory plan, counted on the meta device (no weights): parameters frozen
-    and trainable per stage, tokens per sample, dtypes."""
+    """Shape facts, counted on the meta device (no weights): parameters frozen and trainable in
+    each stage, tokens per sample."""
     config = config or ANIMEGAMER_2B_CONFIG
-    width = config["num_attention_heads"] * config["attention_head_dim"]
-    with torch.device("meta"):
-        transformer = load_transformer(None, config)
-        add_lora(transformer, lora_rank, 1)
-        model = DecoderTrainee(transformer, RepresentationEncoder(width=width))
-    model.set_trainable(WARMUP_PARTS)
-    warmup = parameter_counts(model)
-    model.set_trainable(JOINT_PARTS)
-    joint = parameter_counts(model)
+    key = json.dumps(dict(config), sort_keys=True)
+    warm_trainable, warm_frozen, _ = decoder_counts(key, lora_rank, True, WARMUP_PARTS)
+    trainable, frozen, _ = decoder_counts(key, lora_rank, True, JOINT_PARTS)
     return {
-        "phase": "a",
-        "trainable_warmup": warmup["trainable"], "frozen_warmup": warmup["frozen"],
-        "trainable": joint["trainable"], "frozen": joint["frozen"],
+        "phase": "a", "trainable_warmup": warm_trainable, "frozen_warmup": warm_frozen,
+        "trainable": trainable, "frozen": frozen,
         "video_tokens": video_tokens(config), "condition_tokens": config["max_text_seq_length"],
-        "width": width, "layers": config["num_layers"], "heads": config["num_attention_heads"],
-        "frozen_dtype": "the mixed-precision dtype (bf16)", "trainable_dtype": "float32",
-        "sample_bytes_bf16": 2 * (_latent_numel(config) + 226 * 4096 + 196 * 768),
     }
 
 
-def _latent_numel(config: dict[str, Any]) -> int:
-    frames = (config["sample_frames"] - 1) // config["temporal_compression_ratio"] + 1
-    return frames * config["in_channels"] * config["sample_height"] * config["sample_width"]
+def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
+    """Phase (a)'s PhaseShape (training.memory) in its joint stage (the larger one): the DiT of
+    `phase.decoder` (else CogVideoX-2B's shape), the encoder, T5 and CLIP features in bf16."""
+    s = phase_settings(PhaseA, phase, "a")
+    config = dit_config_of(s.decoder)
+    features = 2 * (T5_TOKENS * T5_WIDTH + UNCOND_IP_TOKENS * CLIP_WIDTH)  # bf16, as film.features stores them
+    return decoder_shape("a", run, config, s.lora_rank, True, JOINT_PARTS, features)

@@ -43,11 +43,13 @@ from .decoder_recipe import (
     cast_frozen,
     clip_items,
     collate,
+    decoder_counts,
+    decoder_shape,
     diffusion_loss,
+    dit_config_of,
     draws,
     export_decoder,
     load_transformer,
-    parameter_counts,
     phase_settings,
     unwrapped,
     video_tokens,
@@ -286,23 +288,19 @@ def make(data: Path, phase: dict[str, Any], run: RunConfig) -> PhaseCRecipe:
 
 
 def describe_phase_c(config: dict[str, Any] | None = None, lora_rank: int = 64) -> dict[str, Any]:
-    """Shape facts for the memory plan, counted on the meta device (no weights)."""
+    """Shape facts, counted on the meta device (no weights)."""
     from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
 
     config = config or ANIMEGAMER_2B_CONFIG
-    with torch.device("meta"):
-        transformer = load_transformer(None, config)
-        add_lora(transformer, lora_rank, 1)
-        model = DecoderTrainee(transformer)
-    model.set_trainable(PARTS)
-    counts = parameter_counts(model)
+    trainable, frozen, _ = decoder_counts(json.dumps(dict(config), sort_keys=True), lora_rank, False, PARTS)
+    return {"phase": "c", "trainable": trainable, "frozen": frozen, "video_tokens": video_tokens(config),
+            "condition_tokens": config["max_text_seq_length"]}
+
+
+def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
+    """Phase (c)'s PhaseShape (training.memory): the DiT of `phase.decoder` (else CogVideoX-2B's
+    shape) conditioned on the stored predictions (bf16)."""
+    s = phase_settings(PhaseC, phase, "c")
+    config = dit_config_of(s.decoder)
     width = config["num_attention_heads"] * config["attention_head_dim"]
-    frames = (config["sample_frames"] - 1) // config["temporal_compression_ratio"] + 1
-    latents = frames * config["in_channels"] * config["sample_height"] * config["sample_width"]
-    return {
-        "phase": "c", **counts,
-        "video_tokens": video_tokens(config), "condition_tokens": config["max_text_seq_length"],
-        "width": width, "layers": config["num_layers"], "heads": config["num_attention_heads"],
-        "frozen_dtype": "the mixed-precision dtype (bf16)", "trainable_dtype": "float32",
-        "sample_bytes_bf16": 2 * (latents + config["max_text_seq_length"] * width),
-    }
+    return decoder_shape("c", run, config, s.lora_rank, False, PARTS, 2 * config["max_text_seq_length"] * width)

@@ -18,9 +18,10 @@ No VAE, T5 or CLIP is loaded: latents and features come from the film pipeline's
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -413,3 +414,55 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
     return {"trainable": trainable, "frozen": total - trainable}
+
+
+def dit_config_of(decoder: str | Path | None) -> dict[str, Any]:
+    """The DiT's config a run will train: a converted decoder folder's own, else the 2B one."""
+    if decoder:
+        path = Path(decoder) / "transformer" / "config.json"
+        if path.is_file() and transformer_class(path.parent) == "AnimeGamerTransformer3DModel":
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            return {k: stored[k] for k in ANIMEGAMER_2B_CONFIG if k in stored}
+    return dict(ANIMEGAMER_2B_CONFIG)
+
+
+@functools.lru_cache(maxsize=16)
+def decoder_counts(config_json: str, lora_rank: int, encoder: bool, parts: tuple[str, ...]) -> tuple[int, int, int]:
+    """(trainable, frozen, buffer bytes) of a decoder trainee built on the meta device."""
+    config = json.loads(config_json)
+    width = config["num_attention_heads"] * config["attention_head_dim"]
+    with torch.device("meta"):
+        transformer = load_transformer(None, config)
+        add_lora(transformer, lora_rank, 1)
+        from .encoder import RepresentationEncoder
+
+        model = DecoderTrainee(transformer, RepresentationEncoder(width=width) if encoder else None)
+    model.set_trainable(parts)
+    counts = parameter_counts(model)
+    buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    return counts["trainable"], counts["frozen"], buffers
+
+
+def decoder_shape(phase: str, run: Any, config: Mapping[str, Any], lora_rank: int, encoder: bool,
+                  parts: Sequence[str], condition_bytes: int) -> Any:
+    """The memory model's PhaseShape (training.memory) of a decoder phase. Frozen weights sit in
+    the mixed-precision dtype (cast_frozen); peft's LoRA has no dropout here, so it keeps no copy
+    of its inputs beyond what the base linear saves (lora_inputs 0)."""
+    from .memory import PhaseShape
+
+    trainable, frozen, buffers = decoder_counts(json.dumps(dict(config), sort_keys=True), lora_rank, encoder, tuple(parts))
+    half = run.mixed_precision in ("bf16", "fp16")
+    width = config["num_attention_heads"] * config["attention_head_dim"]
+    latents = video_latent_numel(config)
+    return PhaseShape(
+        phase=phase, frozen=frozen, trainable=trainable, tokens=video_tokens(config) + config["max_text_seq_length"],
+        width=width, layers=config["num_layers"], ffn=4 * width, frozen_dtype="bf16" if half else "fp32",
+        compute_bytes=2 if half else 4, lora_inputs=0, fixed_bytes=buffers,
+        # the batch as stored (bf16) and the fp32 latents, noise, noisy latents and v target
+        sample_bytes=2 * latents + condition_bytes + 4 * 4 * latents,
+    )
+
+
+def video_latent_numel(config: Mapping[str, Any]) -> int:
+    frames = (config["sample_frames"] - 1) // config["temporal_compression_ratio"] + 1
+    return frames * config["in_channels"] * config["sample_height"] * config["sample_width"]

@@ -11,8 +11,8 @@ decoder's patch-embedding mixin, whose tensors sit in the SAT checkpoint under
 encoder's output for zero inputs is the decoder's stored `uncond_embedding` (the unconditional
 branch of classifier-free guidance).
 
-The released T5 embedder pads the text to 30 tokens (UNCOND_TEXT_TOKENS); film.features stores
-226 (CogVideoX's length): the first 30 are taken here (`text_tokens`).
+The released T5 embedder pads the text to 30 tokens (UNCOND_TEXT_TOKENS), as film.features stores
+it; longer text features (CogVideoX's 226) are cut to their first 30 (`text_tokens`).
 """
 
 from __future__ import annotations

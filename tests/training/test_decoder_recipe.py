@@ -16,12 +16,14 @@ import torch
 from accelerate import Accelerator
 from diffusers import AutoencoderKLCogVideoX
 
+from film.encoders import T5_TOKENS
 from film.features import FORMAT, shard_name, write_shard
 from film.games import write_games
 from film.manifest import FEATURES_INDEX, Clip, write_lines, write_manifest
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
 from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from training import decoder_a, decoder_c
 from training.config import RunConfig, default_config_path, load_config
 from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a, make
 from training.decoder_c import PhaseC, PhaseCRecipe, describe_phase_c, precompute, read_games, turn_values
@@ -63,7 +65,7 @@ def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = 
                             features=shard_name(0)))
         tensors[f"{cid}/latents"] = torch.randn(LATENT, generator=g).to(torch.bfloat16)
         tensors[f"{cid}/image"] = torch.randn(IMAGE_TOKENS, IMAGE_DIM, generator=g).to(torch.bfloat16)
-        tensors[f"{cid}/text"] = torch.randn(226, TEXT_DIM, generator=g).to(torch.bfloat16)
+        tensors[f"{cid}/text"] = torch.randn(T5_TOKENS, TEXT_DIM, generator=g).to(torch.bfloat16)
     path.mkdir(parents=True, exist_ok=True)
     write_manifest(path, records)
     write_shard(path / shard_name(0), tensors, {"format": FORMAT, "clips": [r.id for r in records], "texts": {},
@@ -253,6 +255,21 @@ def test_describe_phase_a_full_size():
     encoder = (4096 * 1920 + 1920 + 1920 * 1920 + 1920) + (768 * 1920 + 1920 + 1920 * 1920 + 1920) + 4 * 1920
     assert facts["trainable_warmup"] == flow + encoder
     assert facts["trainable"] == flow + encoder + adaln + lora
+    assert facts["trainable"] + facts["frozen"] == facts["trainable_warmup"] + facts["frozen_warmup"]
+
+
+def test_memory_shapes_of_the_decoder_phases(folders):
+    PhaseShape = pytest.importorskip("training.memory").PhaseShape  # noqa: N806 (a class)
+
+    run = RunConfig(mixed_precision="bf16", gradient_checkpointing=True)
+    a = decoder_a.phase_shape(run, {})
+    assert isinstance(a, PhaseShape)
+    facts = describe_phase_a()
+    assert (a.trainable, a.frozen, a.tokens, a.width, a.layers) == (facts["trainable"], facts["frozen"], 6976, 1920, 30)
+    assert a.frozen_dtype == "bf16" and a.compute_bytes == 2
+    c = decoder_c.phase_shape(RunConfig(), {"decoder": str(folders["decoder"])})  # the folder's tiny DiT
+    assert c.frozen_dtype == "fp32" and c.width == 32 and c.layers == 2
+    assert c.trainable == describe_phase_c(TINY_TRANSFORMER_CONFIG)["trainable"]
 
 
 # ---------------------------------------------------------------------------------------------
