@@ -3,8 +3,8 @@
 One decode pass over the source at its own frame rate, on small frames (256 columns, the size
 PySceneDetect itself downscales a frame to), feeding PySceneDetect's detector frame by frame
 (ContentDetector: threshold 27, min_scene_len 15 frames; or AdaptiveDetector) and measuring two
-things per frame for the skip rules: the mean luma, and whether the picture changed since the
-previous frame.
+things per frame for the skip rules: the mean luma, and whether the picture differs from the last
+picture that differed (so slow changes add up and noise does not).
 
 A shot is skipped, with its reason, when it is
 - `too short`: fewer than 17 frames at 8 fps (2.125 s) between its cuts;
