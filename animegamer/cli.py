@@ -63,10 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     from inference.commands import register as register_inference
     from inference.models_cli import register as register_models
     from play.commands import register as register_play
+    from training.cli import register as register_train
 
     for register in (register_bot, register_inference, register_play, register_doctor, register_deploy, register_models,
                      register_films, register_healthcheck, register_content_rules, register_i18n, register_film,
-                     register_shares, register_eval):
+                     register_shares, register_eval, register_train):
         register(sub)
     return p
 

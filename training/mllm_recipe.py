@@ -404,3 +404,59 @@ def agent_folder(film_id: str) -> str:
 
 def make(data: Path, phase: dict[str, Any], run: RunConfig) -> MLLMRecipe:
     return MLLMRecipe(data, PhaseB.from_table(phase), run)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory (training/memory.py)
+
+
+def _mistral_config(base_model: str) -> dict[str, Any]:
+    """The base's MistralConfig fields: its folder's config.json, or Mistral-7B's shape."""
+    from inference.mllm.model import MISTRAL_7B_SHAPE
+
+    path = Path(base_model) / "config.json" if base_model else None
+    if path is not None and path.is_file():
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        return {k: fields[k] for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                                       "num_key_value_heads", "vocab_size") if k in fields}
+    return dict(MISTRAL_7B_SHAPE)
+
+
+def parameter_counts(config: dict[str, Any], rank: int, rep_dim: int) -> tuple[int, int, int]:
+    """(frozen, trainable, LoRA input widths per layer) of the phase's model, built on the meta
+    device exactly as build_model builds it (no weights)."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    with torch.device("meta"):
+        llm = MistralForCausalLM(MistralConfig(**{**config, "tie_word_embeddings": False}))
+        mllm = wrap_released(llm, rep_dim, lora_config(r=rank))
+    mark_trainable(mllm)
+    frozen = sum(p.numel() for p in mllm.parameters() if not p.requires_grad)
+    trainable = sum(p.numel() for p in mllm.parameters() if p.requires_grad)
+    layer = mllm.causal_lm.model.layers[0]
+    inputs = sum(m.in_features for n, m in layer.named_modules() if isinstance(m, nn.Linear) and n.endswith("base_layer"))
+    return frozen, trainable, inputs
+
+
+def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
+    """Phase (b)'s PhaseShape at its configured sizes: a sample is max_turns turns of
+    max_turn_tokens tokens; four positions are scored over the vocabulary."""
+    from training.memory import PhaseShape
+
+    s = PhaseB.from_table({k: v for k, v in phase.items() if k in {f.name for f in dataclasses.fields(PhaseB)}})
+    config = _mistral_config(s.base_model)
+    rep_dim = 1920  # the CogVideoX-2B width, unless phase (a)'s encoder says otherwise
+    if s.encoder and Path(s.encoder).exists():
+        from training.encoder import RepresentationEncoder
+
+        rep_dim = int(RepresentationEncoder.load(s.encoder).dims["width"])
+    frozen, trainable, lora_inputs = parameter_counts(config, s.lora_rank, rep_dim)
+    half = run.mixed_precision in ("bf16", "fp16")
+    frozen_dtype = "int8" if s.quantize == "int8" else ("bf16" if half else "fp32")
+    tokens = s.max_turns * s.max_turn_tokens
+    return PhaseShape(
+        phase="b", frozen=frozen, trainable=trainable, tokens=tokens, width=int(config["hidden_size"]),
+        layers=int(config["num_hidden_layers"]), ffn=int(config["intermediate_size"]), frozen_dtype=frozen_dtype,
+        compute_bytes=2 if half else 4, lora_inputs=lora_inputs, logits=4 * int(config.get("vocab_size", 32284)),
+        sample_bytes=4 * s.max_turns * NUM_QUERY * rep_dim,
+    )

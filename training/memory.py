@@ -1,0 +1,254 @@
+"""Peak GPU memory of one training step, per phase, and the settings that fit a card.
+
+Tracing a training step on the meta device, as inference/memory/plan.py traces a turn, would need
+fake tensors through peft, accelerate and the optimizers; this is an analytic model instead, with
+each term counted from the phase's real modules built on the meta device (parameter counts) and
+checked against a measured CPU step of a tiny model (tests/training/test_memory.py, with the live
+storage counter inference/memory/live.py uses):
+
+    weights      frozen parameters x bytes per parameter (bf16 2, int8 1, int4 ~0.53, fp32 4)
+    trainable    fp32 masters + fp32 gradients: 8 bytes per trainable parameter
+    optimizer    adamw 8 bytes per trainable parameter (two fp32 moments), adamw8bit ~2.06
+                 (two int8 moments and a scale per 256), cpu_offload 0 (states in host memory)
+    activations  per token and layer, in the compute dtype: without gradient checkpointing
+                 c_w * width + c_f * ffn + the LoRA layers' dropped-out inputs; with it, one
+                 layer input per layer plus one layer's activations during its recompute
+    transient    gradients of the activations in flight: two widths and one ffn per token
+    logits       the positions scored over the vocabulary, in fp32 (phase (b): four)
+
+The optimizer step runs after the activations are freed: its peak (weights, trainable, states and
+one fp32 temporary per trainable parameter for the foreach update) is compared with the backward's
+and the larger one counts. A card of N GB offers `usable_gib(N)` (inference.memory.plan) less the
+CUDA context and kernels' workspaces (CUDA_OVERHEAD_GIB); predictions carry a 10 % margin for the
+allocator's fragmentation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inference.memory.plan import usable_gib
+from training.config import RunConfig
+
+GiB = 2**30
+CARDS_GB = (12, 16, 24, 48, 80)
+CUDA_OVERHEAD_GIB = 0.75  # CUDA context, cuBLAS/cuDNN workspaces: outside torch's allocator
+MARGIN = 1.10  # fragmentation of the caching allocator
+
+WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.53}
+STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0 + 8.0 / 256, "cpu_offload": 0.0}
+# Saved activations per token and layer, in units of the compute dtype (see the module docstring):
+# the attention block keeps its normed input, q, k, v, their rotated copies and its output; the
+# MLP its normed input, gate, up, the activation and the product; the norms their fp32 inputs.
+C_WIDTH = 12.0
+C_FFN = 4.0
+
+
+@dataclass(frozen=True)
+class PhaseShape:
+    """What the memory model needs of a phase, at its configured sizes (T2's phases (a) and (c)
+    fill one with their DiT's counts: `phase_shape(run, phase_table)` in their recipe module)."""
+
+    phase: str
+    frozen: int  # frozen parameters
+    trainable: int  # trainable parameters (fp32 masters)
+    tokens: int  # tokens of one sample through the transformer
+    width: int  # transformer width
+    layers: int
+    ffn: int  # MLP hidden width
+    frozen_dtype: str = "bf16"  # one of WEIGHT_BYTES
+    compute_bytes: int = 2  # bf16/fp16 activations (4 for fp32)
+    lora_inputs: int = 0  # per layer: summed input widths of the LoRA-wrapped linears
+    logits: int = 0  # logits elements per sample kept in fp32
+    fixed_bytes: int = 0  # anything else held through the step (a frozen encoder, buffers)
+    sample_bytes: int = 0  # one sample's input tensors
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A prediction in bytes, by term."""
+
+    weights: int
+    trainable: int
+    optimizer: int
+    activations: int
+    step_extra: int  # the optimizer step's temporaries (counted only if its peak is the higher)
+
+    @property
+    def backward_peak(self) -> int:
+        return self.weights + self.trainable + self.optimizer + self.activations
+
+    @property
+    def step_peak(self) -> int:
+        return self.weights + self.trainable + self.optimizer + self.step_extra
+
+    @property
+    def total(self) -> int:
+        return max(self.backward_peak, self.step_peak)
+
+    def need_gib(self) -> float:
+        """What a card must offer: the peak with the margin, and the CUDA overhead."""
+        return self.total * MARGIN / GiB + CUDA_OVERHEAD_GIB
+
+
+def activation_bytes(shape: PhaseShape, batch: int, checkpointing: bool) -> int:
+    tokens = shape.tokens * batch
+    b = shape.compute_bytes
+    per_layer = b * (C_WIDTH * shape.width + C_FFN * shape.ffn) + (b + 1) * shape.lora_inputs  # dropout: copy + mask
+    transient = b * (2 * shape.width + shape.ffn)
+    # checkpointed: each layer's input, and one layer's activations while it is recomputed
+    saved = shape.layers * b * shape.width + per_layer if checkpointing else shape.layers * per_layer
+    return int(tokens * (saved + transient) + 4 * shape.logits * batch + shape.sample_bytes * batch)
+
+
+def predict(shape: PhaseShape, run: RunConfig, micro_batch: int | None = None) -> Peak:
+    """The peak of one optimizer step with the run's settings (micro_batch: samples per process
+    per micro-step; default the run's batch on one process)."""
+    batch = micro_batch or run.batch_size
+    weights = int(shape.frozen * WEIGHT_BYTES[shape.frozen_dtype]) + shape.fixed_bytes
+    trainable = 8 * shape.trainable
+    optimizer = int(STATE_BYTES[run.optimizer] * shape.trainable)
+    step_extra = 0 if run.optimizer == "cpu_offload" else 4 * shape.trainable
+    return Peak(weights, trainable, optimizer, activation_bytes(shape, batch, run.gradient_checkpointing), step_extra)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitting a card
+
+
+@dataclass(frozen=True)
+class Saving:
+    """One setting that lowers the peak, in the order they are tried (least change first)."""
+
+    key: str  # "run.gradient_checkpointing", "phase.quantize", ...
+    value: Any
+    why: str
+
+
+SAVINGS: tuple[Saving, ...] = (
+    Saving("run.gradient_checkpointing", True, "recompute each layer in the backward instead of keeping its activations"),
+    Saving("run.optimizer", "adamw8bit", "8-bit optimizer states (torchao) instead of fp32"),
+    Saving("phase.quantize", "int8", "frozen base weights in int8 (torchao), the LoRA on top"),
+    Saving("run.optimizer", "cpu_offload", "optimizer states and step in host memory (torchao)"),
+)
+
+
+@dataclass
+class Fit:
+    fits: bool
+    card_gib: float
+    need_gib: float
+    changes: list[Saving]
+    run: RunConfig
+    phase: dict[str, Any]
+    message: str
+
+
+def _apply(run: RunConfig, phase: dict[str, Any], saving: Saving) -> tuple[RunConfig, dict[str, Any]] | None:
+    section, _, key = saving.key.partition(".")
+    if section == "run":
+        if getattr(run, key) == saving.value:
+            return None
+        return dataclasses.replace(run, **{key: saving.value}), phase
+    if key not in phase or phase[key] == saving.value:
+        return None  # the phase has no such setting (the decoder phases have no quantised base)
+    return run, {**phase, key: saving.value}
+
+
+ShapeFn = Callable[[RunConfig, dict[str, Any]], PhaseShape]
+
+
+def fit(shape_of: ShapeFn, run: RunConfig, phase: dict[str, Any], card_gib: float) -> Fit:
+    """The config as given if it fits `card_gib`; else the savings, in order, until it fits; else
+    a refusal that says how much the most frugal settings need."""
+    changes: list[Saving] = []
+    need = predict(shape_of(run, phase), run).need_gib()
+    if need <= card_gib:
+        return Fit(True, card_gib, need, [], run, phase, f"fits: {need:.1f} GiB of {card_gib:.1f} GiB with the config as given")
+    for saving in SAVINGS:
+        applied = _apply(run, phase, saving)
+        if applied is None:
+            continue
+        run, phase = applied
+        changes.append(saving)
+        need = predict(shape_of(run, phase), run).need_gib()
+        if need <= card_gib:
+            said = "; ".join(f"{c.key}={c.value!r} ({c.why})" for c in changes)
+            return Fit(True, card_gib, need, changes, run, phase,
+                       f"fits with {said}: {need:.1f} GiB of {card_gib:.1f} GiB")
+    said = ", ".join(f"{c.key}={c.value!r}" for c in changes) or "the config as given"
+    return Fit(False, card_gib, need, changes, run, phase,
+               f"does not fit: {need:.1f} GiB needed with {said}, the card offers {card_gib:.1f} GiB; "
+               f"a card of {_smallest_card(need)} would do, or lower run.batch_size / the sequence length")
+
+
+def _smallest_card(need_gib: float) -> str:
+    for gb in (8, 12, 16, 20, 24, 32, 40, 48, 80, 96, 141):
+        if usable_gib(gb) >= need_gib:
+            return f"{gb} GB"
+    return "more than 141 GB (several GPUs: DeepSpeed ZeRO-2 or FSDP)"
+
+
+def card_gib(gpu_memory: str | None) -> tuple[float, str] | None:
+    """The card to fit: the free memory of the GPU in use, else `--gpu-memory` (e.g. 24GiB, 16GB)."""
+    import torch
+
+    if torch.cuda.is_available():
+        free, total = torch.cuda.mem_get_info()
+        return free / GiB, f"{torch.cuda.get_device_name()} ({free / GiB:.1f} GiB free of {total / GiB:.1f})"
+    if gpu_memory is None:
+        return None
+    return parse_size(gpu_memory), f"--gpu-memory {gpu_memory}"
+
+
+def parse_size(text: str) -> float:
+    """'24GiB' -> 24.0, '24GB' -> a card sold as 24 GB (usable_gib), a bare number: GB."""
+    raw = text.strip().replace(" ", "")
+    lower = raw.lower()
+    try:
+        if lower.endswith("gib"):
+            return float(raw[:-3])
+        if lower.endswith("gb"):
+            return usable_gib(float(raw[:-2]))
+        return usable_gib(float(raw))
+    except ValueError:
+        raise ValueError(f"--gpu-memory {text!r}: expected a size like 24GiB or 16GB") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The phases' shapes
+
+
+SHAPE_FUNCTIONS = {"a": "training.decoder_a", "b": "training.mllm_recipe", "c": "training.decoder_c"}
+
+
+def shape_function(phase: str) -> ShapeFn:
+    """`phase_shape(run, phase_table)` of the phase's recipe module."""
+    module = importlib.import_module(SHAPE_FUNCTIONS[phase])
+    function = getattr(module, "phase_shape", None)
+    if function is None:
+        raise LookupError(f"phase ({phase}) has no memory shape yet ({SHAPE_FUNCTIONS[phase]}.phase_shape)")
+    return function
+
+
+def table(phases: dict[str, tuple[ShapeFn, RunConfig, dict[str, Any]]], cards_gb: Sequence[int] = CARDS_GB) -> str:
+    """Markdown: per phase, the peak with its config, and per card what fits (and with what)."""
+    lines = ["| phase | config's peak (GiB) | " + " | ".join(f"{gb} GB" for gb in cards_gb) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in cards_gb) + " |"]
+    for name, (shape_of, run, phase) in phases.items():
+        need = predict(shape_of(run, phase), run).need_gib()
+        cells = []
+        for gb in cards_gb:
+            f = fit(shape_of, run, phase, usable_gib(gb))
+            if not f.fits:
+                cells.append(f"no ({f.need_gib:.1f})")
+            elif not f.changes:
+                cells.append(f"yes ({f.need_gib:.1f})")
+            else:
+                cells.append(", ".join(f"{c.key.split('.')[1]}={c.value}" for c in f.changes) + f" ({f.need_gib:.1f})")
+        lines.append(f"| {name} | {need:.1f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
