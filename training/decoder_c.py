@@ -110,79 +110,92 @@ def turn_values(turn: dict[str, Any]) -> tuple[int, int, int, int]:
     return (int(turn["motion_level"]), int(turn["social"]), int(turn["entertainment"]), int(turn["stamina"]))
 
 
-def encoder_representations(encoder_path: str, clips: list[ClipItem]) -> dict[str, np.ndarray]:
-    """The phase-(a) encoder's representation of each clip (what phase (b) regressed and what the
-    history of a teacher-forced game holds), float32."""
-    encoder = RepresentationEncoder.load(encoder_path).eval()
-    reader = ShardReader()
-    out = {}
-    with torch.no_grad():
-        for item in clips:
-            text = reader.get(item.shard, f"{item.id}/text")[None].float()
-            image = reader.get(item.shard, f"{item.id}/image")[None].float()
-            out[item.id] = encoder(text, image)[0].numpy()
-    return out
+class EncoderReps:
+    """The phase-(a) encoder's representation of a clip (what phase (b) regressed and what a
+    teacher-forced game's history holds), float32, computed when a prompt needs it: the whole
+    training set's would not fit in memory (0.9 MB a clip)."""
+
+    def __init__(self, encoder_path: str, items: dict[str, ClipItem]):
+        self.encoder = RepresentationEncoder.load(encoder_path).eval()
+        self.items = items
+        self.reader = ShardReader()
+
+    @property
+    def width(self) -> int:
+        return self.encoder.dims["width"]
+
+    @torch.no_grad()
+    def __call__(self, clip: str) -> np.ndarray:
+        item = self.items[clip]
+        text = self.reader.get(item.shard, f"{clip}/text")[None].float()
+        image = self.reader.get(item.shard, f"{clip}/image")[None].float()
+        return self.encoder(text, image)[0].numpy()
 
 
 def precompute(data: Path, settings: PhaseC, device: str | None = None, dtype: str | None = None,
                progress: bool = False) -> Path:
-    """Every game's turns through the MLLM (teacher-forced history) -> predicted representations
-    in shards under the predictions folder; returns that folder. The encoder runs first, alone; the
-    MLLM is freed before anything else loads."""
+    """Every game's turns through the MLLM (teacher-forced history: the earlier turns' annotated
+    values and encoder representations) -> predicted representations in shards of SHARD_CLIPS
+    clips under the predictions folder; returns that folder. Beside the MLLM only the small
+    phase-(a) encoder is loaded; both are freed before training builds the DiT."""
     from inference.mllm.instruction import InstructionEncoder
     from inference.mllm.loading import load_mllm
     from inference.mllm.predict import MLLMPredictor, PredictOptions
-    from inference.mllm.prompt import HistoryItem, PromptBuilder, TurnPrompt
+    from inference.mllm.prompt import HistoryItem, PromptBuilder
 
     data = Path(data)
     for name in ("mistral", "tokenizer", "agent"):
         if not getattr(settings, name):
             raise DecoderDataError(f"phase.{name} is not set: phase (c) predicts with the phase-(b) MLLM")
-    games = read_games(data)
-    if not games:
-        raise DecoderDataError(f"{data / GAMES}: no games to predict")
     train, held = clip_items(data)
     items = {i.id: i for i in train + held}
-    per_game = [(g["id"], [t for t in g["turns"] if t["clip"] in items]) for g in games]
-    per_game = [(gid, ts) for gid, ts in per_game if ts]
-    if not per_game:
+    games = {g["id"]: [t for t in g["turns"] if t["clip"] in items] for g in read_games(data)}
+    turns = [(gid, k) for gid, ts in games.items() for k in range(len(ts))]
+    if not turns:
         raise DecoderDataError(f"{data / GAMES}: no game turn has a clip with features")
-    # Each turn as the history of the next ones, computed before the MLLM loads.
-    reps = encoder_representations(settings.encoder or str(Path(settings.decoder) / ENCODER_FILE),
-                                   [items[t["clip"]] for _, ts in per_game for t in ts])
-    history = {gid: [HistoryItem(t["instruction"], turn_values(t), reps[t["clip"]]) for t in ts]
-               for gid, ts in per_game}
-    gc.collect()
-
+    reps = EncoderReps(settings.encoder or str(Path(settings.decoder) / ENCODER_FILE), items)
     loaded = load_mllm(settings.mistral, settings.tokenizer, settings.agent, device=device, dtype=dtype,
-                       rep_dim=int(history[per_game[0][0]][0].representation.shape[1]))
+                       rep_dim=reps.width)
     predictor = MLLMPredictor(loaded.model, loaded.special, PredictOptions(readout=settings.readout))
     builder = PromptBuilder(InstructionEncoder(loaded.tokenizer, loaded.special), loaded.special,
                             settings.history_window)
-    prompts: list[tuple[str, TurnPrompt]] = [
-        (t["clip"], builder.build(t["instruction"], history[gid][:k])) for gid, ts in per_game for k, t in enumerate(ts)
-    ]
+    window = settings.history_window
+
+    def prompt(gid: str, k: int):
+        ts = games[gid]
+        history = [HistoryItem(t["instruction"], turn_values(t), reps(t["clip"])) for t in ts[max(0, k - window):k]]
+        return builder.build(ts[k]["instruction"], history)
+
     out = predictions_folder(data, settings)
     if out.exists():
         shutil.rmtree(out)  # predictions of another MLLM must not mix with these
     index: dict[str, str] = {}
-    for n, start in enumerate(range(0, len(prompts), SHARD_CLIPS)):
-        shard = prompts[start:start + SHARD_CLIPS]
+    for n, start in enumerate(range(0, len(turns), SHARD_CLIPS)):
+        shard = turns[start:start + SHARD_CLIPS]
+        clips = [games[gid][k]["clip"] for gid, k in shard]
         tensors = {}
         for b in range(0, len(shard), settings.predict_batch):
             part = shard[b:b + settings.predict_batch]
-            for (clip, _), result in zip(part, predictor.predict_batch([p for _, p in part]), strict=True):
-                tensors[f"{clip}/predicted"] = torch.from_numpy(result.representation).to(torch.bfloat16).contiguous()
+            results = predictor.predict_batch([prompt(gid, k) for gid, k in part])
+            for (gid, k), result in zip(part, results, strict=True):
+                tensors[f"{games[gid][k]['clip']}/predicted"] = torch.from_numpy(result.representation).to(torch.bfloat16)
         rel = f"shard-{n:05d}.safetensors"
-        meta = {"format": PREDICTIONS_FORMAT, "clips": [c for c, _ in shard], "agent": str(settings.agent),
-                "history_window": settings.history_window, "readout": settings.readout}
-        write_shard(out / rel, tensors, meta)
-        index.update({c: rel for c, _ in shard})
+        meta = {"format": PREDICTIONS_FORMAT, "clips": clips, "agent": str(settings.agent),
+                "history_window": window, "readout": settings.readout}
+        write_shard(out / rel, {k: v.contiguous() for k, v in tensors.items()}, meta)
+        index.update({c: rel for c in clips})
         if progress:
-            print(f"phase (c) predictions: {len(index)}/{len(prompts)} clips")
+            print(f"phase (c) predictions: {len(index)}/{len(turns)} clips")
     write_lines(out / PREDICTIONS_INDEX, [json.dumps(index, sort_keys=True, indent=1)])
-    del predictor, loaded
+    return out
+
+
+def precompute_and_free(data: Path, settings: PhaseC, device: str | None = None, progress: bool = False) -> Path:
+    """precompute, then the MLLM's memory given back before the DiT is built on the same card."""
+    out = precompute(data, settings, device=device, progress=progress)
     gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return out
 
 
@@ -238,7 +251,7 @@ class PhaseCRecipe:
         folder = predictions_folder(self.data, self.settings)
         if not (folder / PREDICTIONS_INDEX).is_file():
             if accelerator.is_main_process:  # the MLLM runs once, before the DiT is built
-                precompute(self.data, self.settings, device=str(accelerator.device), progress=True)
+                precompute_and_free(self.data, self.settings, device=str(accelerator.device), progress=True)
             accelerator.wait_for_everyone()
         transformer = load_transformer(self.settings.decoder)
         add_lora(transformer, self.settings.lora_rank, self.settings.lora_alpha)

@@ -335,8 +335,11 @@ def test_precompute_writes_what_the_mllm_predicts(folders, phase_c):
 
 def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
     run = RunConfig(max_steps=2, lr=1e-3, gradient_checkpointing=True)
-    recipe = PhaseCRecipe(folders["data"], phase_c["settings"], run)
-    model = recipe.build_model(Accelerator(cpu=True))
+    settings = dataclasses.replace(phase_c["settings"], predictions=str(tmp_path / "predictions"))
+    recipe = PhaseCRecipe(folders["data"], settings, run)
+    model = recipe.build_model(Accelerator(cpu=True))  # no predictions there yet: it makes them first
+    index = json.loads((tmp_path / "predictions" / "index.json").read_text())
+    assert index.keys() == json.loads((phase_c["predictions"] / "index.json").read_text()).keys()
     assert model.encoder is None  # the condition is the MLLM's prediction
     before = snapshot(model)
     one_step(recipe, model, step=0)
