@@ -16,6 +16,7 @@ than CLIP's 768, which neither the converter nor this encoder supports: there is
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ from .decoder_recipe import (
 from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_features
 from .encoder import CLIP_WIDTH, ENCODER_FILE, T5_WIDTH, RepresentationEncoder
 
+log = logging.getLogger(__name__)
+
 WARMUP_PARTS = ("flow_embed", "text_proj", "ip_proj", "txt_mix_layer_norm", "ip_mix_layer_norm")
 JOINT_PARTS = (*WARMUP_PARTS, "adaln", "lora")
 
@@ -72,6 +75,9 @@ def load_encoder(settings: PhaseA, text_dim: int, image_dim: int, width: int, im
     source = settings.encoder or (str(Path(settings.decoder) / ENCODER_FILE)
                                   if settings.decoder and (Path(settings.decoder) / ENCODER_FILE).is_file() else "")
     if not source:
+        if settings.decoder:
+            log.warning("phase (a): a fresh encoder for a trained DiT, whose conditioning it has never seen; "
+                        "set phase.encoder to the released SAT decoder checkpoint to start from its encoder")
         return RepresentationEncoder(text_dim, image_dim, width, image_tokens=image_tokens)
     encoder = RepresentationEncoder.load(source)
     got = encoder.dims
@@ -102,6 +108,9 @@ class PhaseARecipe:
 
     def build_model(self, accelerator: Accelerator) -> torch.nn.Module:
         s = self.settings
+        if not s.decoder:
+            log.warning("phase (a): the DiT starts from random weights (phase.decoder is empty): set it to a "
+                        "converted decoder folder or CogVideoX-2B's to train a playable film")
         transformer = load_transformer(s.decoder, self.config)
         sample = ClipFeatures(self.train_items[:1])[0]
         dit = dit_config(transformer)
