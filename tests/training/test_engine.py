@@ -88,8 +88,8 @@ def test_two_cpu_processes_equal_one(tmp_path):
     """accelerate launch --num_processes 2 --cpu (gloo), same global batch: the same losses."""
     single = train(ToyRecipe(dropout=0.0), run(batch_size=4, grad_accum=1, max_steps=6, lr=1e-2, seed=0), tmp_path / "one",
                    resume=False, progress=False)
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "tests.training.toy", str(tmp_path / "two"), "4", "1", "6"]
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ROOT / "training/accelerate/cpu.yaml"),
+               "--num_processes", "2", "-m", "tests.training.toy", str(tmp_path / "two"), "4", "1", "6"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -112,6 +112,13 @@ def test_config_files_load_and_overrides_apply():
         load_config(default_config_path("b"), ["run.optimizer=sgd"])
     with pytest.raises(ConfigError, match="whole number"):
         load_config(default_config_path("b"), ["run.max_steps=1.5"])
+
+
+def test_shipped_launch_files_are_accelerate_configs():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    kinds = {p.stem: load_config_from_file(str(p)).distributed_type.value for p in (ROOT / "training/accelerate").glob("*.yaml")}
+    assert kinds == {"cpu": "NO", "one_gpu": "NO", "ddp": "MULTI_GPU", "deepspeed_zero2": "DEEPSPEED", "fsdp": "FSDP"}
 
 
 def test_accelerate_private_names_were_checked_on_this_version():

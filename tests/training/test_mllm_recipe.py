@@ -193,3 +193,15 @@ def test_training_prompt_is_the_worker_prompt_plus_the_states(files):
     assert [turn.input_ids[i] for i in turn.state_positions] == [SPECIAL.strength_id(v) for v in (3, 1, 0, -1)]
     assert turn.input_ids[len(turn.prompt) - 1] == SPECIAL.state_open[0]
     assert turn.input_ids[-2:] == [SPECIAL.state_close[3], SPECIAL.turn_end]
+
+
+def test_int8_frozen_base_trains_the_lora_on_top(files):
+    """phase.quantize=int8: the decoder layers' base weights are torchao int8 and frozen; peft's
+    torchao LoRA layer wraps them and the gradients reach the LoRA and the head."""
+    r = recipe(files, quantize="int8", max_turns=1)
+    model = r.build_model(Accelerator(cpu=True))
+    q_proj = model.mllm.causal_lm.model.layers[0].self_attn.q_proj  # type: ignore[union-attr]
+    assert type(q_proj.base_layer.weight).__name__ == "Int8Tensor" and not q_proj.base_layer.weight.requires_grad
+    r.loss(model, r.collate([r.dataset()[0]]), 0)["loss"].backward()
+    assert q_proj.lora_B.default.weight.grad.abs().sum() > 0
+    assert model.mllm.causal_lm.lm_head.weight.grad is not None  # type: ignore[union-attr]
