@@ -198,7 +198,7 @@ def test_training_prompt_is_the_worker_prompt_plus_the_states(files):
 def test_int8_frozen_base_trains_the_lora_on_top(files):
     """phase.quantize=int8: the decoder layers' base weights are torchao int8 and frozen; peft's
     torchao LoRA layer wraps them and the gradients reach the LoRA and the head."""
-    r = recipe(files, quantize="int8", max_turns=1)
+    r = recipe(files, quantize="int8")
     model = r.build_model(Accelerator(cpu=True))
     q_proj = model.mllm.causal_lm.model.layers[0].self_attn.q_proj  # type: ignore[union-attr]
     assert type(q_proj.base_layer.weight).__name__ == "Int8Tensor" and not q_proj.base_layer.weight.requires_grad
