@@ -58,8 +58,10 @@ def open_run(out: Path, config: dict[str, Any]) -> dict[str, Any]:
     if old is not None:
         for key in SAME:
             if old.get(key) != config.get(key):
-                raise EvalInputError(f"{out} holds a run with {key} {old.get(key)!r}, not {config.get(key)!r}: "
-                                     "run it again with its own options to continue it, or choose another --out")
+                what = "a games file that has changed since" if key == "games_sha256" else \
+                    f"{key} {old.get(key)!r}, not {config.get(key)!r}"
+                raise EvalInputError(f"{out} holds a run with {what}: run it again with its own options and games "
+                                     "to continue it, or choose another --out")
         return old
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / RUN_FILE, config)

@@ -130,10 +130,16 @@ def test_compare_two_runs(whole, resumed, tmp_path, capsys):
     assert "two evaluation folders or more" in capsys.readouterr().err
 
 
-def test_a_run_continues_only_with_its_own_options(whole, inputs, clip_dir, settings, capsys):
+def test_a_run_continues_only_with_its_own_options(whole, inputs, clip_dir, tmp_path, capsys):
     out, _report, _backend_ = whole
     games, refs = inputs
     rc = main(["eval", "--film", "qiqi", "--games", str(games), "--out", str(out), "--references", str(refs),
                "--backend", "preview", "--seed", "5", "--no-progress", "--clip", str(clip_dir)])
     err = capsys.readouterr().err
     assert rc == 2 and "holds a run with seed 0, not 5" in err and "Traceback" not in err
+    changed = tmp_path / "games.jsonl"
+    changed.write_text(games.read_text().replace("night sky", "night town"))
+    rc = main(["eval", "--film", "qiqi", "--games", str(changed), "--out", str(out), "--references", str(refs),
+               "--backend", "preview", "--no-progress", "--clip", str(clip_dir)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "holds a run with a games file that has changed since" in err
