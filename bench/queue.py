@@ -200,9 +200,46 @@ async def idle_orders(bench: Bench, url: str, args) -> None:
                     dispatcher.cancel()
             finally:
                 stop_workers(procs)
+    fetch = await fetch_cost(bench, url, args.idle_turns * args.rounds)
     print(f"idle turn latency, one worker, {args.rounds} x {args.idle_turns} turns per order, {os.cpu_count()} CPU cores")
     for order, values in idle.items():
-        print(f"{order:>5}: p50 {ms(statistics.median(values))}, p99 {ms(pct(values, 99))}")
+        print(f"{order:>5}: p50 {ms(statistics.median(values))}, p99 {ms(pct(values, 99))}; the fetch alone "
+              f"(in this process, one waiting turn): p50 {ms(statistics.median(fetch[order]))}, p99 {ms(pct(fetch[order], 99))}")
+
+
+async def fetch_cost(bench: Bench, url: str, n: int) -> dict[str, list[float]]:
+    """The job manager's fetch_job alone, each order in turn, with one turn waiting each time."""
+    from procrastinate.jobs import Status
+
+    from inference.queue import make_app
+
+    await bench.reset()
+    session_id = await bench.new_session(9998)
+    out: dict[str, list[float]] = {"fifo": [], "fair": []}
+    apps = {order: make_app(url, order=order) for order in out}
+    for app in apps.values():
+        await app.open_async()
+    try:
+        workers = {order: await app.job_manager.register_worker() for order, app in apps.items()}
+        film = FILMS["qiqi"]
+        for _ in range(n):
+            for order, app in apps.items():
+                async with bench.sessions() as s, s.begin():
+                    gs = await s.get(GameSession, session_id)
+                    assert gs is not None
+                    await turn_service.submit_turn(s, gs, author_id=1, author_name="bench", limits=LIMITS, enqueue=bench.enqueue,
+                                                   instruction=build_instruction(film, ["qiqi"], "walk", "town"))
+                t0 = time.perf_counter()
+                job = await app.job_manager.fetch_job(["film.qiqi"], workers[order])
+                out[order].append(time.perf_counter() - t0)
+                assert job is not None
+                await app.job_manager.finish_job(job, Status.SUCCEEDED, delete_job=False)
+                async with bench.sessions() as s, s.begin():  # the turn leaves the backlog
+                    await s.execute(text("UPDATE turns SET status = 'cancelled' WHERE status = 'queued'"))
+    finally:
+        for app in apps.values():
+            await app.close_async()
+    return out
 
 
 async def run(args) -> None:
