@@ -29,6 +29,7 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import Dataset
 
+from film.cast import CastError, read_cast
 from film.features import write_shard
 from film.games import GAMES
 from film.manifest import write_lines
@@ -82,6 +83,9 @@ class PhaseC:
     history_window: int = 2  # as the worker's default ANIMEGAMER_HISTORY_WINDOW
     readout: str = "released"  # as the worker's default: what the decoder will be given
     predict_batch: int = 8
+    # the films-file entry written after this last phase (as phase (b)'s): "" = from the folder's name
+    film_id: str = ""
+    title: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,6 +297,21 @@ class PhaseCRecipe:
         if encoder.is_file():  # the film's folder stays whole: phase (a)'s encoder travels with it
             shutil.copy2(encoder, folder / ENCODER_FILE)
         return [folder]
+
+
+    # -- the films-file entry (training.cli writes it after the export) ------------------------
+
+    @property
+    def film_id(self) -> str:
+        from .mllm_recipe import film_id_of
+
+        return self.settings.film_id or film_id_of(self.data)
+
+    def cast(self) -> list[dict[str, str]]:
+        try:
+            return [{"id": m.id, "name": m.name} for m in read_cast(self.data).members]
+        except CastError as e:
+            raise DecoderDataError(str(e)) from None
 
 
 def make(data: Path, phase: dict[str, Any], run: RunConfig) -> PhaseCRecipe:

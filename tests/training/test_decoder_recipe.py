@@ -347,6 +347,7 @@ def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
     assert trained == {k for k in before if "lora_" in k or ".norm1.linear." in k or ".norm2.linear." in k
                        or k.startswith("transformer.ofs_embedding.")}
     assert len(recipe.val_dataset()) == 1
+    assert recipe.film_id == "film"  # the training folder's name: the films entry written after it
     folder = recipe.export(model, tmp_path / "export", Accelerator(cpu=True))[0]
     decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
     base = AnimeGamerTransformer3DModel.from_pretrained(str(phase_c["decoder"] / "transformer"))
