@@ -18,12 +18,13 @@ def _fail(command: str, text: str, status: int = 1) -> int:
 
 def _guarded(command: str, run) -> int:
     """Every failure as one line naming the file, never a traceback; finished work stays on disk."""
+    from film.captioner_model import CaptionerError
     from film.frames import VideoError
     from film.prepare import PrepareError
 
     try:
         return int(run() or 0)
-    except (CastError, PrepareError, VideoError) as e:
+    except (CastError, PrepareError, VideoError, CaptionerError) as e:
         return _fail(command, str(e), 2)
     except KeyboardInterrupt:
         return _fail(command, "interrupted; what was finished is kept: run the same command again to continue", 130)
@@ -54,11 +55,14 @@ def _film_id(text: str) -> str:
 
 
 def _prepare(args) -> int:
+    from film.caption import default_captioner
     from film.prepare import prepare
 
+    # No --captioner: the ANIMEGAMER_CAPTIONER setting's folder, if any; "none" captions nothing.
+    captioner = args.captioner if args.captioner is not None else default_captioner()
     return _guarded("prepare", lambda: prepare(
         [Path(v) for v in args.videos], Path(args.out), Path(args.characters), film=args.film,
-        captioner=args.captioner, heldout=args.heldout, detector=args.detector, progress=not args.no_progress))
+        captioner=captioner, heldout=args.heldout, detector=args.detector, progress=not args.no_progress))
 
 
 def _review(args) -> int:
@@ -111,7 +115,8 @@ def register(sub) -> None:
     pr.add_argument("--characters", required=True, metavar="FILE", help="the cast: TOML with a reference image each")
     pr.add_argument("--film", type=_film_id, metavar="ID", help="the catalogue id of the film the set is for (recorded)")
     pr.add_argument("--captioner", metavar="none|MODEL_DIR", default=None,
-                    help="a local vision-language model folder; none (the default): every clip needs review")
+                    help="a local vision-language model folder (default: ANIMEGAMER_CAPTIONER); none, or no "
+                         "folder set: nothing is captioned and every clip needs review")
     pr.add_argument("--heldout", type=_fraction, default=0.1, metavar="F",
                     help="share of the shots held out for evaluation (default 0.1)")
     pr.add_argument("--detector", choices=("content", "adaptive"), default="content",

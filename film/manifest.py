@@ -103,7 +103,7 @@ def check_fields(changes: Mapping[str, Any], cast: Iterable[str]) -> list[str]:
             if value not in STATUSES:
                 problems.append(f"status: {value!r} is not one of {', '.join(STATUSES)}")
         elif key == "character":
-            if value not in cast:
+            if not isinstance(value, str) or value not in cast:
                 problems.append(f"character: {value!r} is not in the cast ({', '.join(sorted(cast)) or 'empty'})")
         elif key in TEXT_FIELDS:
             if not isinstance(value, str):
@@ -164,8 +164,14 @@ def read_features_index(folder: Path) -> dict[str, str]:
 def append_review(folder: Path, clip_id: str, changes: Mapping[str, Any]) -> None:
     """Record one edit durably before it is acknowledged (a line, flushed and fsynced)."""
     line = json.dumps({"id": clip_id, **changes}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    with (folder / REVIEW_LOG).open("a", encoding="utf-8") as f:
-        f.write(line + "\n")
+    path = folder / REVIEW_LOG
+    with path.open("a+b") as f:
+        # A crash mid-write can leave a torn last line: end it, so this edit stands on a line of its own.
+        torn = False
+        if f.seek(0, os.SEEK_END) > 0:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+        f.write((("\n" if torn else "") + line + "\n").encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
 

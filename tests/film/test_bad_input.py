@@ -109,3 +109,15 @@ def test_a_full_disk_stops_clearly_and_a_rerun_with_space_finishes(film, cast_fi
     assert "the disk is full; what was finished is kept" in done.stderr
     assert "Traceback" not in done.stderr
     assert "second=0" in done.stdout and "same" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_captioner_folder_that_is_no_model_is_named(film, cast_file, tmp_path, capsys):  # noqa: F811
+    """The clips are made and kept; the captioner's folder is named; a rerun with none finishes."""
+    out, not_a_model = tmp_path / "set", tmp_path / "empty-model"
+    not_a_model.mkdir()
+    args = ["film", "prepare", str(film[0]), "--out", str(out), "--characters", str(cast_file), "--no-progress"]
+    assert main([*args, "--captioner", str(not_a_model)]) == 2
+    err = capsys.readouterr().err
+    assert f"captioner {not_a_model}: not a model folder" in err and "Traceback" not in err
+    assert main([*args, "--captioner", "none"]) == 0
+    assert all(c.status == "needs_review" for c in read_manifest(out))
