@@ -423,3 +423,16 @@ if __name__ == "__main__":  # one process of the two-process run above
     torch.set_num_threads(1)
     phase = engine_args({"data": data, "decoder": decoder})[1]
     train(make(data, phase, engine_run()), engine_run(), out, resume=False, progress=False)
+
+
+def test_phase_a_resumed_across_the_stage_switch_gives_the_uninterrupted_curve(folders, tmp_path):
+    phase = {"decoder": str(folders["decoder"]), "encoder_warmup_steps": 2, "export_dtype": "fp32"}
+
+    def run(steps: int) -> RunConfig:
+        return RunConfig(max_steps=steps, lr=1e-3, batch_size=2, save_every=2, seed=1)
+
+    whole = train(make(folders["data"], phase, run(4)), run(4), tmp_path / "whole", resume=False, progress=False)
+    train(make(folders["data"], phase, run(2)), run(2), tmp_path / "cut", resume=False, progress=False)
+    resumed = train(make(folders["data"], phase, run(4)), run(4), tmp_path / "cut", resume=True, progress=False)
+    assert resumed.resumed_from == 2
+    assert [r["loss"] for r in resumed.losses] == pytest.approx([r["loss"] for r in whole.losses], rel=1e-6)
