@@ -44,8 +44,10 @@ from .decoder_recipe import (
     dit_config_of,
     draws,
     export_decoder,
+    half_dtype,
     load_transformer,
     phase_settings,
+    sample_clip,
     unwrapped,
     video_tokens,
 )
@@ -69,6 +71,7 @@ class PhaseA:
     text_drop: float = TEXT_DROP
     image_drop: float = IMAGE_DROP
     export_dtype: str = "fp16"  # as `convert-decoder` writes the released decoder
+    sample_steps: int = 50  # sampler steps of the clip `sample` decodes at a checkpoint (0: none)
 
 
 def load_encoder(settings: PhaseA, text_dim: int, image_dim: int, width: int, image_tokens: int) -> RepresentationEncoder:
@@ -123,8 +126,9 @@ class PhaseARecipe:
         add_lora(transformer, s.lora_rank, s.lora_alpha)
         model = DecoderTrainee(transformer, encoder)
         model.set_trainable(JOINT_PARTS)
-        if self.run.mixed_precision != "no":
-            cast_frozen(model, torch.bfloat16 if self.run.mixed_precision == "bf16" else torch.float16)
+        half = half_dtype(self.run)
+        if half is not None:
+            cast_frozen(model, half)
         if self.run.gradient_checkpointing:
             transformer.enable_gradient_checkpointing()
         return model.train()
@@ -150,6 +154,21 @@ class PhaseARecipe:
         if m.training:  # held-out losses score the full condition
             text, image = drop_features(text, image, drawn.drop_text, drawn.drop_image)
         return {"loss": diffusion_loss(model, self.schedule, latents, batch["flow"], drawn, text=text, image=image)}
+
+    def sample(self, model: torch.nn.Module, out: Path, step: int) -> Path | None:
+        """A clip of the first held-out game's first clip, decoded with the DiT and encoder as
+        trained so far (phase.sample_steps sampler steps): `out/samples/step-N.mp4`."""
+        if not self.heldout_items or self.settings.sample_steps < 1:
+            return None
+        m = unwrapped(model)
+        assert m.encoder is not None
+        item = ClipFeatures(self.heldout_items[:1])[0]
+        device = next(m.parameters()).device
+        with torch.no_grad():
+            rep = m.encoder(item["text"][None].to(device), item["image"][None].to(device))[0]
+        return sample_clip(m.transformer, self.settings.decoder or None, self.settings.vae or None, rep,
+                           float(item["flow"]), Path(out) / "samples" / f"step-{step:07d}.mp4",
+                           steps=self.settings.sample_steps, autocast=half_dtype(self.run))
 
     def export(self, model: torch.nn.Module, out: Path, accelerator: Accelerator) -> list[Path]:
         m = unwrapped(model)

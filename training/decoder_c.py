@@ -50,8 +50,10 @@ from .decoder_recipe import (
     dit_config_of,
     draws,
     export_decoder,
+    half_dtype,
     load_transformer,
     phase_settings,
+    sample_clip,
     unwrapped,
     video_tokens,
 )
@@ -75,6 +77,7 @@ class PhaseC:
     text_drop: float = TEXT_DROP
     image_drop: float = IMAGE_DROP
     export_dtype: str = "fp16"
+    sample_steps: int = 50  # sampler steps of the clip `sample` decodes at a checkpoint (0: none)
     # the MLLM that predicts (precompute only): Mistral, the AnimeGamer tokenizer, phase (b)'s agent
     mistral: str = ""
     tokenizer: str = ""
@@ -261,8 +264,9 @@ class PhaseCRecipe:
         add_lora(transformer, self.settings.lora_rank, self.settings.lora_alpha)
         model = DecoderTrainee(transformer)
         model.set_trainable(PARTS)
-        if self.run.mixed_precision != "no":
-            cast_frozen(model, torch.bfloat16 if self.run.mixed_precision == "bf16" else torch.float16)
+        half = half_dtype(self.run)
+        if half is not None:
+            cast_frozen(model, half)
         if self.run.gradient_checkpointing:
             transformer.enable_gradient_checkpointing()
         return model.train()
@@ -286,6 +290,17 @@ class PhaseCRecipe:
         if m.training:
             rep = drop_representation(rep, m.transformer.uncond_embedding, drawn.drop_text, drawn.drop_image)
         return {"loss": diffusion_loss(model, self.schedule, latents, batch["flow"], drawn, rep=rep)}
+
+    def sample(self, model: torch.nn.Module, out: Path, step: int) -> Path | None:
+        """A clip of the first held-out game's first clip, decoded from the MLLM's prediction with
+        the DiT as trained so far: `out/samples/step-N.mp4`."""
+        if not self.heldout_items or self.settings.sample_steps < 1:
+            return None
+        m = unwrapped(model)
+        item = self._with_predictions(self.heldout_items[:1])[0]
+        return sample_clip(m.transformer, self.settings.decoder, self.settings.vae or None, item["rep"],
+                           float(item["flow"]), Path(out) / "samples" / f"step-{step:07d}.mp4",
+                           steps=self.settings.sample_steps, autocast=half_dtype(self.run))
 
     def export(self, model: torch.nn.Module, out: Path, accelerator: Accelerator) -> list[Path]:
         m = unwrapped(model)

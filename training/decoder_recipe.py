@@ -293,6 +293,11 @@ class DecoderTrainee(nn.Module):
         return self.transformer.predict_v(noisy, context, timestep, flow)
 
 
+def half_dtype(run: Any) -> torch.dtype | None:
+    """The run's mixed-precision dtype (None: full precision)."""
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(run.mixed_precision)
+
+
 def cast_frozen(model: nn.Module, dtype: torch.dtype) -> None:
     """Frozen weights in the mixed-precision dtype (half the memory), trainable ones in float32
     (what the optimizer updates)."""
@@ -397,6 +402,41 @@ def export_decoder(transformer: AnimeGamerTransformer3DModel, out: Path, *, unco
     if base_dir and (base_dir / PREVIEW_FILE).is_file() and vae_dir == base_dir / "vae":
         shutil.copy2(base_dir / PREVIEW_FILE, folder / PREVIEW_FILE)  # the same VAE: the same map
     return folder
+
+
+def sample_clip(transformer: AnimeGamerTransformer3DModel, base: str | Path | None, vae: str | Path | None,
+                rep: torch.Tensor, flow: float, path: Path, *, seed: int = 0, steps: int = 50,
+                autocast: torch.dtype | None = None) -> Path:
+    """A clip decoded by the worker's own sampler (AnimeGamerDecoder: guidance, the released
+    schedule) from one representation with the DiT as it is being trained (its LoRA unmerged),
+    written as MP4 to `path`: a look at the film being learned. The VAE is loaded for it alone and
+    freed; the DiT goes back to training mode."""
+    from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
+    from inference.decoder.pipeline import AnimeGamerDecoder
+    from inference.mp4 import encode_mp4
+
+    base_dir = Path(base) if base else None
+    vae_dir = Path(vae) if vae else (base_dir / "vae" if base_dir else None)
+    if vae_dir is None or not (vae_dir / "config.json").is_file():
+        raise DecoderDataError(f"no VAE folder to decode a sample with ({vae_dir}): set phase.vae")
+    settings = dict(DECODER_SETTINGS)
+    if base_dir and (base_dir / "decoder.json").is_file():
+        settings.update(json.loads((base_dir / "decoder.json").read_text(encoding="utf-8")))
+    device = rep.device if rep.device.type != "meta" else torch.device("cpu")
+    vae_model = AutoencoderKLCogVideoX.from_pretrained(str(vae_dir), torch_dtype=torch.float32)
+    nn.Module.to(vae_model, device)
+    was_training = transformer.training
+    decoder = AnimeGamerDecoder(transformer, vae_model, steps=steps, num_latent_frames=settings["num_latent_frames"],
+                                height=settings["height"], width=settings["width"], fps=settings["fps"])
+    try:
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            frames = decoder.decode(rep.detach().float().cpu().numpy(), flow, seed)
+    finally:
+        transformer.train(was_training)
+        del decoder, vae_model
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(encode_mp4(frames, fps=int(settings["fps"])))
+    return path
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,6 +99,14 @@ def recipe_a(folders, **settings) -> PhaseARecipe:
     return PhaseARecipe(folders["data"], s, run)
 
 
+def clip_frames(path: Path | None) -> int:
+    import av
+
+    assert path is not None and path.is_file()
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
+
+
 def snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.named_parameters()}
 
@@ -107,7 +115,9 @@ def one_step(recipe, model, step: int, lr: float = 1e-2) -> torch.Tensor:
     """A plain optimizer step on the recipe's groups (no engine), as the engine takes it."""
     opt = torch.optim.AdamW(recipe.param_groups(model), lr=lr, weight_decay=0.0)
     batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
-    loss = recipe.loss(model, batch, step)["loss"]
+    half = recipe.run.mixed_precision == "bf16"  # as the engine's accelerator.autocast()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=half):
+        loss = recipe.loss(model, batch, step)["loss"]
     loss.backward()
     opt.step()
     return loss.detach()
@@ -223,6 +233,11 @@ def test_export_loads_in_the_worker_and_decodes(folders, tmp_path):
     model = recipe.build_model(Accelerator(cpu=True))
     for _ in range(2):
         one_step(recipe, model, step=1)
+    # a look at the film being learned: a held-out clip through the worker's sampler, LoRA unmerged
+    recipe.settings.sample_steps = 2
+    sample = recipe.sample(model, tmp_path, 3)
+    assert sample == tmp_path / "samples" / "step-0000003.mp4" and clip_frames(sample) == 17
+    assert model.training and any("lora_B" in k for k, _ in model.named_parameters())
     paths = recipe.export(model, tmp_path / "export", Accelerator(cpu=True))
     folder = paths[0]
     assert (folder / ENCODER_FILE).is_file()
@@ -334,7 +349,7 @@ def test_precompute_writes_what_the_mllm_predicts(folders, phase_c):
 
 
 def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
-    run = RunConfig(max_steps=2, lr=1e-3, gradient_checkpointing=True)
+    run = RunConfig(max_steps=2, lr=1e-3, gradient_checkpointing=True, mixed_precision="bf16")
     settings = dataclasses.replace(phase_c["settings"], predictions=str(tmp_path / "predictions"))
     recipe = PhaseCRecipe(folders["data"], settings, run)
     model = recipe.build_model(Accelerator(cpu=True))  # no predictions there yet: it makes them first
@@ -348,6 +363,8 @@ def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
                        or k.startswith("transformer.ofs_embedding.")}
     assert len(recipe.val_dataset()) == 1
     assert recipe.film_id == "film"  # the training folder's name: the films entry written after it
+    recipe.settings.sample_steps = 2  # frozen weights in bf16, trained ones fp32: sampled under autocast
+    assert clip_frames(recipe.sample(model, tmp_path, 1)) == 17
     folder = recipe.export(model, tmp_path / "export", Accelerator(cpu=True))[0]
     decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
     base = AnimeGamerTransformer3DModel.from_pretrained(str(phase_c["decoder"] / "transformer"))
