@@ -401,12 +401,16 @@ def test_phase_a_through_the_engine_in_bf16(folders, tmp_path):
     in bf16, a checkpoint, and the export the worker loads."""
     run = RunConfig(max_steps=4, lr=1e-3, batch_size=2, mixed_precision="bf16", gradient_checkpointing=True,
                     save_every=2, validate_every=2)
-    recipe = make(folders["data"], {"decoder": str(folders["decoder"]), "encoder_warmup_steps": 2,
-                                    "export_dtype": "fp32"}, run)
+    recipe = make(folders["data"], {"decoder": str(folders["decoder"]), "encoder_warmup_steps": 2}, run)  # fp16 export
     result = train(recipe, run, tmp_path / "run", resume=False, progress=False)
     assert result.steps == 4 and len(result.losses) == 4 and len(result.val_losses) == 2
     assert all(np.isfinite(r["loss"]) for r in result.losses)
     folder = result.exported[0]
+    assert json.loads((folder / "transformer" / "config.json").read_text())["_class_name"] == "AnimeGamerTransformer3DModel"
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "transformer" / "diffusion_pytorch_model.safetensors"), "pt") as f:
+        assert f.get_tensor("proj_out.weight").dtype == torch.float16  # as convert-decoder writes it
     decoder = load_decoder(str(folder), device="cpu", dtype=torch.float32, steps=2)
     assert decoder.decode(np.zeros((226, 32), np.float32), 0.5, seed=3).shape[0] == 17
 
