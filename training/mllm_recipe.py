@@ -22,6 +22,7 @@ decoder is conditioned on; it is frozen here and computed per sample on the CPU.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -424,11 +425,16 @@ def _mistral_config(base_model: str) -> dict[str, Any]:
 
 def parameter_counts(config: dict[str, Any], rank: int, rep_dim: int) -> tuple[int, int, int]:
     """(frozen, trainable, LoRA input widths per layer) of the phase's model, built on the meta
-    device exactly as build_model builds it (no weights)."""
+    device exactly as build_model builds it (no weights; cached: a fit asks several times)."""
+    return _parameter_counts(tuple(sorted(config.items())), rank, rep_dim)
+
+
+@functools.lru_cache(maxsize=8)
+def _parameter_counts(config: tuple[tuple[str, Any], ...], rank: int, rep_dim: int) -> tuple[int, int, int]:
     from transformers import MistralConfig, MistralForCausalLM
 
     with torch.device("meta"):
-        llm = MistralForCausalLM(MistralConfig(**{**config, "tie_word_embeddings": False}))
+        llm = MistralForCausalLM(MistralConfig(**{**dict(config), "tie_word_embeddings": False}))
         mllm = wrap_released(llm, rep_dim, lora_config(r=rank))
     mark_trainable(mllm)
     frozen = sum(p.numel() for p in mllm.parameters() if not p.requires_grad)

@@ -87,3 +87,27 @@ def _swap(args: list[str], folder: Path) -> list[str]:
     out = list(args)
     out[out.index("--data") + 1] = str(folder)
     return out
+
+
+@pytest.mark.slow
+def test_phase_b_on_two_gloo_processes_equals_one(files, tmp_path):
+    """`accelerate launch --config_file training/accelerate/cpu.yaml --num_processes 2` of the
+    real command: the same losses as one process at the same global batch (2), within 1e-4
+    (LoRA dropout off: each process draws its own masks)."""
+    import os
+    import subprocess
+    import sys
+
+    args = [*phase_b_args(files, tmp_path / "one", "--max-steps", "3", "--no-fit"), "--set", "run.batch_size=2",
+            "--set", "phase.lora_dropout=0.0", "--set", "run.save_every=100", "--set", "phase.max_turns=2"]
+    assert main(args) == 0
+    root = Path(__file__).resolve().parents[2]
+    two = [a if a != str(tmp_path / "one") else str(tmp_path / "two") for a in args]
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(root / "training/accelerate/cpu.yaml"),
+               "--num_processes", "2", "-m", "animegamer.cli", *two]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=280,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    losses = [[json.loads(line)["loss"] for line in (tmp_path / name / "losses.jsonl").read_text().splitlines()]
+              for name in ("one", "two")]
+    assert losses[1] == pytest.approx(losses[0], rel=1e-4)
