@@ -23,6 +23,9 @@ COPY inference/ inference/
 COPY service/ service/
 COPY bot/ bot/
 COPY play/ play/
+COPY film/ film/
+COPY training/ training/
+COPY evaluation/ evaluation/
 # Non-editable install without dependencies (they are locked above): the venv alone is copied to
 # the final image. pip check fails the build if the lock misses one.
 RUN pip install --no-cache-dir --no-deps . && pip check

@@ -43,6 +43,9 @@ COPY inference/ inference/
 COPY service/ service/
 COPY bot/ bot/
 COPY play/ play/
+COPY film/ film/
+COPY training/ training/
+COPY evaluation/ evaluation/
 # The project itself, from the build context, without dependencies (they are locked above);
 # pip check fails the build if the lock misses one.
 RUN pip install --no-cache-dir --no-deps . \
