@@ -95,7 +95,7 @@ class Scorers:
     def identity(self) -> dict[str, str]:
         """What a turn's cached scores came from: recomputed when this changes."""
         def name(s):
-            return f"not measured: {s.reason}" if isinstance(s, Unavailable) else str(getattr(s, "folder", "dreamsim"))
+            return f"not measured: {s.reason}" if isinstance(s, Unavailable) else str(s.folder)
         return {"clip": name(self.clip), "dreamsim": name(self.dreamsim)}
 
     def reference(self, path: Path) -> np.ndarray:

@@ -34,8 +34,9 @@ def by_run(folder: Path, key: str, series: list[Series]) -> Path | None:
     fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(shown) + 2), 3.4), dpi=100)
     x = range(len(shown))
     values = [s.value or 0.0 for s in shown]
-    low = [(s.value or 0.0) - s.ci[0] if s.ci else 0.0 for s in shown]
-    high = [s.ci[1] - (s.value or 0.0) if s.ci else 0.0 for s in shown]
+    # a percentile interval need not hold the point estimate: clamped, as error bars cannot be negative
+    low = [max(0.0, (s.value or 0.0) - s.ci[0]) if s.ci else 0.0 for s in shown]
+    high = [max(0.0, s.ci[1] - (s.value or 0.0)) if s.ci else 0.0 for s in shown]
     ax.bar(x, values, yerr=[low, high], capsize=4, color="#4878a8")
     ax.set_xticks(list(x), [s.label for s in shown], rotation=15, ha="right", fontsize=8)
     ax.set_ylabel(LABELS[key])

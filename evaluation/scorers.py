@@ -82,8 +82,8 @@ class ClipScorer:
 class DreamSimScorer:
     """DreamSim similarity, 1 - its perceptual distance (so higher is closer, as CLIP-I)."""
 
-    def __init__(self, model: Any, preprocess: Any, device: str) -> None:
-        self.model, self.preprocess, self.device = model, preprocess, device
+    def __init__(self, folder: Path, model: Any, preprocess: Any, device: str) -> None:
+        self.folder, self.model, self.preprocess, self.device = folder, model, preprocess, device
 
     @classmethod
     def load(cls, folder: Path | None) -> DreamSimScorer | Unavailable:
@@ -96,7 +96,7 @@ class DreamSimScorer:
                                "cache_dir=DIR) leaves them; --dreamsim DIR)")
         device = _device()
         model, preprocess = dreamsim(pretrained=True, cache_dir=str(folder), device=device)
-        return cls(model, preprocess, device)
+        return cls(folder, model, preprocess, device)
 
     def similarity(self, image: np.ndarray, reference: np.ndarray) -> float:
         import torch
