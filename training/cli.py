@@ -77,6 +77,8 @@ def _fit(phase: str, config, gpu_memory: str | None):
 
 
 def _train(args: argparse.Namespace) -> int:
+    import torch
+
     from training.config import ConfigError
     from training.engine import TrainingError, train
 
@@ -96,6 +98,9 @@ def _train(args: argparse.Namespace) -> int:
                        progress=not args.no_progress)
     except (ConfigError, TrainingError, FileNotFoundError) as e:
         return _fail(str(e))
+    except torch.OutOfMemoryError:
+        return _fail(f"out of GPU memory in phase ({phase}); what is still free to save: {_savings_left(config)} "
+                     f"(see `animegamer train plan {phase}`); the last checkpoint in {args.out} resumes with --resume")
     except ValueError as e:  # the recipes' data errors (MLLMDataError, DecoderDataError, ...) are ValueErrors
         return _fail(str(e))
     print(f"phase ({phase}): {result.steps} steps, last loss {result.losses[-1]['loss']:.4g}" if result.losses else
@@ -104,6 +109,18 @@ def _train(args: argparse.Namespace) -> int:
         print(f"  exported {path}")
     _films_entry(phase, recipe, Path(args.out))
     return 0
+
+
+def _savings_left(config) -> str:
+    from training.memory import SAVINGS
+
+    left = []
+    for saving in SAVINGS:
+        section, _, key = saving.key.partition(".")
+        table = config.run.to_dict() if section == "run" else config.phase
+        if key in table and table[key] != saving.value:
+            left.append(f"--set {saving.key}={saving.value!r}".replace("'", '"'))
+    return ", ".join(left) or "none: lower run.batch_size or use several GPUs (training/accelerate/)"
 
 
 def _films_entry(phase: str, recipe, out: Path) -> None:

@@ -29,6 +29,7 @@ from accelerate import Accelerator
 from accelerate.utils import (
     DataLoaderConfiguration,
     DistributedDataParallelKwargs,
+    DistributedType,
     GradientAccumulationPlugin,
     set_seed,
 )
@@ -114,6 +115,10 @@ def make_optimizer(run: RunConfig, groups: list[dict]) -> torch.optim.Optimizer:
         return AdamW8bit(groups, lr=run.lr, weight_decay=run.weight_decay)
     from torchao.optim import CPUOffloadOptimizer
 
+    if any(p.device.type == "cpu" for g in groups for p in g["params"]):
+        raise TrainingError("run.optimizer = cpu_offload moves a GPU model's optimizer states to the CPU: "
+                            "on a CPU run use adamw")
+
     # torchao keeps each parameter's states on the CPU and steps there (the GPU holds weights and
     # gradients only); it is meant for a model on a GPU.
     return CPUOffloadOptimizer(groups, torch.optim.AdamW, offload_gradients=False,  # type: ignore[return-value]
@@ -172,6 +177,8 @@ def train(recipe: Recipe, run: RunConfig, out: Path, *, resume: bool, config_tex
 def _train(recipe: Recipe, run: RunConfig, out: Path, accelerator: Accelerator, start: tuple[int, Path] | None,
            config_text: str, progress: bool) -> Result:
     model = recipe.build_model(accelerator)
+    if accelerator.distributed_type not in (DistributedType.DEEPSPEED, DistributedType.FSDP):
+        model = model.to(accelerator.device)  # the optimizer (torchao's offload) sees the parameters where they train
     optimizer = make_optimizer(run, recipe.param_groups(model))
     scheduler = make_scheduler(run, optimizer)
     data = recipe.dataset()

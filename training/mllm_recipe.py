@@ -41,9 +41,9 @@ from film.manifest import GAMES, MANIFEST, read_features_index
 from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import CheckpointError, load_agent_checkpoint, load_base, lora_config, wrap_released
 from inference.mllm.mask import attention_mask_4d, position_ids
-from inference.mllm.model import AnimeGamerMLLM
+from inference.mllm.model import AnimeGamerMLLM, input_embeddings
 from inference.mllm.prompt import NUM_QUERY, TAIL, HistoryItem, PromptBuilder
-from inference.mllm.tokens import UNK_ID, SpecialIds
+from inference.mllm.tokens import BASE_VOCAB, UNK_ID, VOCAB_SIZE, SpecialIds
 from training.config import ConfigError, RunConfig
 
 log = logging.getLogger(__name__)
@@ -289,6 +289,10 @@ class MLLMRecipe:
         self.builder = PromptBuilder(InstructionEncoder(base.tokenizer, base.special), base.special,
                                      history_window=s.max_turns - 1)
         llm = base.llm
+        vocab = input_embeddings(llm).weight.shape[0]
+        if vocab not in (BASE_VOCAB, VOCAB_SIZE):
+            raise ConfigError(f"phase.base_model = {s.base_model}: its vocabulary has {vocab} tokens; AnimeGamer grows "
+                              f"Mistral-7B-Instruct-v0.1's {BASE_VOCAB} to {VOCAB_SIZE} (is it another model?)")
         if s.quantize == "int8":
             quantize_frozen_base(llm)
         if self.run.gradient_checkpointing:

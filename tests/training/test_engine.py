@@ -127,3 +127,8 @@ def test_accelerate_private_names_were_checked_on_this_version():
     from training.accelerate_adapter import CHECKED_VERSIONS
 
     assert any(accelerate.__version__.startswith(v) for v in CHECKED_VERSIONS), accelerate.__version__
+
+
+def test_cpu_offloaded_states_on_a_cpu_run_are_refused(tmp_path):
+    with pytest.raises(TrainingError, match="cpu_offload"):
+        train(ToyRecipe(), run(optimizer="cpu_offload"), tmp_path, resume=False, progress=False)

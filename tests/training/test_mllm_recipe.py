@@ -208,3 +208,13 @@ def test_int8_frozen_base_trains_the_lora_on_top(files):
     r.loss(model, r.collate([r.dataset()[0]]), 0)["loss"].backward()
     assert q_proj.lora_B.default.weight.grad.abs().sum() > 0
     assert model.mllm.causal_lm.lm_head.weight.grad is not None  # type: ignore[union-attr]
+
+
+def test_a_base_of_another_vocabulary_is_refused(files, tmp_path):
+    from tests.tiny import mllm as tiny
+
+    other = tmp_path / "other"
+    tiny.build_mistral(other, vocab_size=1000)
+    r = recipe(files, base_model=str(other))
+    with pytest.raises(ConfigError, match="1000 tokens"):
+        r.build_model(Accelerator(cpu=True))
