@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ from .decoder_recipe import (
 )
 from .diffusion import IMAGE_DROP, TEXT_DROP, NoiseSchedule, drop_representation
 from .encoder import ENCODER_FILE, RepresentationEncoder
+
+log = logging.getLogger(__name__)
 
 PARTS = ("flow_embed", "adaln", "lora")
 PREDICTIONS_DIR = "phase_c"  # under the training folder
@@ -245,14 +248,21 @@ class PhaseCRecipe:
         self.train_items, self.heldout_items = clip_items(self.data)
         self.schedule = NoiseSchedule.released()
 
-    def _with_predictions(self, items: Sequence[ClipItem]) -> PredictedClips:
+    def _with_predictions(self, items: Sequence[ClipItem], split: str) -> PredictedClips:
+        """The clips the MLLM predicted: those of the games. An accepted clip outside every game
+        (a state field left empty) has no turn to predict and is left out, said once."""
         folder = predictions_folder(self.data, self.settings)
+        if not (folder / PREDICTIONS_INDEX).is_file():
+            raise DecoderDataError(f"{folder}: no predictions (phase (c) makes them first: set phase.mistral, "
+                                   "phase.tokenizer and phase.agent)")
         index = read_predictions_index(folder)
-        missing = [i.id for i in items if i.id not in index]
-        if missing:
-            raise DecoderDataError(f"{folder}: no prediction for {len(missing)} clip(s), e.g. {missing[:3]} "
-                                   "(clips outside any game, or predictions of an older training set)")
-        return PredictedClips(list(items), folder, index)
+        kept = [i for i in items if i.id in index]
+        if len(kept) < len(items):
+            log.warning("phase (c): %d %s clip(s) are in no game (a state field is empty) and are left out, e.g. %s",
+                        len(items) - len(kept), split, [i.id for i in items if i.id not in index][:3])
+        if split == "training" and not kept:
+            raise DecoderDataError(f"{folder}: no training clip has a prediction (predictions of another training set?)")
+        return PredictedClips(kept, folder, index)
 
     def build_model(self, accelerator: Accelerator) -> torch.nn.Module:
         folder = predictions_folder(self.data, self.settings)
@@ -275,10 +285,10 @@ class PhaseCRecipe:
         return [{"params": [p for _, _, p in unwrapped(model).named_part_parameters()]}]
 
     def dataset(self) -> PredictedClips:
-        return self._with_predictions(self.train_items)
+        return self._with_predictions(self.train_items, "training")
 
     def val_dataset(self) -> PredictedClips:
-        return self._with_predictions(self.heldout_items)
+        return self._with_predictions(self.heldout_items, "held-out")
 
     def collate(self, items: list) -> dict[str, torch.Tensor]:
         return collate(items)
@@ -297,7 +307,10 @@ class PhaseCRecipe:
         if not self.heldout_items or self.settings.sample_steps < 1:
             return None
         m = unwrapped(model)
-        item = self._with_predictions(self.heldout_items[:1])[0]
+        held = self._with_predictions(self.heldout_items, "held-out")
+        if len(held) == 0:
+            return None
+        item = held[0]
         return sample_clip(m.transformer, self.settings.decoder, self.settings.vae or None, item["rep"],
                            float(item["flow"]), Path(out) / "samples" / f"step-{step:07d}.mp4",
                            steps=self.settings.sample_steps, autocast=half_dtype(self.run))

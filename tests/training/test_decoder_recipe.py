@@ -51,9 +51,11 @@ def tiny_decoder_folder(path: Path, seed: int = 0) -> Path:
     return path
 
 
-def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = (), seed: int = 0) -> Path:
+def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = (), seed: int = 0,
+                         incomplete: tuple[int, ...] = ()) -> Path:
     """Accepted clips of one character (one shot each) with features in one shard. `heldout`: the
-    clips whose games are held out (written into games.jsonl after film.games builds it)."""
+    clips whose games are held out (written into games.jsonl after film.games builds it);
+    `incomplete`: accepted clips without a social value, so in no game."""
     g = torch.Generator().manual_seed(seed)
     records, tensors = [], {}
     for n in range(clips):
@@ -61,7 +63,8 @@ def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = 
         records.append(Clip(id=cid, source="film.mp4", shot=n, start_s=2.0 * n, end_s=2.0 * n + 2.0,
                             clip=f"clips/{cid}.mp4", stills=(), motion_flow=1.0, motion_level=1 + n % 5,
                             status="accepted", character="qiqi", motion="fly", adverb="quickly",
-                            background="sky", time="night", social=n % 2, entertainment=0, stamina=-1,
+                            background="sky", time="night", social=None if n in incomplete else n % 2,
+                            entertainment=0, stamina=-1,
                             features=shard_name(0)))
         tensors[f"{cid}/latents"] = torch.randn(LATENT, generator=g).to(torch.bfloat16)
         tensors[f"{cid}/image"] = torch.randn(IMAGE_TOKENS, IMAGE_DIM, generator=g).to(torch.bfloat16)
@@ -372,6 +375,14 @@ def test_phase_c_trains_its_parts_and_exports(folders, phase_c, tmp_path):
     assert (folder / ENCODER_FILE).is_file()
     clip = decoder.decode(np.zeros((226, 32), np.float32), 2.5, seed=0)
     assert clip.shape == (17, TINY_SIZE["height"], TINY_SIZE["width"], 3)
+
+
+def test_phase_c_leaves_out_clips_in_no_game(phase_c, tmp_path):
+    data = tiny_training_folder(tmp_path / "film", clips=4, incomplete=(3,))
+    settings = dataclasses.replace(phase_c["settings"], predictions=str(tmp_path / "predictions"))
+    recipe = PhaseCRecipe(data, settings, RunConfig())
+    precompute(data, settings, device="cpu", dtype="float32")
+    assert [i.id for i in recipe.dataset().items] == [f"film-{n:04d}-00" for n in range(3)]
 
 
 def test_describe_phase_c_full_size():
