@@ -58,6 +58,7 @@ def run_config(settings: Settings, o: Options, games: list[EvalGame]) -> dict[st
         "preset": settings.decoder_speed if model else "-", "seed": o.seed,
         "history_window": settings.history_window, "decoder_steps": settings.decoder_steps if model else "-",
         "games": [g.id for g in games],
+        "models_dir": str(settings.model_root) if model else "-",  # said, not checked: a moved folder is the same model
     }
 
 
