@@ -237,6 +237,8 @@ def _train(recipe: Recipe, run: RunConfig, out: Path, accelerator: Accelerator, 
             _save(accelerator, out, step, run.keep_checkpoints)
             if accelerator.is_main_process:
                 write_loss_plot(out, history)
+                _sample(recipe, model, out, step, accelerator)
+            accelerator.wait_for_everyone()
     if bar is not None:
         bar.close()
 
@@ -275,15 +277,26 @@ def _validate(recipe: Recipe, run: RunConfig, model: torch.nn.Module, accelerato
     if data is None or len(data) == 0:
         return None
     # Each process scores every sample (held-out sets are small): no gather, the same number anywhere.
-    rng = torch.get_rng_state()  # validation must not move the training's random stream
+    devices = [accelerator.device] if accelerator.device.type == "cuda" else []
     model.eval()
     total = torch.zeros((), device=accelerator.device)
-    with torch.no_grad(), accelerator.autocast():
+    # The held-out loss draws (timesteps, noise) from its own stream: training's is left as it was.
+    with torch.random.fork_rng(devices=devices), torch.no_grad(), accelerator.autocast():
         for i in range(len(data)):
             total += recipe.loss(model, recipe.collate([data[i]]), step)["loss"].float()
     model.train()
-    torch.set_rng_state(rng)
     return float(total / len(data))
+
+
+def _sample(recipe: Recipe, model: torch.nn.Module, out: Path, step: int, accelerator: Accelerator) -> None:
+    """The recipe's sample at a checkpoint (a clip decoded from a held-out game, for the decoder
+    phases), if it has one; on the main process, drawing from its own random stream."""
+    sample = getattr(recipe, "sample", None)
+    if sample is None:
+        return
+    devices = [accelerator.device] if accelerator.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad(), accelerator.autocast():
+        sample(accelerator.unwrap_model(model), out, step)
 
 
 def _save(accelerator: Accelerator, out: Path, step: int, keep: int) -> None:

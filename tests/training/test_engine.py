@@ -67,6 +67,7 @@ def test_resume_gives_the_uninterrupted_curve(tmp_path):
     assert resumed.resumed_from == 5
     assert curve(resumed) == pytest.approx(curve(whole), abs=1e-6)
     assert [r["step"] for r in read_losses(out)] == list(range(1, 13))
+    assert sorted(p.name for p in (out / "samples").iterdir()) == ["step-10.txt", "step-12.txt", "step-5.txt", "step-7.txt"]
 
 
 def test_accumulation_equals_a_bigger_batch(tmp_path):

@@ -70,6 +70,14 @@ class ToyRecipe:
             torch.save(model.state_dict(), path)
         return [path]
 
+    def sample(self, model, out: Path, step: int):
+        """Draws from the random stream, as a decoder phase's sampling does: the engine must keep
+        the training's stream as it was (the resume test has dropout)."""
+        path = Path(out) / "samples" / f"step-{step}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(float(torch.randn(1))))
+        return path
+
     def describe(self):
         return {"samples": self.size}
 
