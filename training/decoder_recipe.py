@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -31,13 +32,15 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from film.games import GAMES
-from film.manifest import MANIFEST, read_features_index, read_manifest, read_review, with_review
+from film.manifest import read_features_index
 from game.motion import motion_scope
 from inference.decoder.convert import DECODER_SETTINGS
 from inference.decoder.latent_preview import FILE_NAME as PREVIEW_FILE
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 
 from .diffusion import NoiseSchedule, drop_masks, sample_timesteps, v_loss
+
+log = logging.getLogger(__name__)
 
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
 DECODER_DIR = "decoder"  # under the export folder: what `load_decoder` reads
@@ -93,16 +96,21 @@ def heldout_clip_ids(folder: Path) -> set[str]:
 
 
 def clip_items(folder: Path) -> tuple[list[ClipItem], list[ClipItem]]:
-    """(train, held out) accepted clips with features, in id order."""
+    """(train, held out) accepted clips with features, in id order: the clips `film features`
+    computes (film.features' own rule: a cast member and a motion); the others are said once."""
+    from film.features import FeaturesError, accepted_clips
+
     folder = Path(folder)
-    if not (folder / MANIFEST).is_file():
-        raise DecoderDataError(f"{folder}: no {MANIFEST} (run `animegamer film prepare` first)")
-    clips = [c for c in with_review(read_manifest(folder), read_review(folder)) if c.status == "accepted"]
-    if not clips:
-        raise DecoderDataError(f"{folder / MANIFEST}: no accepted clips (accept some: animegamer film review DIR)")
+    try:
+        clips, _, left_out = accepted_clips(folder)
+    except FeaturesError as e:
+        raise DecoderDataError(str(e)) from None
+    if left_out:
+        log.warning("%s: %d accepted clip(s) lack a character or a motion and have no features, e.g. %s",
+                    folder, len(left_out), left_out[:3])
     index = read_features_index(folder)
     missing = [c.id for c in clips if c.id not in index]
-    if len(missing) == len(clips):
+    if clips and len(missing) == len(clips):
         raise DecoderDataError(f"{folder}: no clip has features (run `animegamer film features DIR` first)")
     if missing:
         raise DecoderDataError(f"{folder}: {len(missing)} accepted clip(s) have no features, e.g. {missing[:3]} "
@@ -111,7 +119,7 @@ def clip_items(folder: Path) -> tuple[list[ClipItem], list[ClipItem]]:
         if not (folder / rel).is_file():
             raise DecoderDataError(f"{folder / rel}: a features shard the index names is missing")
     held = heldout_clip_ids(folder)
-    items = [ClipItem(c.id, folder / index[c.id], c.motion_level) for c in sorted(clips, key=lambda c: c.id)]
+    items = [ClipItem(c.id, folder / index[c.id], c.motion_level) for c in clips]
     return [i for i in items if i.id not in held], [i for i in items if i.id in held]
 
 

@@ -19,7 +19,7 @@ from diffusers import AutoencoderKLCogVideoX
 from film.encoders import T5_TOKENS
 from film.features import FORMAT, shard_name, write_shard
 from film.games import write_games
-from film.manifest import FEATURES_INDEX, Clip, write_lines, write_manifest
+from film.manifest import FEATURES_INDEX, Clip, read_manifest, write_lines, write_manifest
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
 from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
@@ -70,6 +70,8 @@ def tiny_training_folder(path: Path, clips: int = 6, heldout: tuple[int, ...] = 
         tensors[f"{cid}/image"] = torch.randn(IMAGE_TOKENS, IMAGE_DIM, generator=g).to(torch.bfloat16)
         tensors[f"{cid}/text"] = torch.randn(T5_TOKENS, TEXT_DIM, generator=g).to(torch.bfloat16)
     path.mkdir(parents=True, exist_ok=True)
+    (path / "cast.json").write_text(json.dumps({"characters": [{"id": "qiqi", "name": "Qiqi",
+                                                                "reference": "references/qiqi.png"}]}))
     write_manifest(path, records)
     write_shard(path / shard_name(0), tensors, {"format": FORMAT, "clips": [r.id for r in records], "texts": {},
                                                "models": {}})
@@ -135,12 +137,18 @@ def test_training_set_split_and_flows(folders):
 
 
 def test_training_set_errors(tmp_path, folders):
-    with pytest.raises(DecoderDataError, match="no manifest.jsonl"):
+    with pytest.raises(DecoderDataError, match="no manifest.jsonl"):  # film.features' own words
         clip_items(tmp_path)
     bad = tiny_training_folder(tmp_path / "bad", clips=2)
     (bad / FEATURES_INDEX).write_text(json.dumps({"film-0000-00": shard_name(0)}))
     with pytest.raises(DecoderDataError, match="1 accepted clip.*no features"):
         clip_items(bad)
+    # a clip film.features leaves out (no motion) is left out here too, not asked for
+    partial = tiny_training_folder(tmp_path / "partial", clips=2)
+    clips = read_manifest(partial)
+    write_manifest(partial, [dataclasses.replace(clips[0], motion=None), clips[1]])
+    (partial / FEATURES_INDEX).write_text(json.dumps({"film-0001-00": shard_name(0)}))
+    assert [i.id for i in clip_items(partial)[0]] == ["film-0001-00"]
 
 
 def test_starts_from_cogvideox_own_weights(tmp_path):
