@@ -118,11 +118,24 @@ async def leave(s: AsyncSession, gs: GameSession, user_id: int) -> Player:
 
 
 async def ensure_states(s: AsyncSession, session_id: int, character_ids: list[str]) -> None:
-    """Give characters their starting states if they have none yet."""
+    """Give characters their starting states if they have none yet.
+
+    Only the missing rows are inserted: an INSERT ... ON CONFLICT over a row a worker is updating
+    (complete_turn, in its own transaction) waits for that worker to commit, while this caller
+    holds the session's row lock; that wait joined lock cycles (deadlocks seen under load). Two
+    callers for one session are serialised by that session lock, so the read cannot race."""
     if not character_ids:
         return
-    stmt = insert(CharacterStateRow).values([{"session_id": session_id, "character_id": c} for c in character_ids])
-    await s.execute(stmt.on_conflict_do_nothing())
+    have = set(
+        (await s.scalars(
+            select(CharacterStateRow.character_id)
+            .where(CharacterStateRow.session_id == session_id, CharacterStateRow.character_id.in_(character_ids))
+        )).all()
+    )
+    missing = [c for c in dict.fromkeys(character_ids) if c not in have]
+    if missing:
+        stmt = insert(CharacterStateRow).values([{"session_id": session_id, "character_id": c} for c in missing])
+        await s.execute(stmt.on_conflict_do_nothing())
 
 
 async def states(s: AsyncSession, session_id: int, *, lock: bool = False) -> dict[str, CharacterState]:

@@ -125,10 +125,12 @@ async def test_each_session_stays_in_order_through_kill_9_and_restarts(sessions,
     total = 4 * len(games)
 
     async def worker(name: str):
-        """A worker process (no grace: SIGTERM hands its running turn back at once) and its id."""
+        """A worker process (no grace: SIGTERM hands its running turn back at once) and its id. Its
+        heartbeats count as stalled after 5 s: 2 s took a live worker for dead on a loaded 2-core
+        machine, and its turn ran a third time."""
         known = set(await _worker_ids(sessions))
         proc = start_worker_process(database_url, "--no-render", "--preview-delay", "1", "--grace", "0",
-                                    stalled_after=2, log_path=tmp_path / f"{name}.log")
+                                    stalled_after=5, log_path=tmp_path / f"{name}.log")
         procs.append(proc)
         new = await wait_until(lambda: _new_worker(sessions, known), timeout=90, what=f"worker {name} registered")
         return proc, new
