@@ -11,7 +11,8 @@ trains on, cut into games of at most 5 turns, each `train` or `heldout`.
 
 Each turn carries what training and evaluation read: the clip and its MP4, the instruction built
 as the game builds it (game.instruction.format_instruction) from the cast member's name and the
-clip's fields, the measured motion level and the state changes.
+clip's fields, those fields (motion, adverb, background, time), the measured motion level and the state
+changes.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def _turn(c: Clip, names: dict[str, str]) -> dict:
         "clip": c.id, "video": c.clip, "shot": c.shot, "start_s": c.start_s, "end_s": c.end_s,
         "instruction": format_instruction([names.get(character, character)], c.motion or "", c.adverb or "",
                                           c.background or "", c.time or ""),
+        # the fields as reviewed, so that readers (evaluation's CLIP-T^E) never parse them back
+        "motion": c.motion or "", "adverb": c.adverb or "", "background": c.background or "", "time": c.time or "",
         "motion_level": c.motion_level, "motion_flow": c.motion_flow,
         "social": c.social, "entertainment": c.entertainment, "stamina": c.stamina,
     }
