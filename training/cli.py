@@ -1,4 +1,4 @@
-"""`animegamer train a|b|c|plan`: the thin entry. Everything a run does is in its config
+"""`animegamer train a|b|c|plan|install`: the thin entry. Everything a run does is in its config
 (training/configs/phase_<x>.toml, `--set` overrides), its recipe and training/engine.py.
 
 The same command runs under `accelerate launch --config_file training/accelerate/<setup>.yaml
@@ -30,6 +30,14 @@ def register(sub) -> None:
     pl.add_argument("phases", nargs="*", metavar="PHASE", help="a, b, c (default: all)")
     _config_arguments(pl)
     pl.set_defaults(func=_plan)
+    ins = tsub.add_parser("install", help="put a trained film where the worker looks and add it to the films file")
+    ins.add_argument("runs", nargs="+", metavar="RUN_DIR", help="the run folders: phase (b)'s and the decoder phase's")
+    ins.add_argument("--models", metavar="DIR", help="the models directory (default: the settings' models dir)")
+    ins.add_argument("--films", metavar="FILE", help="the films file to merge the film into (default: ANIMEGAMER_FILMS, "
+                     "else <models>/films.toml)")
+    ins.add_argument("--link", action="store_true", help="symlink the exports instead of copying them")
+    ins.add_argument("--replace", action="store_true", help="allow overriding a packaged film (qiqi, ponyo)")
+    ins.set_defaults(func=_install)
 
 
 def _config_arguments(p: argparse.ArgumentParser) -> None:
@@ -136,6 +144,24 @@ def _films_entry(phase: str, recipe, out: Path) -> None:
     path = write_film_entry(out, film_id, title, Path(agent_folder(film_id)), Path(f"VDM_Decoder-{film_id}"), cast())
     print(f"films entry written to {path}:\n")
     print(path.read_text(encoding="utf-8"))
+
+
+def _install(args: argparse.Namespace) -> int:
+    from training.install import InstallError, install
+
+    try:
+        done = install([Path(r) for r in args.runs], Path(args.models) if args.models else None,
+                       Path(args.films) if args.films else None, link=args.link, replace=args.replace)
+    except InstallError as e:
+        return _fail(str(e))
+    how = "linked" if args.link else "copied"
+    print(f"film {done.film_id} ({done.title}) installed:\n  MLLM     {how} to {done.mllm}\n  decoder  {how} to {done.decoder}\n"
+          f"  films    {done.films_file}")
+    if done.setting_line:
+        print("add this line to the settings (.env or the environment) so the bot, the play page and the worker offer it:")
+        print(done.setting_line)
+    print(f"play it: animegamer worker --film {done.film_id}")
+    return 0
 
 
 def _plan(args: argparse.Namespace) -> int:
