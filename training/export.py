@@ -69,9 +69,8 @@ def write_film_entry(out: Path, film_id: str, title: str, mllm_dir: Path, decode
     path.parent.mkdir(parents=True, exist_ok=True)
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
     kept = _without_film(old, film_id).rstrip()
-    header = ("# Films trained with `animegamer train` (docs/training.md). Copy the MLLM folder to\n"
-              "# <models>/animegamer/, the decoder to <models>/converted/<id>/decoder/, and name this\n"
-              "# file in ANIMEGAMER_FILMS (or paste the table into yours).\n")
+    header = ("# Films trained with `animegamer train` (docs/training.md). `animegamer train install RUN...`\n"
+              "# puts the models where the worker looks and this table into your films file.\n")
     body = (kept + "\n\n" if kept else header + "\n") + entry
     path.write_text(body, encoding="utf-8")
     return path
