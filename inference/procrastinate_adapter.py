@@ -286,11 +286,13 @@ async def fetch_fair(connector: procrastinate.PsycopgConnector, queues, worker_i
     lock is held) sees what the previous fetch took."""
     params = {"queues": None if queues is None else list(queues), "worker_id": worker_id}
     for _ in range(3):  # the chosen job was cancelled or taken meanwhile: choose again
-        async with (connector.pool.connection() as conn, conn.pipeline(),
-                    conn.cursor(row_factory=psycopg.rows.dict_row) as cur):
-            await cur.execute("SELECT pg_advisory_xact_lock(%s)", (FAIR_FETCH_LOCK,))
-            await cur.execute(_FAIR_FETCH, params)
-            rows = await cur.fetchall()
+        async with connector.pool.connection() as conn, conn.pipeline():
+            # The lock on a cursor of its own: a cursor that ran both statements returns the first
+            # one's rows on psycopg 3.1 (the last one's on later releases).
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (FAIR_FETCH_LOCK,))
+            async with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
+                await cur.execute(_FAIR_FETCH, params)
+                rows = await cur.fetchall()
         if not rows:
             return None
         if rows[0]["id"] is not None:
