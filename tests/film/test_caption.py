@@ -190,7 +190,16 @@ def test_a_folder_that_is_not_a_model_is_refused_before_any_clip(tmp_path, cast)
 
 @pytest.fixture(scope="module")
 def tiny_vlm(tmp_path_factory) -> Path:
-    return build_qwen2_vl(tmp_path_factory.mktemp("vlm"))
+    try:
+        return build_qwen2_vl(tmp_path_factory.mktemp("vlm"))
+    except ImportError as e:
+        if "torchvision" not in str(e).casefold():
+            raise
+        import transformers
+
+        # At the version floors (.ci/floors): transformers 5.4's Qwen-VL PIL image processor still
+        # asks for torchvision, which has no build for this CPU torch; the locked release does not.
+        pytest.skip(f"transformers {transformers.__version__}: Qwen-VL's image processor needs torchvision")
 
 
 def test_a_tiny_random_qwen2_vl_runs_and_its_gibberish_is_kept_for_review(tmp_path, cast, tiny_vlm, monkeypatch):
