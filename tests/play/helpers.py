@@ -10,8 +10,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from tests.pg import fresh_database
 from tests.ports import free_port
 from tests.waits import wait_for_sync
 
@@ -99,6 +102,19 @@ def play_env(data_dir: Path, **extra: str) -> dict[str, str]:
         **extra,
     )
     return env
+
+
+@contextmanager
+def running_play(data_dir: Path, database: str, *args: str, **env: str) -> Iterator[tuple[PlayProcess, str]]:
+    """`animegamer play` on a fresh database, ready; on leaving it must stop cleanly (exit 0)."""
+    with fresh_database(database) as url:
+        proc = PlayProcess(play_env(data_dir, DATABASE_URL=url, **env), *args)
+        try:
+            proc.wait_ready()
+            yield proc, url
+            assert proc.interrupt() == 0, proc.output
+        finally:
+            proc.kill()
 
 
 def ffprobe(path: Path) -> dict:

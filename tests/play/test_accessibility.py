@@ -9,8 +9,7 @@ import pytest
 from playwright.async_api import async_playwright
 
 from tests.axe import violations
-from tests.pg import fresh_database
-from tests.play.helpers import ARTIFACTS, PlayProcess, play_env
+from tests.play.helpers import ARTIFACTS, running_play
 from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, act, join, open_tab, wait_done
 
 pytestmark = pytest.mark.browser
@@ -18,14 +17,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def play(tmp_path):
-    with fresh_database("agaxe") as url:
-        proc = PlayProcess(play_env(tmp_path / "data", DATABASE_URL=url), "--preview-size", "240x160")
-        try:
-            proc.wait_ready()
-            yield proc
-            assert proc.interrupt() == 0, proc.output
-        finally:
-            proc.kill()
+    with running_play(tmp_path / "data", "agaxe", "--preview-size", "240x160") as (proc, _):
+        yield proc
 
 
 async def test_the_page_has_no_axe_violation_in_its_main_states(play):

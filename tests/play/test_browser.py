@@ -21,8 +21,7 @@ from playwright.async_api import async_playwright
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
-from tests.pg import fresh_database
-from tests.play.helpers import ARTIFACTS, PlayProcess, ffprobe, play_env, save_artifact
+from tests.play.helpers import ARTIFACTS, ffprobe, running_play, save_artifact
 
 pytestmark = pytest.mark.browser
 
@@ -78,15 +77,8 @@ BARS = """
 @pytest.fixture
 def play(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
-    with fresh_database("agplay") as url:
-        env = play_env(tmp_path / "data", DATABASE_URL=url)
-        proc = PlayProcess(env, "--preview-size", "240x160", "--preview-delay", "1.5")
-        try:
-            proc.wait_ready()
-            yield proc, url
-            assert proc.interrupt() == 0, proc.output
-        finally:
-            proc.kill()
+    with running_play(tmp_path / "data", "agplay", "--preview-size", "240x160", "--preview-delay", "1.5") as running:
+        yield running
 
 
 def query(url: str, sql: str, *args):

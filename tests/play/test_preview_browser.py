@@ -8,8 +8,7 @@ import re
 import pytest
 from playwright.async_api import async_playwright
 
-from tests.pg import fresh_database
-from tests.play.helpers import ARTIFACTS, PlayProcess, play_env
+from tests.play.helpers import ARTIFACTS, running_play
 from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, VIDEO_CHECK, act, join, wait_done
 
 pytestmark = pytest.mark.browser
@@ -37,16 +36,10 @@ LOADED_PREVIEW = """(seq) => {
 @pytest.fixture
 def play(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
-    with fresh_database("agprev") as url:
-        # Previews as often as the worker makes them (the default waits 5 s between two).
-        env = play_env(tmp_path / "data", DATABASE_URL=url, ANIMEGAMER_PREVIEW_INTERVAL="0")
-        proc = PlayProcess(env, "--preview-size", "240x160", "--preview-delay", "4")
-        try:
-            proc.wait_ready()
-            yield proc
-            assert proc.interrupt() == 0, proc.output
-        finally:
-            proc.kill()
+    # Previews as often as the worker makes them (the default waits 5 s between two).
+    with running_play(tmp_path / "data", "agprev", "--preview-size", "240x160", "--preview-delay", "4",
+                      ANIMEGAMER_PREVIEW_INTERVAL="0") as (proc, _):
+        yield proc
 
 
 async def test_preview_shows_in_the_turns_place_before_its_video(play):
