@@ -84,6 +84,12 @@ def _own_class(exc: BaseException) -> str | None:
     # Drivers' own "the connection is unusable" errors, by class name (asyncpg, psycopg).
     if name in ("ConnectionDoesNotExistError", "ConnectionFailureError", "ClientConnectionError"):
         return "connection_lost"
+    # asyncpg read the server's goodbye (an ErrorResponse such as 57P01, sent unasked) before it saw
+    # the socket close: its protocol waits for a ReadyForQuery that never comes, and the next call
+    # fails with "cannot switch to state N; another operation (2) is in progress" (asyncpg#1069;
+    # SQLAlchemy 2.1.0b3 invalidates such a connection, sqlalchemy#13241). The connection is gone.
+    if name == "InternalClientError" and "cannot switch to state" in str(exc):
+        return "connection_lost"
     return None
 
 

@@ -58,6 +58,9 @@ def _wrapped_by_sqlalchemy(cause: BaseException, invalidated: bool = False) -> B
         (sa_exc.TimeoutError("QueuePool limit of size 5 overflow 10 reached"), "pool_timeout"),
         (asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation"), "connection"),
         (asyncpg.exceptions.InterfaceError("cannot call Connection.fetch(): connection is closed"), "connection_lost"),
+        # the server's goodbye read before the socket closed (test_real_terminated_connection met it in CI)
+        (asyncpg.exceptions.InternalClientError("cannot switch to state 11; another operation (2) is in progress"),
+         "connection_lost"),
     ],
     ids=lambda v: v if isinstance(v, str) else type(v).__name__,
 )
@@ -87,6 +90,7 @@ def test_invalidated_connection_is_transient():
         OSError(28, "No space left on device"),  # a full disk says nothing about the database
         BrokenPipeError(32, "Broken pipe"),  # a subprocess that died (drivers wrap their sockets' errors)
         asyncio.CancelledError(),
+        asyncpg.exceptions.InternalClientError("unexpected data type of parameter"),  # a bug, not an outage
         procrastinate_exceptions.ConnectorException(),  # nothing underneath
     ],
     ids=lambda v: type(v).__name__,
