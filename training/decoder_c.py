@@ -20,7 +20,7 @@ import gc
 import json
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,25 +36,19 @@ from film.games import GAMES
 from film.manifest import write_lines
 
 from .config import RunConfig
+from .decoder_data import ClipItem, DecoderDataError, ShardReader, clip_items, collate, phase_settings
+from .decoder_export import export_decoder, sample_clip
 from .decoder_recipe import (
-    ClipItem,
-    DecoderDataError,
     DecoderTrainee,
-    ShardReader,
     add_lora,
     cast_frozen,
-    clip_items,
-    collate,
     decoder_counts,
     decoder_shape,
     diffusion_loss,
     dit_config_of,
     draws,
-    export_decoder,
     half_dtype,
     load_transformer,
-    phase_settings,
-    sample_clip,
     unwrapped,
     video_tokens,
 )
@@ -67,6 +61,8 @@ PARTS = ("flow_embed", "adaln", "lora")
 PREDICTIONS_DIR = "phase_c"  # under the training folder
 PREDICTIONS_INDEX = "index.json"  # {clip id: shard file relative to the predictions folder}
 PREDICTIONS_FORMAT = "animegamer-phase-c-predictions/1"
+PREDICTIONS_STARTED = "run.json"  # what made the predictions (MLLM, games, ...): a rerun of the same continues
+PREDICTIONS_DONE = "done.json"  # written last: every turn predicted
 SHARD_CLIPS = 256
 
 
@@ -143,11 +139,15 @@ class EncoderReps:
 
 
 def precompute(data: Path, settings: PhaseC, device: str | None = None, dtype: str | None = None,
-               progress: bool = False) -> Path:
+               progress: bool = False, shard_clips: int = SHARD_CLIPS) -> Path:
     """Every game's turns through the MLLM (teacher-forced history: the earlier turns' annotated
-    values and encoder representations) -> predicted representations in shards of SHARD_CLIPS
+    values and encoder representations) -> predicted representations in shards of `shard_clips`
     clips under the predictions folder; returns that folder. Beside the MLLM only the small
-    phase-(a) encoder is loaded; both are freed before training builds the DiT."""
+    phase-(a) encoder is loaded; both are freed before training builds the DiT.
+
+    Resumable: each shard is written whole (a temporary file renamed) and the index after it, so
+    a run stopped anywhere and started again with the same MLLM and games skips the shards already
+    written and ends with the same files, byte for byte, as a run never stopped."""
     from inference.mllm.instruction import InstructionEncoder
     from inference.mllm.loading import load_mllm
     from inference.mllm.predict import MLLMPredictor, PredictOptions
@@ -176,28 +176,61 @@ def precompute(data: Path, settings: PhaseC, device: str | None = None, dtype: s
         history = [HistoryItem(t["instruction"], turn_values(t), reps(t["clip"])) for t in ts[max(0, k - window):k]]
         return builder.build(ts[k]["instruction"], history)
 
-    out = predictions_folder(data, settings)
-    if out.exists():
-        shutil.rmtree(out)  # predictions of another MLLM must not mix with these
-    index: dict[str, str] = {}
-    for n, start in enumerate(range(0, len(turns), SHARD_CLIPS)):
-        shard = turns[start:start + SHARD_CLIPS]
-        clips = [games[gid][k]["clip"] for gid, k in shard]
+    def predicted(shard: list[tuple[str, int]]) -> dict[str, torch.Tensor]:
         tensors = {}
         for b in range(0, len(shard), settings.predict_batch):
             part = shard[b:b + settings.predict_batch]
-            results = predictor.predict_batch([prompt(gid, k) for gid, k in part])
-            for (gid, k), result in zip(part, results, strict=True):
+            for (gid, k), result in zip(part, predictor.predict_batch([prompt(gid, k) for gid, k in part]), strict=True):
                 tensors[f"{games[gid][k]['clip']}/predicted"] = torch.from_numpy(result.representation).to(torch.bfloat16)
-        rel = f"shard-{n:05d}.safetensors"
-        meta = {"format": PREDICTIONS_FORMAT, "clips": clips, "agent": str(settings.agent),
-                "history_window": window, "readout": settings.readout}
-        write_shard(out / rel, {k: v.contiguous() for k, v in tensors.items()}, meta)
+        return tensors
+
+    made_by = {"format": PREDICTIONS_FORMAT, "agent": str(settings.agent), "mistral": str(settings.mistral),
+               "encoder": str(settings.encoder or Path(settings.decoder) / ENCODER_FILE), "history_window": window,
+               "readout": settings.readout, "shard_clips": shard_clips,
+               "turns": [games[gid][k]["clip"] for gid, k in turns]}
+    shards = [turns[i:i + shard_clips] for i in range(0, len(turns), shard_clips)]
+    return write_predictions(predictions_folder(data, settings), made_by, shards,
+                             lambda shard: [games[gid][k]["clip"] for gid, k in shard], predicted, progress)
+
+
+def write_predictions(out: Path, made_by: dict[str, Any], shards: list[list[tuple[str, int]]],
+                      clips_of: Callable[[list[tuple[str, int]]], list[str]],
+                      predicted: Callable[[list[tuple[str, int]]], dict[str, torch.Tensor]], progress: bool) -> Path:
+    """Shard n of the turns (`shard-0000n.safetensors`) predicted and written whole, then the index;
+    a shard an earlier run of the same MLLM over the same games wrote is kept as it is."""
+    index = resumable_index(out, made_by)
+    total, kept = sum(map(len, shards)), 0
+    for n, shard in enumerate(shards):
+        clips, rel = clips_of(shard), f"shard-{n:05d}.safetensors"
+        if all(index.get(c) == rel for c in clips) and (out / rel).is_file():
+            kept += len(clips)  # written whole by an interrupted run (write_shard renames a finished file)
+            continue
+        meta = {k: made_by[k] for k in ("format", "agent", "history_window", "readout")}
+        write_shard(out / rel, {k: v.contiguous() for k, v in predicted(shard).items()}, {**meta, "clips": clips})
         index.update({c: rel for c in clips})
+        write_lines(out / PREDICTIONS_INDEX, [json.dumps(index, sort_keys=True, indent=1)])  # after each shard
         if progress:
-            print(f"phase (c) predictions: {len(index)}/{len(turns)} clips")
-    write_lines(out / PREDICTIONS_INDEX, [json.dumps(index, sort_keys=True, indent=1)])
+            print(f"phase (c) predictions: {len(index)}/{total} clips")
+    if progress and kept:
+        print(f"phase (c) predictions: {kept} of {total} clips were written by an earlier run and kept")
+    write_lines(out / PREDICTIONS_DONE, [json.dumps(made_by, sort_keys=True, indent=1)])
     return out
+
+
+def resumable_index(out: Path, made_by: dict[str, Any]) -> dict[str, str]:
+    """The index of the shards an earlier run of the same MLLM over the same games wrote (it
+    continues from them); anything else in the folder (another MLLM's, other games') is removed."""
+    path = out / PREDICTIONS_STARTED
+    try:
+        same = json.loads(path.read_text(encoding="utf-8")) == made_by
+    except (OSError, ValueError):
+        same = False
+    if same:
+        return read_predictions_index(out)
+    if out.exists():
+        shutil.rmtree(out)  # predictions of another MLLM must not mix with these
+    write_lines(path, [json.dumps(made_by, sort_keys=True, indent=1)])
+    return {}
 
 
 def precompute_and_free(data: Path, settings: PhaseC, device: str | None = None, progress: bool = False) -> Path:
@@ -252,9 +285,9 @@ class PhaseCRecipe:
         """The clips the MLLM predicted: those of the games. An accepted clip outside every game
         (a state field left empty) has no turn to predict and is left out, said once."""
         folder = predictions_folder(self.data, self.settings)
-        if not (folder / PREDICTIONS_INDEX).is_file():
-            raise DecoderDataError(f"{folder}: no predictions (phase (c) makes them first: set phase.mistral, "
-                                   "phase.tokenizer and phase.agent)")
+        if not (folder / PREDICTIONS_DONE).is_file():
+            raise DecoderDataError(f"{folder}: no predictions, or not all of them (phase (c) makes them first: set "
+                                   "phase.mistral, phase.tokenizer and phase.agent)")
         index = read_predictions_index(folder)
         kept = [i for i in items if i.id in index]
         if len(kept) < len(items):
@@ -266,7 +299,7 @@ class PhaseCRecipe:
 
     def build_model(self, accelerator: Accelerator) -> torch.nn.Module:
         folder = predictions_folder(self.data, self.settings)
-        if not (folder / PREDICTIONS_INDEX).is_file():
+        if not (folder / PREDICTIONS_DONE).is_file():  # none yet, or an interrupted run's: continued
             if accelerator.is_main_process:  # the MLLM runs once, before the DiT is built
                 precompute_and_free(self.data, self.settings, device=str(accelerator.device), progress=True)
             accelerator.wait_for_everyone()

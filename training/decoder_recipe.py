@@ -1,6 +1,6 @@
-"""What the decoder phases (a) and (c) share: the training set's clips and their precomputed
-features, the DiT to train (its LoRA and its trainable parts by name), the v-prediction loss,
-and the export to the folder the worker loads.
+"""What the decoder phases (a) and (c) share: the DiT to train (its LoRA and its trainable parts
+by name), the v-prediction loss and the memory plan's shape facts; the training set
+(training.decoder_data) and the export to the folder the worker loads (training.decoder_export).
 
 The DiT is `AnimeGamerTransformer3DModel`, loaded from a converted decoder folder (the released
 decoder after `animegamer convert-decoder`, or an earlier export), from CogVideoX-2B's own
@@ -17,158 +17,44 @@ No VAE, T5 or CLIP is loaded: latents and features come from the film pipeline's
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import logging
-import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset
 
-from film.games import GAMES
-from film.manifest import read_features_index
-from game.motion import motion_scope
-from inference.decoder.convert import DECODER_SETTINGS
-from inference.decoder.latent_preview import FILE_NAME as PREVIEW_FILE
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 
+# Re-exported: phase (a) (training.decoder_a) takes the decoder phases' shared parts from here.
+from .decoder_data import (
+    ClipFeatures,
+    ClipItem,
+    DecoderDataError,
+    ShardReader,
+    clip_items,
+    collate,
+    heldout_clip_ids,
+    phase_settings,
+)
+from .decoder_export import DECODER_DIR, DTYPES, export_decoder, merged_transformer, sample_clip
 from .diffusion import NoiseSchedule, drop_masks, sample_timesteps, v_loss
+
+__all__ = ["DECODER_DIR", "DTYPES", "ClipFeatures", "ClipItem", "DecoderDataError", "DecoderTrainee", "Draws",
+           "ShardReader", "add_lora", "cast_frozen", "clip_items", "collate", "decoder_counts", "decoder_shape",
+           "diffusion_loss", "dit_config_of", "draws", "export_decoder", "half_dtype", "heldout_clip_ids",
+           "load_transformer", "merged_transformer", "phase_settings", "sample_clip", "unwrapped", "video_tokens"]
 
 log = logging.getLogger(__name__)
 
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
-DECODER_DIR = "decoder"  # under the export folder: what `load_decoder` reads
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-class DecoderDataError(ValueError):
-    """A training folder the decoder phases cannot train on (the message names the file)."""
 
 
 # ---------------------------------------------------------------------------------------------
-# Config
-
-
-def phase_settings(cls: type, table: Mapping[str, Any], phase: str) -> Any:
-    """A phase's `[phase]` table as its dataclass; an unknown key is refused, never ignored."""
-    known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise DecoderDataError(f"[phase] of phase ({phase}) has no setting {', '.join(unknown)} "
-                               f"(it has: {', '.join(known)})")
-    return cls(**dict(table))
-
-
-# ---------------------------------------------------------------------------------------------
-# The training set
-
-
-@dataclass(frozen=True)
-class ClipItem:
-    id: str
-    shard: Path  # the safetensors file holding `<id>/latents`, `<id>/image`, `<id>/text`
-    motion_level: int
-
-    @property
-    def flow(self) -> float:
-        """The motion scope the decoder is conditioned on: the game's level -> flow table."""
-        return motion_scope(self.motion_level)
-
-
-def heldout_clip_ids(folder: Path) -> set[str]:
-    """The clips of the held-out games (film.games' split by shot): never trained on."""
-    path = folder / GAMES
-    if not path.is_file():
-        return set()
-    ids: set[str] = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            game = json.loads(line)
-            if game.get("split") == "heldout":
-                ids.update(t["clip"] for t in game["turns"])
-    return ids
-
-
-def clip_items(folder: Path) -> tuple[list[ClipItem], list[ClipItem]]:
-    """(train, held out) accepted clips with features, in id order: the clips `film features`
-    computes (film.features' own rule: a cast member and a motion); the others are said once."""
-    from film.features import FeaturesError, accepted_clips
-
-    folder = Path(folder)
-    try:
-        clips, _, left_out = accepted_clips(folder)
-    except FeaturesError as e:
-        raise DecoderDataError(str(e)) from None
-    if left_out:
-        log.warning("%s: %d accepted clip(s) lack a character or a motion and have no features, e.g. %s",
-                    folder, len(left_out), left_out[:3])
-    index = read_features_index(folder)
-    missing = [c.id for c in clips if c.id not in index]
-    if clips and len(missing) == len(clips):
-        raise DecoderDataError(f"{folder}: no clip has features (run `animegamer film features DIR` first)")
-    if missing:
-        raise DecoderDataError(f"{folder}: {len(missing)} accepted clip(s) have no features, e.g. {missing[:3]} "
-                               "(run `animegamer film features DIR` again: it computes only what is missing)")
-    for rel in sorted(set(index[c.id] for c in clips)):
-        if not (folder / rel).is_file():
-            raise DecoderDataError(f"{folder / rel}: a features shard the index names is missing")
-    held = heldout_clip_ids(folder)
-    items = [ClipItem(c.id, folder / index[c.id], c.motion_level) for c in clips]
-    return [i for i in items if i.id not in held], [i for i in items if i.id in held]
-
-
-class ShardReader:
-    """Tensors by key from safetensors shards, each opened once (lazily: nothing read up front)."""
-
-    def __init__(self) -> None:
-        self._open: dict[Path, Any] = {}
-
-    def get(self, shard: Path, key: str) -> torch.Tensor:
-        from safetensors import safe_open
-
-        handle = self._open.get(shard)
-        if handle is None:
-            handle = self._open[shard] = safe_open(str(shard), framework="pt")
-        try:
-            return handle.get_tensor(key)
-        except Exception as e:  # safetensors raises its own error type for a missing key
-            raise DecoderDataError(f"{shard}: has no tensor {key!r} ({e})") from None
-
-    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers open their own handles
-        return {"_open": {}}
-
-
-class ClipFeatures(Dataset):
-    """Phase (a)'s samples: a clip's latents, its T5 text and CLIP image features, its flow."""
-
-    def __init__(self, items: list[ClipItem]):
-        self.items = items
-        self.reader = ShardReader()
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        item = self.items[i]
-        return {
-            "latents": self.reader.get(item.shard, f"{item.id}/latents"),
-            "text": self.reader.get(item.shard, f"{item.id}/text"),
-            "image": self.reader.get(item.shard, f"{item.id}/image"),
-            "flow": torch.tensor(item.flow, dtype=torch.float32),
-            "index": torch.tensor(i),
-        }
-
-
-def collate(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    return {k: torch.stack([it[k] for it in items]) for k in items[0]}
-
-
 # ---------------------------------------------------------------------------------------------
 # The DiT
 
@@ -354,97 +240,6 @@ def unwrapped(model: nn.Module) -> DecoderTrainee:
         raise TypeError(f"expected the decoder trainee, got {type(inner).__name__}")
     return inner
 
-
-# ---------------------------------------------------------------------------------------------
-# Export
-
-
-def merged_transformer(transformer: AnimeGamerTransformer3DModel) -> AnimeGamerTransformer3DModel:
-    """A float32 copy on the CPU with the LoRA merged into the base weights and removed (the plain
-    AnimeGamerTransformer3DModel the worker loads)."""
-    from peft.tuners.tuners_utils import BaseTunerLayer
-
-    plain = copy.deepcopy(transformer)
-    nn.Module.to(plain, "cpu", torch.float32)  # ModelMixin.to's stub takes no device
-    for name, module in list(plain.named_modules()):
-        if isinstance(module, BaseTunerLayer):
-            module.merge()
-            parent_name, _, child = name.rpartition(".")
-            plain.get_submodule(parent_name).register_module(child, module.get_base_layer())
-    leftover = [k for k in plain.state_dict() if "lora_" in k or "base_layer" in k]
-    if leftover:
-        raise RuntimeError(f"LoRA left after the merge: {leftover[:5]}")
-    # peft records the adapter on the model; the exported folder holds plain weights.
-    for attr in ("_hf_peft_config_loaded", "peft_config"):
-        if hasattr(plain, attr):
-            delattr(plain, attr)
-    return plain
-
-
-def export_decoder(transformer: AnimeGamerTransformer3DModel, out: Path, *, uncond: torch.Tensor | None,
-                   base: str | Path | None, vae: str | Path | None, dtype: str) -> Path:
-    """Write `out/decoder/` as `animegamer convert-decoder` does (transformer/, vae/, decoder.json,
-    preview_rgb.json when the base has one): `load_decoder` reads it with no other step.
-    uncond: the unconditional tokens to store (phase (a): from the trained encoder); None keeps
-    the DiT's own."""
-    folder = Path(out) / DECODER_DIR
-    plain = merged_transformer(transformer)
-    if uncond is not None:
-        plain.uncond_embedding.copy_(uncond.to(plain.uncond_embedding.dtype))
-    base_dir = Path(base) if base else None
-    vae_dir = Path(vae) if vae else (base_dir / "vae" if base_dir else None)
-    if vae_dir is None or not (vae_dir / "config.json").is_file():
-        raise DecoderDataError(f"no VAE folder to export with the decoder ({vae_dir}): set phase.vae to a "
-                               "diffusers CogVideoX VAE folder (a converted decoder's vae/)")
-    folder.mkdir(parents=True, exist_ok=True)
-    nn.Module.to(plain, DTYPES[dtype])
-    plain.save_pretrained(str(folder / "transformer"), safe_serialization=True)
-    if (folder / "vae").exists():
-        shutil.rmtree(folder / "vae")
-    shutil.copytree(vae_dir, folder / "vae")
-    settings = {"format": "animegamer-decoder", "version": 1, **DECODER_SETTINGS}
-    if base_dir and (base_dir / "decoder.json").is_file():
-        settings = json.loads((base_dir / "decoder.json").read_text(encoding="utf-8"))
-    settings["dtype"] = dtype
-    (folder / "decoder.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
-    if base_dir and (base_dir / PREVIEW_FILE).is_file() and vae_dir == base_dir / "vae":
-        shutil.copy2(base_dir / PREVIEW_FILE, folder / PREVIEW_FILE)  # the same VAE: the same map
-    return folder
-
-
-def sample_clip(transformer: AnimeGamerTransformer3DModel, base: str | Path | None, vae: str | Path | None,
-                rep: torch.Tensor, flow: float, path: Path, *, seed: int = 0, steps: int = 50,
-                autocast: torch.dtype | None = None) -> Path:
-    """A clip decoded by the worker's own sampler (AnimeGamerDecoder: guidance, the released
-    schedule) from one representation with the DiT as it is being trained (its LoRA unmerged),
-    written as MP4 to `path`: a look at the film being learned. The VAE is loaded for it alone and
-    freed; the DiT goes back to training mode."""
-    from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
-    from inference.decoder.pipeline import AnimeGamerDecoder
-    from inference.mp4 import encode_mp4
-
-    base_dir = Path(base) if base else None
-    vae_dir = Path(vae) if vae else (base_dir / "vae" if base_dir else None)
-    if vae_dir is None or not (vae_dir / "config.json").is_file():
-        raise DecoderDataError(f"no VAE folder to decode a sample with ({vae_dir}): set phase.vae")
-    settings = dict(DECODER_SETTINGS)
-    if base_dir and (base_dir / "decoder.json").is_file():
-        settings.update(json.loads((base_dir / "decoder.json").read_text(encoding="utf-8")))
-    device = rep.device if rep.device.type != "meta" else torch.device("cpu")
-    vae_model = AutoencoderKLCogVideoX.from_pretrained(str(vae_dir), torch_dtype=torch.float32)
-    nn.Module.to(vae_model, device)
-    was_training = transformer.training
-    decoder = AnimeGamerDecoder(transformer, vae_model, steps=steps, num_latent_frames=settings["num_latent_frames"],
-                                height=settings["height"], width=settings["width"], fps=settings["fps"])
-    try:
-        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            frames = decoder.decode(rep.detach().float().cpu().numpy(), flow, seed)
-    finally:
-        transformer.train(was_training)
-        del decoder, vae_model
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(encode_mp4(frames, fps=int(settings["fps"])))
-    return path
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from pathlib import Path
 from training.engine import EXPORT
 from training.export import FILMS_FILE, _without_film
 
-DECODER_DIR = "decoder"  # training.decoder_recipe.DECODER_DIR (not imported: it pulls in the decoder's models)
+DECODER_DIR = "decoder"  # training.decoder_export.DECODER_DIR (not imported: it pulls in the decoder's models)
 AGENT_FILES = ("pytorch_model.bin", "model.safetensors", "pytorch_model.safetensors")  # model_paths.agent_checkpoint
 HEADER = ("# Films installed by `animegamer train install` (docs/training.md). Name this file in\n"
           "# ANIMEGAMER_FILMS; `animegamer films check` validates it.\n")

@@ -27,7 +27,8 @@ from training import decoder_a, decoder_c
 from training.config import RunConfig, default_config_path, load_config
 from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a, make
 from training.decoder_c import PhaseC, PhaseCRecipe, describe_phase_c, precompute, read_games, turn_values
-from training.decoder_recipe import DecoderDataError, clip_items, draws, load_transformer, phase_settings, video_tokens
+from training.decoder_data import DecoderDataError, clip_items, phase_settings
+from training.decoder_recipe import draws, load_transformer, video_tokens
 from training.encoder import ENCODER_FILE, RepresentationEncoder
 from training.engine import train
 
@@ -391,6 +392,52 @@ def test_phase_c_leaves_out_clips_in_no_game(phase_c, tmp_path):
     recipe = PhaseCRecipe(data, settings, RunConfig())
     precompute(data, settings, device="cpu", dtype="float32")
     assert [i.id for i in recipe.dataset().items] == [f"film-{n:04d}-00" for n in range(3)]
+
+
+def test_precompute_interrupted_continues_to_the_same_bytes(folders, phase_c, tmp_path, monkeypatch):
+    """Killed after its first shard (of 2 clips): a second run keeps that shard, predicts only the
+    rest, and leaves the files an uninterrupted run leaves; training refuses the half-done folder."""
+    settings = dataclasses.replace(phase_c["settings"], predict_batch=2)
+    whole = precompute(folders["data"], dataclasses.replace(settings, predictions=str(tmp_path / "whole")),
+                       device="cpu", dtype="float32", shard_clips=2)
+    cut = dataclasses.replace(settings, predictions=str(tmp_path / "cut"))
+    real_write = decoder_c.write_shard
+    written: list[str] = []
+
+    def dies_after_one(path, tensors, meta):
+        if written:
+            raise KeyboardInterrupt("killed mid-precompute")
+        real_write(path, tensors, meta)
+        written.append(path.name)
+
+    monkeypatch.setattr(decoder_c, "write_shard", dies_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        precompute(folders["data"], cut, device="cpu", dtype="float32", shard_clips=2)
+    assert written == ["shard-00000.safetensors"] and not (tmp_path / "cut" / "done.json").exists()
+    with pytest.raises(DecoderDataError, match="not all of them"):
+        PhaseCRecipe(folders["data"], cut, RunConfig()).dataset()
+    first = (tmp_path / "cut" / "shard-00000.safetensors").stat().st_mtime_ns
+    monkeypatch.setattr(decoder_c, "write_shard", real_write)
+    predicted = []
+    real_predict = decoder_c.write_predictions
+
+    def counting(out, made_by, shards, clips_of, predict, progress):
+        def counted(shard):
+            predicted.extend(clips_of(shard))
+            return predict(shard)
+        return real_predict(out, made_by, shards, clips_of, counted, progress)
+
+    monkeypatch.setattr(decoder_c, "write_predictions", counting)
+    again = precompute(folders["data"], cut, device="cpu", dtype="float32", shard_clips=2)
+    assert len(predicted) == 4 and (again / "shard-00000.safetensors").stat().st_mtime_ns == first  # 6 clips: 2 kept
+    files = sorted(p.name for p in whole.iterdir())
+    assert files == sorted(p.name for p in again.iterdir()) and "shard-00002.safetensors" in files
+    for name in files:
+        assert (whole / name).read_bytes() == (again / name).read_bytes(), name
+    # another MLLM's predictions are not continued: the folder starts over
+    other = dataclasses.replace(cut, history_window=1)
+    precompute(folders["data"], other, device="cpu", dtype="float32", shard_clips=2)
+    assert json.loads((again / "done.json").read_text())["history_window"] == 1
 
 
 def test_describe_phase_c_full_size():
