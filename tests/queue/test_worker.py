@@ -99,7 +99,7 @@ async def test_concurrent_runs_of_one_turn_write_one_result(sessions, qsettings)
     import concurrent.futures
 
     from inference.metrics import WorkerMetrics
-    from inference.worker import TurnRunner
+    from inference.turn_runner import TurnRunner
 
     gs = await new_session(sessions, 130)
     turn = await submit(sessions, gs, "run", enqueue=_no_job)
