@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 BACKENDS = ("preview", "animegamer")
 
 
-
 class BackendUnavailable(RuntimeError):
     """The backend cannot be built here; the message says why and what to do."""
 
@@ -75,13 +74,7 @@ def _animegamer(settings: Settings, films: Sequence[str], sessions: int = 1, **o
             "per film with --film FILM, or use a GPU with room for every film (see docs/performance.md)"
         )
     all_paths = {f: film_paths(settings.model_root, FILMS[f]) for f in films}
-    agents = {}
-    for f, paths in all_paths.items():
-        agents[f] = paths.agent_checkpoint()
-        if agents[f] is None:
-            raise BackendUnavailable(
-                f"no MLLM checkpoint for {FILMS[f].title} in {paths.agent_dir}: run `animegamer models download {f}`"
-            )
+    agents = _agent_checkpoints(all_paths)
     paths = all_paths[films[0]]
     device = None if settings.device == "auto" else settings.device  # None: the MLLM picks (cuda if present)
     dtype = None if settings.dtype == "auto" else settings.dtype
@@ -102,27 +95,8 @@ def _animegamer(settings: Settings, films: Sequence[str], sessions: int = 1, **o
     )
 
     def decoder_factory(film: str, on_device: bool = True):
-        def load():
-            import torch
-
-            from inference.decoder import load_decoder, warm_up_compiled
-
-            on = decoder_device or device or ("cuda" if torch.cuda.is_available() else "cpu")
-            # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
-            dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
-            # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
-            dec = load_decoder(
-                str(all_paths[film].decoder), device=on if on_device else "cpu", dtype=getattr(torch, dit_dtype),
-                steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
-                runs_on=None if on_device else on,
-            )
-            if memory.tiles:  # the largest VAE tile that fits the card (the offload modes)
-                dec.vae.enable_tiling(tile_sample_min_height=memory.tiles[0], tile_sample_min_width=memory.tiles[1])
-            if on_device:  # several films: warmed up on the GPU by MultiFilmBackend.load
-                warm_up_compiled(dec, settings.mllm_max_batch)
-            return dec
-
-        return load
+        return _decoder_loader(settings, all_paths[film].decoder, memory, decoder_device or device, dtype,
+                               low_vram=low_vram, on_device=on_device)
 
     if len(films) == 1:  # one film: the LoRA merged into the weights (faster), its decoder on the GPU
         return AnimeGamerBackend(ag, decoder_factory=None if ag.mllm_only else decoder_factory(films[0]), **options)
@@ -131,6 +105,48 @@ def _animegamer(settings: Settings, films: Sequence[str], sessions: int = 1, **o
     budget = None if settings.decoder_gpu_budget_gb is None else int(settings.decoder_gpu_budget_gb * 2**30)
     factories = None if mllm_only else {f: decoder_factory(f, on_device=False) for f in films}
     return MultiFilmBackend(ag, agents, decoder_factories=factories, decoder_budget_bytes=budget, **options)
+
+
+def _agent_checkpoints(all_paths: dict) -> dict:
+    """Each film's MLLM checkpoint; BackendUnavailable naming the download for a missing one."""
+    from game.catalogue import FILMS
+
+    agents = {}
+    for f, paths in all_paths.items():
+        agents[f] = paths.agent_checkpoint()
+        if agents[f] is None:
+            raise BackendUnavailable(
+                f"no MLLM checkpoint for {FILMS[f].title} in {paths.agent_dir}: run `animegamer models download {f}`"
+            )
+    return agents
+
+
+def _decoder_loader(settings: Settings, decoder_dir, memory, device: str | None, dtype: str | None, *,
+                    low_vram: bool, on_device: bool):
+    """A function that loads one film's decoder when the backend loads (on `device`, default: the
+    GPU if there is one; `on_device=False`: on the CPU, for the residency manager to move)."""
+
+    def load():
+        import torch
+
+        from inference.decoder import load_decoder, warm_up_compiled
+
+        on = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        # The release runs the DiT in fp16 on GPU; fp16 on a CPU is slow or unsupported.
+        dit_dtype = dtype or ("float16" if str(on).startswith("cuda") else "float32")
+        # Several films: loaded on the CPU; the residency manager decides what goes to the GPU.
+        dec = load_decoder(
+            str(decoder_dir), device=on if on_device else "cpu", dtype=getattr(torch, dit_dtype),
+            steps=settings.decoder_steps, speed=settings.decoder_speed, low_vram=low_vram,
+            runs_on=None if on_device else on,
+        )
+        if memory.tiles:  # the largest VAE tile that fits the card (the offload modes)
+            dec.vae.enable_tiling(tile_sample_min_height=memory.tiles[0], tile_sample_min_width=memory.tiles[1])
+        if on_device:  # several films: warmed up on the GPU by MultiFilmBackend.load
+            warm_up_compiled(dec, settings.mllm_max_batch)
+        return dec
+
+    return load
 
 
 def _memory_mode(settings: Settings, sessions: int):

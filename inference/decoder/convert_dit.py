@@ -51,6 +51,53 @@ def _merged_linear(
     return merged, sd[b_key].float(), [w_key, b_key, *a_keys, *b_keys]
 
 
+# SAT name -> diffusers name, for the tensors that only move (weight and bias each).
+TOP_LEVEL_RENAMES = {
+    "time_embed.0": "time_embedding.linear_1",
+    "time_embed.2": "time_embedding.linear_2",
+    "flow_embed.0": "ofs_embedding.linear_1",
+    "flow_embed.2": "ofs_embedding.linear_2",
+    "mixins.patch_embed.proj": "patch_embed.proj",
+    "transformer.final_layernorm": "norm_final",
+    "mixins.final_layer.norm_final": "norm_out.norm",
+    "mixins.final_layer.linear": "proj_out",
+    "mixins.final_layer.adaLN_modulation.1": "norm_out.linear",
+}
+LAYER_RENAMES = (  # under transformer.layers.{i} / transformer_blocks.{i}
+    ("input_layernorm", "norm1.norm"),
+    ("post_attention_layernorm", "norm2.norm"),
+    ("mlp.dense_h_to_4h", "ff.net.0.proj"),
+    ("mlp.dense_4h_to_h", "ff.net.2"),
+)
+
+
+class _Conversion:
+    """The DiT's keys (prefix stripped), the diffusers tensors made so far, and what each source
+    key became (every key must be accounted for: nothing is dropped silently)."""
+
+    def __init__(self, sd: dict[str, torch.Tensor], prefix: str) -> None:
+        self.sd, self.prefix = sd, prefix
+        self.out: dict[str, torch.Tensor] = {}
+        self.used: dict[str, tuple[str, list[str], str]] = {}
+
+    def take(self, src_keys: list[str], action: str, targets: list[str], note: str = "") -> None:
+        for s in src_keys:
+            self.used[s] = (action, targets, note)
+
+    def require(self, src: str) -> torch.Tensor:
+        if src not in self.sd:
+            raise ConversionError(f"checkpoint lacks {self.prefix}{src}")
+        return self.sd[src]
+
+    def rename(self, src: str, dst: str) -> None:
+        self.out[dst] = self.require(src)  # still memory-mapped; cast when written
+        self.take([src], "renamed", [dst])
+
+    def put(self, values: dict[str, torch.Tensor], srcs: list[str], action: str) -> None:
+        self.out.update(values)
+        self.take(srcs, action, list(values))
+
+
 def convert_transformer_state_dict(
     sat: Mapping[str, torch.Tensor],
     config: Mapping[str, Any] = ANIMEGAMER_2B_CONFIG,
@@ -70,104 +117,77 @@ def convert_transformer_state_dict(
             account.add(k, "skipped", note="not a DiT key (other sub-model of the SAT file)")
     sd = {k[len(prefix) :]: sat[k] for k in dit_keys}
     require_tensors(sd, "DiT")
-    out: dict[str, torch.Tensor] = {}
-    used: dict[str, tuple[str, list[str], str]] = {}
-
-    def take(src_keys: list[str], action: str, targets: list[str], note: str = "") -> None:
-        for s in src_keys:
-            used[s] = (action, targets, note)
-
-    def rename(src: str, dst: str) -> None:
-        if src not in sd:
-            raise ConversionError(f"checkpoint lacks {prefix}{src}")
-        out[dst] = sd[src]  # still memory-mapped; cast when written
-        take([src], "renamed", [dst])
-
-    rename_map = {
-        "time_embed.0": "time_embedding.linear_1",
-        "time_embed.2": "time_embedding.linear_2",
-        "flow_embed.0": "ofs_embedding.linear_1",
-        "flow_embed.2": "ofs_embedding.linear_2",
-        "mixins.patch_embed.proj": "patch_embed.proj",
-        "transformer.final_layernorm": "norm_final",
-        "mixins.final_layer.norm_final": "norm_out.norm",
-        "mixins.final_layer.linear": "proj_out",
-        "mixins.final_layer.adaLN_modulation.1": "norm_out.linear",
-    }
-    for src, dst in rename_map.items():
+    c = _Conversion(sd, prefix)
+    for src, dst in TOP_LEVEL_RENAMES.items():
         for p in ("weight", "bias"):
-            rename(f"{src}.{p}", f"{dst}.{p}")
-
+            c.rename(f"{src}.{p}", f"{dst}.{p}")
     for i in range(config["num_layers"]):
-        sat_l, dif_l = f"transformer.layers.{i}", f"transformer_blocks.{i}"
-        for src, dst in (
-            ("input_layernorm", "norm1.norm"),
-            ("post_attention_layernorm", "norm2.norm"),
-            ("mlp.dense_h_to_4h", "ff.net.0.proj"),
-            ("mlp.dense_4h_to_h", "ff.net.2"),
-        ):
-            for p in ("weight", "bias"):
-                rename(f"{sat_l}.{src}.{p}", f"{dif_l}.{dst}.{p}")
-        for src, dst in (("query_layernorm_list", "norm_q"), ("key_layernorm_list", "norm_k")):
-            for p in ("weight", "bias"):
-                rename(f"mixins.adaln_layer.{src}.{i}.{p}", f"{dif_l}.attn1.{dst}.{p}")
-
-        # Fused q/k/v (LoRA in three partitions) -> to_q, to_k, to_v.
-        w, b, srcs = _merged_linear(sd, f"{sat_l}.attention.query_key_value", 3, lora_alpha)
-        if w.shape[0] % 3 or b.shape[0] != w.shape[0]:  # chunk(3) would give unequal (or fewer) parts
-            raise ConversionError(
-                f"{prefix}{sat_l}.attention.query_key_value has {w.shape[0]} rows and a bias of {b.shape[0]}: "
-                "not three equal q/k/v parts"
-            )
-        targets = []
-        for name, wi, bi in zip(("to_q", "to_k", "to_v"), w.chunk(3, 0), b.chunk(3, 0), strict=True):
-            out[f"{dif_l}.attn1.{name}.weight"], out[f"{dif_l}.attn1.{name}.bias"] = wi, bi
-            targets += [f"{dif_l}.attn1.{name}.weight", f"{dif_l}.attn1.{name}.bias"]
-        lora = len(srcs) > 2
-        take(srcs, "lora-merged+split" if lora else "split", targets)
-        w, b, srcs = _merged_linear(sd, f"{sat_l}.attention.dense", 1, lora_alpha)
-        out[f"{dif_l}.attn1.to_out.0.weight"], out[f"{dif_l}.attn1.to_out.0.bias"] = w, b
-        take(srcs, "lora-merged" if len(srcs) > 2 else "renamed", [f"{dif_l}.attn1.to_out.0.weight", f"{dif_l}.attn1.to_out.0.bias"])
-
-        # adaLN: 12 chunks (video msa shift/scale/gate, video mlp x3, text msa x3, text mlp x3);
-        # diffusers' norm1 takes the msa six (video then text), norm2 the mlp six.
-        for p in ("weight", "bias"):
-            src = f"mixins.adaln_layer.adaLN_modulations.{i}.1.{p}"
-            if src not in sd:
-                raise ConversionError(f"checkpoint lacks {prefix}{src}")
-            c = sd[src].float().chunk(12, dim=0)
-            out[f"{dif_l}.norm1.linear.{p}"] = torch.cat(c[0:3] + c[6:9])
-            out[f"{dif_l}.norm2.linear.{p}"] = torch.cat(c[3:6] + c[9:12])
-            take([src], "split", [f"{dif_l}.norm1.linear.{p}", f"{dif_l}.norm2.linear.{p}"])
-
-    # The unconditional branch, folded into one constant.
-    pe = PATCH_EMBED_PREFIX
-    uncond_params = {k: sd[pe + k] for k in UNCOND_SOURCE_KEYS if pe + k in sd}
-    out["uncond_embedding"] = build_uncond_embedding(uncond_params)
-    take([pe + k for k in UNCOND_SOURCE_KEYS], "folded", ["uncond_embedding"],
-         "LN(text_proj(0)) ++ LN(ip_proj(0)): the constant unconditional tokens")
-    for p in ("weight", "bias"):
-        k = f"{pe}output_mix_layer_norm.{p}"
-        if k in sd:
-            take([k], "skipped", [], "unused by the released model (ip width 768: plain concatenation)")
-    if any(k.startswith(pe + "mix_proj.") for k in sd):
-        raise ConversionError("checkpoint has mix_proj (a variant with a non-768 image branch): not supported")
-
+        _convert_layer(c, i, lora_alpha)
+    _fold_uncond(c)
     # Position table: must be diffusers' sincos table (text rows zero); diffusers recomputes it.
     pos_key = "mixins.pos_embed.pos_embedding"
     if pos_key in sd:
-        take([pos_key], "checked", [], _check_pos_embedding(sd[pos_key], config))
+        c.take([pos_key], "checked", [], _check_pos_embedding(sd[pos_key], config))
 
-    unaccounted = sorted(k for k in sd if k not in used)
+    unaccounted = sorted(k for k in sd if k not in c.used)
     if unaccounted:
         raise ConversionError(
             f"{len(unaccounted)} DiT keys have no conversion rule (nothing is dropped silently): "
             f"{unaccounted[:20]}{' ...' if len(unaccounted) > 20 else ''}"
         )
     for k in dit_keys:
-        action, targets, note = used[k[len(prefix) :]]
+        action, targets, note = c.used[k[len(prefix) :]]
         account.add(k, action, targets, note)
-    return out, account
+    return c.out, account
+
+
+def _convert_layer(c: _Conversion, i: int, lora_alpha: float) -> None:
+    """One transformer block: norms and MLP renamed, attention LoRA-merged (q/k/v split), adaLN regrouped."""
+    sat_l, dif_l = f"transformer.layers.{i}", f"transformer_blocks.{i}"
+    for src, dst in LAYER_RENAMES:
+        for p in ("weight", "bias"):
+            c.rename(f"{sat_l}.{src}.{p}", f"{dif_l}.{dst}.{p}")
+    for src, dst in (("query_layernorm_list", "norm_q"), ("key_layernorm_list", "norm_k")):
+        for p in ("weight", "bias"):
+            c.rename(f"mixins.adaln_layer.{src}.{i}.{p}", f"{dif_l}.attn1.{dst}.{p}")
+
+    # Fused q/k/v (LoRA in three partitions) -> to_q, to_k, to_v.
+    w, b, srcs = _merged_linear(c.sd, f"{sat_l}.attention.query_key_value", 3, lora_alpha)
+    if w.shape[0] % 3 or b.shape[0] != w.shape[0]:  # chunk(3) would give unequal (or fewer) parts
+        raise ConversionError(
+            f"{c.prefix}{sat_l}.attention.query_key_value has {w.shape[0]} rows and a bias of {b.shape[0]}: "
+            "not three equal q/k/v parts"
+        )
+    parts: dict[str, torch.Tensor] = {}
+    for name, wi, bi in zip(("to_q", "to_k", "to_v"), w.chunk(3, 0), b.chunk(3, 0), strict=True):
+        parts[f"{dif_l}.attn1.{name}.weight"], parts[f"{dif_l}.attn1.{name}.bias"] = wi, bi
+    c.put(parts, srcs, "lora-merged+split" if len(srcs) > 2 else "split")
+    w, b, srcs = _merged_linear(c.sd, f"{sat_l}.attention.dense", 1, lora_alpha)
+    c.put({f"{dif_l}.attn1.to_out.0.weight": w, f"{dif_l}.attn1.to_out.0.bias": b}, srcs,
+          "lora-merged" if len(srcs) > 2 else "renamed")
+
+    # adaLN: 12 chunks (video msa shift/scale/gate, video mlp x3, text msa x3, text mlp x3);
+    # diffusers' norm1 takes the msa six (video then text), norm2 the mlp six.
+    for p in ("weight", "bias"):
+        src = f"mixins.adaln_layer.adaLN_modulations.{i}.1.{p}"
+        chunks = c.require(src).float().chunk(12, dim=0)
+        c.put({f"{dif_l}.norm1.linear.{p}": torch.cat(chunks[0:3] + chunks[6:9]),
+               f"{dif_l}.norm2.linear.{p}": torch.cat(chunks[3:6] + chunks[9:12])}, [src], "split")
+
+
+def _fold_uncond(c: _Conversion) -> None:
+    """The unconditional branch, folded into one constant."""
+    pe = PATCH_EMBED_PREFIX
+    uncond_params = {k: c.sd[pe + k] for k in UNCOND_SOURCE_KEYS if pe + k in c.sd}
+    c.out["uncond_embedding"] = build_uncond_embedding(uncond_params)
+    c.take([pe + k for k in UNCOND_SOURCE_KEYS], "folded", ["uncond_embedding"],
+           "LN(text_proj(0)) ++ LN(ip_proj(0)): the constant unconditional tokens")
+    for p in ("weight", "bias"):
+        k = f"{pe}output_mix_layer_norm.{p}"
+        if k in c.sd:
+            c.take([k], "skipped", [], "unused by the released model (ip width 768: plain concatenation)")
+    if any(k.startswith(pe + "mix_proj.") for k in c.sd):
+        raise ConversionError("checkpoint has mix_proj (a variant with a non-768 image branch): not supported")
 
 
 def _check_pos_embedding(stored: torch.Tensor, config: Mapping[str, Any]) -> str:

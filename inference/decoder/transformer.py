@@ -33,6 +33,7 @@ from .diffusers_api import (
     DispatcherProcessor,
     TimestepEmbedding,
     Timesteps,
+    compiled_blocks,
     qkv,
     register_to_config,
     set_processor,
@@ -85,10 +86,20 @@ class AnimeGamerAttnProcessor(DispatcherProcessor):
         return out[:, text_len:], out[:, :text_len]
 
 
+def _checked_ofs_dim(inner_dim: int, time_embed_dim: int, ofs_embed_dim: int | None, text_embed_dim: int) -> int:
+    """The motion-scope embedding's width, checked against the widths it is summed with."""
+    if not ofs_embed_dim:
+        raise ValueError("the AnimeGamer decoder needs the motion-scope embedding (ofs_embed_dim)")
+    if ofs_embed_dim != time_embed_dim:
+        raise ValueError("the motion-scope embedding is added to the time embedding: widths must match")
+    if text_embed_dim != inner_dim:
+        raise ValueError(f"text_embed_dim must equal the DiT width {inner_dim} (no text projection)")
+    return ofs_embed_dim
+
+
+@compiled_blocks("CogVideoXBlock")  # what ModelMixin.compile_repeated_blocks compiles
 class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
     """CogVideoX DiT conditioned on an MLLM representation and a motion scope."""
-
-    _repeated_blocks = ("CogVideoXBlock",)  # what ModelMixin.compile_repeated_blocks compiles
 
     # The parent's full signature is repeated so that the stored config holds exactly these keys.
     @register_to_config
@@ -124,13 +135,7 @@ class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
         patch_bias: bool = True,
         final_norm_eps: float = 1e-6,
     ):
-        if not ofs_embed_dim:
-            raise ValueError("the AnimeGamer decoder needs the motion-scope embedding (ofs_embed_dim)")
-        if ofs_embed_dim != time_embed_dim:
-            raise ValueError("the motion-scope embedding is added to the time embedding: widths must match")
-        inner_dim = num_attention_heads * attention_head_dim
-        if text_embed_dim != inner_dim:
-            raise ValueError(f"text_embed_dim must equal the DiT width {inner_dim} (no text projection)")
+        ofs_dim = _checked_ofs_dim(num_attention_heads * attention_head_dim, time_embed_dim, ofs_embed_dim, text_embed_dim)
         super().__init__(
             num_attention_heads=num_attention_heads,
             attention_head_dim=attention_head_dim,
@@ -161,7 +166,13 @@ class AnimeGamerTransformer3DModel(CogVideoXTransformer3DModel):
             use_learned_positional_embeddings=use_learned_positional_embeddings,
             patch_bias=patch_bias,
         )
-        self.register_to_config(ofs_embed_dim=ofs_embed_dim)  # the parent's init recorded None
+        self.register_to_config(ofs_embed_dim=ofs_dim)  # the parent's init recorded None
+        self._add_animegamer_parts(num_attention_heads * attention_head_dim, ofs_dim, flip_sin_to_cos,
+                                   freq_shift, timestep_activation_fn, max_text_seq_length, final_norm_eps)
+
+    def _add_animegamer_parts(self, inner_dim: int, ofs_embed_dim: int, flip_sin_to_cos: bool, freq_shift: int,
+                              timestep_activation_fn: str, max_text_seq_length: int, final_norm_eps: float) -> None:
+        """What the released model adds to, or changes in, the stock CogVideoX DiT (the module docstring)."""
         # flow_embed: sinusoid as wide as the DiT (like the timestep's), then 1920 -> 512 -> 512.
         self.ofs_proj = Timesteps(inner_dim, flip_sin_to_cos, freq_shift)
         self.ofs_embedding = TimestepEmbedding(inner_dim, ofs_embed_dim, timestep_activation_fn)
