@@ -9,6 +9,9 @@ naming the installed version when one of them changes:
   `_parallel_config`); a custom processor must carry both names to receive it. It also makes that
   backend the process-wide default of the dispatcher, which would reach every other model's
   processor left without one: ours name "native" (PyTorch SDPA) themselves until set.
+- `compiled_blocks()`: `ModelMixin.compile_repeated_blocks()` compiles the blocks whose class
+  names the model class lists in its attribute `_repeated_blocks` (the documented way, under a
+  private name).
 - `reset_cache_state()`: diffusers' pipelines reset the cache hooks' per-clip state through
   `CacheMixin._reset_stateful_cache()` at the end of a call; our own sampling loop must too, or
   the next clip would start from the previous clip's cached residuals.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import diffusers
 import torch
@@ -57,6 +60,7 @@ __all__ = [
     "TimestepEmbedding",
     "Timesteps",
     "cache_context",
+    "compiled_blocks",
     "decode_vae",
     "dit_config",
     "fuse_qkv",
@@ -143,6 +147,19 @@ def fuse_qkv(model: torch.nn.Module) -> int:
             module.fuse_projections(fuse=True)
             n += 1
     return n
+
+
+ModelClass = TypeVar("ModelClass", bound=type)
+
+
+def compiled_blocks(*class_names: str):
+    """Class decorator: the sub-modules, named by class, that `compile_repeated_blocks()` compiles."""
+
+    def mark(cls: ModelClass) -> ModelClass:
+        cls._repeated_blocks = class_names
+        return cls
+
+    return mark
 
 
 @contextmanager

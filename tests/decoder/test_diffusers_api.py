@@ -100,3 +100,17 @@ def test_public_vae_decode_runs_the_released_chunks():
             out.append(chunk)
     assert ours.shape[2] == 17
     np.testing.assert_array_equal(ours.numpy(), torch.cat(out, dim=2).numpy(), err_msg=CHANGED + "VAE decode chunks")
+
+
+
+def test_compiled_blocks_names_what_compile_repeated_blocks_compiles(monkeypatch):
+    """The marked blocks, and only they, are handed to `Module.compile` (recorded, not compiled)."""
+    compiled: list[str] = []
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, *a, **k: compiled.append(type(self).__name__))
+    try:
+        _model().compile_repeated_blocks(backend="eager")
+    except ValueError as e:
+        raise AssertionError(CHANGED + f"compile_repeated_blocks() no longer finds what compiled_blocks() names: {e}") from e
+    assert compiled == ["CogVideoXBlock"] * TINY_TRANSFORMER_CONFIG["num_layers"], (
+        CHANGED + f"compile_repeated_blocks() compiled {compiled}, not the blocks compiled_blocks() named"
+    )
