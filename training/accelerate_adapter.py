@@ -1,5 +1,7 @@
-"""The one place that touches accelerate's private names (tests/training/test_engine.py pins the
-version range they were checked on)."""
+"""The one place that touches accelerate's private names: `AcceleratorState._reset_state` and
+`GradientState._reset_state`. tests/training/test_accelerate_adapter.py checks they still forget a
+run's state and fails naming the installed version; tests/training/test_engine.py pins the version
+range they were checked on."""
 
 from __future__ import annotations
 
