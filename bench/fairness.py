@@ -33,7 +33,6 @@ from sqlalchemy import text
 
 from db import notify  # noqa: E402
 from db import sessions as session_service  # noqa: E402
-from db import turns as turn_service  # noqa: E402
 from db.engine import make_engine, make_sessionmaker  # noqa: E402
 from db.guilds import Limits  # noqa: E402
 from db.listen import Listener  # noqa: E402
@@ -43,6 +42,7 @@ from game.catalogue import FILMS  # noqa: E402
 from game.instruction import build_instruction  # noqa: E402
 from game.turn_errors import BacklogFull  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
+from service import turn_queue as turn_service  # noqa: E402
 from tests.pg import fresh_database  # noqa: E402
 
 FLOOD, STEADY, LONE = 1, 2, 3

@@ -35,7 +35,6 @@ from sqlalchemy import text
 
 from db import notify  # noqa: E402
 from db import sessions as session_service  # noqa: E402
-from db import turns as turn_service  # noqa: E402
 from db.engine import make_engine, make_sessionmaker  # noqa: E402
 from db.guilds import Limits  # noqa: E402
 from db.listen import Listener  # noqa: E402
@@ -44,6 +43,7 @@ from db.models import GameSession  # noqa: E402
 from game.catalogue import FILMS  # noqa: E402
 from game.instruction import build_instruction  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
+from service import turn_queue as turn_service  # noqa: E402
 from tests.pg import fresh_database  # noqa: E402
 
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=100)

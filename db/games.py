@@ -10,7 +10,6 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.models import GameSession, Turn
-from game.session_errors import UnknownGame
 
 
 @dataclass(frozen=True)
@@ -41,16 +40,20 @@ async def channel_games(s: AsyncSession, channel_id: int) -> list[GameSummary]:
     return [GameSummary(n, gs, turns, done) for n, (gs, turns, done) in enumerate((await s.execute(q)).all(), 1)]
 
 
-async def game_by_number(s: AsyncSession, channel_id: int, number: int) -> GameSession:
+async def game_by_number(s: AsyncSession, channel_id: int, number: int) -> GameSession | None:
+    """The channel's game `number` (1: its first); None if it has no such game."""
+    if number < 1:
+        return None
     q = (
         select(GameSession)
         .where(GameSession.channel_id == channel_id)
         .order_by(GameSession.created_at, GameSession.id)
-        .offset(max(0, number - 1))
+        .offset(number - 1)
         .limit(1)
     )
-    gs = (await s.scalars(q)).first() if number >= 1 else None
-    if gs is None:
-        total = await s.scalar(select(func.count()).select_from(GameSession).where(GameSession.channel_id == channel_id))
-        raise UnknownGame(number, total or 0)
-    return gs
+    return (await s.scalars(q)).first()
+
+
+async def game_count(s: AsyncSession, channel_id: int) -> int:
+    """How many games the channel has had."""
+    return await s.scalar(select(func.count()).select_from(GameSession).where(GameSession.channel_id == channel_id)) or 0

@@ -1,4 +1,5 @@
-"""Turns: queueing one (submission, cancel, regenerate). Their other modules: db.turn_reads
+"""Turns: queueing one (the rows of a submission, a cancel, a regeneration; the checks before
+them are the service's: service.turn_queue). Their other modules: db.turn_reads
 (reading turns: by id or number, pending, history, clips for /export), db.turn_results (the
 worker's start/progress/complete/fail/requeue) and db.turn_posts (posting finished turns, their
 status messages, pruning clips).
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -20,23 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
 from db.bounds import REASON_LEN, free_text, name_text, require_id
-from db.guilds import Limits
-from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn, VoteChannel
-from db.sessions import ensure_states, player_of, session_by_id, touch
-from db.turn_reads import latest_turn
+from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Turn
+from db.sessions import ensure_states, session_by_id, touch
 from game.instruction import Instruction
-from game.session_errors import NoSession, NotJoined, SessionPaused
 from game.stored_reasons import CANCELLED
-from game.turn_errors import BacklogFull, Cooldown, NoTurnToRegenerate, TurnNotCancellable, TurnNotFinished, VoteModeOn
+from game.turn_errors import TurnNotCancellable
 
 # enqueue(session, turn, game_session) -> job id: defers the generation job in the same transaction.
 Enqueue = Callable[[AsyncSession, Turn, GameSession], Awaitable[int | None]]
-
-
-async def require_direct_play(s: AsyncSession, channel_id: int) -> None:
-    """Refuses a direct turn where an admin chose vote mode (turns come from vote rounds there)."""
-    if await s.scalar(select(VoteChannel.enabled).where(VoteChannel.channel_id == channel_id)):
-        raise VoteModeOn()
 
 
 def new_seed() -> int:
@@ -55,62 +46,43 @@ def instruction_columns(instruction: Instruction) -> dict:
     }
 
 
-async def submit_turn(
-    s: AsyncSession,
-    gs: GameSession,
-    *,
-    author_id: int,
-    author_name: str,
-    instruction: Instruction,
-    limits: Limits,
-    enqueue: Enqueue | None,
-    now: datetime | None = None,
-    via_vote: bool = False,
-) -> Turn:
-    """Queue one turn. Refuses (GameError) when paused, not joined, the backlog is full, or the
-    author is cooling down. The session row is locked so sequence numbers never collide.
-
-    `via_vote`: the winning proposal of a vote round (db.votes): its proposer need not have
-    joined, and no cooldown applies (the round's length paces the channel)."""
-    require_id(author_id, "player id")
-    author_name = name_text(author_name)
+async def lock_session(s: AsyncSession, gs: GameSession) -> None:
+    """Lock the game's row until the transaction ends, and read it again: turns take their
+    numbers under this lock, and the checks before a write (service.turn_queue) read it."""
     await s.refresh(gs, with_for_update=True)
-    if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason, gs.paused_note)
-    if gs.status != "active":
-        raise NoSession()
-    if via_vote:
-        limits = replace(limits, cooldown_seconds=0)
-    else:
-        await require_direct_play(s, gs.channel_id)
-        if await player_of(s, gs.id, author_id) is None:
-            raise NotJoined()
 
-    pending = (
-        await s.execute(
-            select(func.count()).select_from(Turn).where(Turn.session_id == gs.id, Turn.status.in_(PENDING_TURN_STATUSES))
-        )
-    ).scalar_one()
-    if pending >= limits.backlog_cap:
-        raise BacklogFull(limits.backlog_cap)
 
-    if limits.cooldown_seconds > 0:
-        last = await s.scalar(
-            select(func.max(Turn.created_at))
-            .join(GameSession, GameSession.id == Turn.session_id)
-            .where(Turn.author_id == author_id, GameSession.guild_id == gs.guild_id, Turn.status != "cancelled")
-        )
-        if last is not None:
-            now = now or (await s.execute(select(func.now()))).scalar_one()
-            left = limits.cooldown_seconds - (now - last).total_seconds()
-            if left > 0:
-                raise Cooldown(left)
+async def waiting_count(s: AsyncSession, session_id: int) -> int:
+    """The game's queued and running turns."""
+    q = select(func.count()).select_from(Turn).where(Turn.session_id == session_id, Turn.status.in_(PENDING_TURN_STATUSES))
+    return (await s.execute(q)).scalar_one()
 
+
+async def last_turn_at(s: AsyncSession, author_id: int, guild_id: int) -> datetime | None:
+    """When the member last asked for a turn in the server (cancelled ones left out)."""
+    return await s.scalar(
+        select(func.max(Turn.created_at))
+        .join(GameSession, GameSession.id == Turn.session_id)
+        .where(Turn.author_id == author_id, GameSession.guild_id == guild_id, Turn.status != "cancelled")
+    )
+
+
+async def db_now(s: AsyncSession) -> datetime:
+    """The database's clock (the one turns' created_at is written with)."""
+    return (await s.execute(select(func.now()))).scalar_one()
+
+
+async def insert_turn(
+    s: AsyncSession, gs: GameSession, *, author_id: int, author_name: str, instruction: Instruction, enqueue: Enqueue | None
+) -> Turn:
+    """Insert the next turn of `gs` (locked and checked by the caller: service.turn_queue), its
+    characters' starting states and its job, in the caller's transaction; NOTIFY at commit."""
+    require_id(author_id, "player id")
     turn = Turn(
         session_id=gs.id,
         seq=gs.next_seq,
         author_id=author_id,
-        author_name=author_name,
+        author_name=name_text(author_name),
         **instruction_columns(instruction),
         seed=new_seed(),
     )
@@ -127,7 +99,10 @@ async def submit_turn(
 
 async def cancel_turn(s: AsyncSession, turn: Turn, reason: str = CANCELLED) -> Turn:
     """Cancel a queued turn; `reason`: a cancel code (game.stored_reasons), rendered where it is
-    shown. Who cancelled it and their words are noted apart (note_canceller)."""
+    shown. Who cancelled it and their words are noted apart (note_canceller).
+
+    Its one refusal stays here: the queue (inference.queue.cancel_queued_turn, below the service)
+    cancels through it, and only the locked row can say the turn is still queued."""
     await s.refresh(turn, with_for_update=True)
     if turn.status != "queued":
         raise TurnNotCancellable(turn.status)
@@ -148,18 +123,10 @@ async def note_canceller(s: AsyncSession, turn: Turn, by: str | None, note: str 
     await s.flush()
 
 
-async def regenerate_latest(s: AsyncSession, gs: GameSession, enqueue: Enqueue | None) -> Turn:
-    """Generate the session's latest finished turn again with a new seed: its effect on the
-    characters is undone, and it is queued again under the same number."""
-    await s.refresh(gs, with_for_update=True)
-    if gs.status == "paused":
-        raise SessionPaused(gs.paused_reason, gs.paused_note)
-    turn = await latest_turn(s, gs.id)
-    if turn is None or turn.removed_at is not None:  # a shot taken down stays down
-        raise NoTurnToRegenerate()
-    await s.refresh(turn, with_for_update=True)
-    if turn.status not in ("done", "failed"):
-        raise TurnNotFinished(turn.status)
+async def requeue_finished(s: AsyncSession, gs: GameSession, turn: Turn, enqueue: Enqueue | None) -> Turn:
+    """Queue the finished `turn` of `gs` again with a new seed, under the same number; its effect
+    on the characters is undone first. The caller locked both rows and checked that it may
+    (service.turn_queue.regenerate_latest)."""
     if turn.status == "done" and turn.states_before:
         for cid, st in turn.states_before.items():
             await s.execute(

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from db import audit, content_filters, guilds, modlog, sessions
-from db.guilds import ChannelConfig, LimitsChange
 from db.models import AuditLog, ChannelSettings, GuildSettings
 from game.catalogue import Film
+from game.channel_config import ChannelConfig, Limits
+from game.errors import NoFilm
+from game.session_errors import UnknownCharacter
+from service.configs import config, film_or_error, limit_values, require_language
 from service.game import Game, Member, Place
 from service.moderation import reset_session
-from service.players import config
 from service.shares import ServerShare, server_share
 
 
@@ -21,8 +23,9 @@ async def set_film(game: Game, place: Place, who: Member, film: str, *, channel_
                    restart: bool = False) -> Film:
     """The film new games use, on the server (or only in this channel). `restart`: a game in
     progress with another film is reset into the new one, and its players leave (the cast changes)."""
+    chosen = film_or_error(film)
     async with game.sessions.begin() as s:
-        chosen = await guilds.set_film(s, place.guild_id, film, channel_id=place.channel_id if channel_only else None)
+        await guilds.set_film(s, place.guild_id, chosen.id, channel_id=place.channel_id if channel_only else None)
         await game.record(s, place, who, "set_film", chosen.id, scope="channel" if channel_only else "server")
         gs = await sessions.live_session(s, place.channel_id, lock=True) if restart else None
         if gs is not None and gs.film_id != chosen.id:
@@ -39,7 +42,16 @@ async def set_character(game: Game, place: Place, who: Member, character: str,
     """Enable or disable a playable character here; returns the playable ids and the configuration
     after the change."""
     async with game.sessions.begin() as s:
-        cast = await guilds.set_character_enabled(s, game.settings, place.guild_id, place.channel_id, character, enabled)
+        cfg = await config(game, s, place)
+        if cfg.film is None:
+            raise NoFilm()
+        ch = cfg.film.character(character)
+        if ch is None:
+            raise UnknownCharacter(character, [c.name for c in cfg.film.characters])
+        playable = set(cfg.playable if cfg.playable is not None else (c.id for c in cfg.film.characters))
+        (playable.add if enabled else playable.discard)(ch.id)
+        cast = frozenset(playable)
+        await guilds.set_playable(s, place.guild_id, place.channel_id, sorted(cast))
         await game.record(s, place, who, "enable_character" if enabled else "disable_character", character,
                           cast=sorted(cast))
         return cast, await config(game, s, place)
@@ -49,6 +61,15 @@ async def set_character(game: Game, place: Place, who: Member, character: str,
 # language of public posts, previews. Each returns what now applies; a face drops its cached
 # configuration after it (the bot's ConfigCache; other processes learn it by NOTIFY).
 
+@dataclass(frozen=True)
+class LimitsChange:
+    """What /admin limits did: the limits that now apply, and the requests that were looser than
+    the operator's (name -> (asked, applied))."""
+
+    effective: Limits
+    clamped: dict[str, tuple[float, float]]
+
+
 AUTOMATIC = "auto"  # the language "follow Discord's server language", as the audit log stores it
 RoleKind = Literal["admin", "moderator"]
 
@@ -57,11 +78,11 @@ async def set_limits(game: Game, place: Place, who: Member, *, cooldown: float |
                      backlog: int | None = None, max_length: int | None = None) -> LimitsChange:
     """Tighten the server's limits (None: unchanged); looser ones than the operator's never apply
     (the result says which)."""
+    values = limit_values(cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length)
     async with game.sessions.begin() as s:
-        change = await guilds.set_limits(s, game.settings, place.guild_id, cooldown_seconds=cooldown,
-                                         backlog_cap=backlog, max_instruction_len=max_length)
+        effective = await guilds.set_limits(s, game.settings, place.guild_id, values)
         await game.record(s, place, who, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
-    return change
+    return LimitsChange(effective, {n: (v, getattr(effective, n)) for n, v in values.items() if getattr(effective, n) != v})
 
 
 async def set_role(game: Game, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
@@ -109,6 +130,7 @@ async def set_language(game: Game, place: Place, who: Member, language: str | No
                        channel_id: int | None = None) -> None:
     """The language of the server's public posts, or of one channel's (`channel_id`); None: the
     server's Discord language (a channel: the server's choice)."""
+    require_language(language)
     async with game.sessions.begin() as s:
         await guilds.set_language(s, place.guild_id, language, channel_id)
         where = {"scope": "server"} if channel_id is None else {"scope": "channel", "channel": str(channel_id)}

@@ -11,15 +11,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions
 from db.models import GameSession, Player, Turn
-from db.turn_reads import get_turn, latest_turn, pending_turns, turn_by_seq
-from db.turns import note_canceller, regenerate_latest
+from db.turn_reads import get_turn, pending_turns, turn_by_seq
+from db.turns import note_canceller
 from game.content_rules import RuleSet
 from game.session_errors import GameEnded, PlayerNotInGame
 from game.stored_reasons import CANCELLED_BY_AUTHOR, CANCELLED_BY_MODERATOR
-from game.turn_errors import NotLatestTurn, NotTurnAuthor, NoTurnToRegenerate, TurnNotFound
+from game.turn_errors import NotTurnAuthor, TurnNotFound
+from service.configs import config
 from service.game import Game, Member, Place
 from service.names import shown_name
-from service.players import config
+from service.refusals import live_session
+from service.turn_queue import regenerate_latest
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ async def pause(game: Game, place: Place, who: Member, reason: str | None = None
     None: no reason shown)."""
     async with game.sessions.begin() as s:
         await _reason_allowed(game, s, place, reason, extra_rules)
-        gs = await sessions.require_session(s, place.channel_id, lock=True)
+        gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, True, code, note=reason)
         await game.record(s, place, who, "pause", f"session {gs.id}", reason=reason)
     return gs
@@ -59,7 +61,7 @@ async def pause(game: Game, place: Place, who: Member, reason: str | None = None
 
 async def resume(game: Game, place: Place, who: Member) -> GameSession:
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id, lock=True)
+        gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, False)
         await game.record(s, place, who, "resume", f"session {gs.id}")
     return gs
@@ -77,7 +79,7 @@ async def reset_session(game: Game, s: AsyncSession, gs: GameSession, who: Membe
 async def reset(game: Game, place: Place, who: Member) -> Reset:
     """Archive the game and start again: same players, every character back to the start."""
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id, lock=True)
+        gs = await live_session(s, place.channel_id, lock=True)
         done = await reset_session(game, s, gs, who)
         await game.record(s, place, who, "reset", f"session {gs.id}", new_session=done.fresh.id,
                           cancelled=len(done.cancelled))
@@ -87,7 +89,7 @@ async def reset(game: Game, place: Place, who: Member) -> Reset:
 async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | None) -> Turn:
     """A turn of the channel's live game by its number, or any of the channel's turns by id."""
     if seq is not None:
-        gs = await sessions.require_session(s, place.channel_id)
+        gs = await live_session(s, place.channel_id)
         return await turn_by_seq(s, gs.id, seq)
     t = None if turn_id is None else await get_turn(s, turn_id)
     if t is None or (await sessions.session_by_id(s, t.session_id)).channel_id != place.channel_id:
@@ -139,22 +141,17 @@ async def regenerate(game: Game, place: Place, who: Member, turn_id: int | None 
     theirs unless they moderate; None: the latest turn of the channel's live game."""
     async with game.sessions.begin() as s:
         if turn_id is None:
-            gs, turn = await sessions.require_session(s, place.channel_id), None
+            gs, turn = await live_session(s, place.channel_id), None
         else:
             turn = await _own_or_moderated(s, turn_id, who, moderator, "regenerate")
             gs = await sessions.session_by_id(s, turn.session_id)
             live = await sessions.live_session(s, gs.channel_id)
             if live is None or live.id != gs.id:
                 raise GameEnded()
-            latest = await latest_turn(s, gs.id)
-            if latest is None:  # every turn was cancelled: this one too, after it was regenerated
-                raise NoTurnToRegenerate()
-            if latest.id != turn.id:
-                raise NotLatestTurn(turn.seq, latest.seq)
         # the take's message: its status message, edited into the post (which may be visible a
         # moment before it is recorded)
         old_message = None if turn is None else turn.posted_message_id or turn.status_message_id
-        fresh = await regenerate_latest(s, gs, game.jobs.enqueue)
+        fresh = await regenerate_latest(s, gs, game.jobs.enqueue, take=turn)
         position = await game.jobs.position(s, fresh)
         if who.id != fresh.author_id:
             await game.record(s, place, who, "regenerate_turn", str(fresh.seq), turn_id=fresh.id, via="button")
@@ -172,7 +169,7 @@ async def turn_id_of(game: Game, place: Place, seq: int, reason: str | None = No
 async def kick(game: Game, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
     """Remove a player from the game: their character is free to join."""
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id)
+        gs = await live_session(s, place.channel_id)
         if await sessions.player_of(s, gs.id, player.id) is None:
             raise PlayerNotInGame(player.name or "")
         p = await sessions.leave(s, gs, player.id)

@@ -5,19 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from db import guilds, sessions
-from db.guilds import ChannelConfig
+from db import sessions
 from db.models import GameSession, Player, Turn
-from db.turns import require_direct_play, submit_turn
 from game.catalogue import Film, session_film
 from game.content_rules import RuleSet
 from game.errors import FilmFixed, NoFilm
 from game.instruction import Instruction
-from game.session_errors import NotJoined, UnknownCharacter
+from game.session_errors import UnknownCharacter
+from service import refusals
+from service.configs import config, film_or_error
 from service.game import Game, Member, Place
 from service.shares import check_quota
+from service.turn_queue import queue_turn
 
 
 @dataclass(frozen=True)
@@ -57,68 +56,57 @@ class Acted:
     instruction: Instruction
 
 
-async def config(game: Game, s: AsyncSession, place: Place) -> ChannelConfig:
-    return await guilds.channel_config(s, game.settings, place.guild_id, place.channel_id)
-
-
-def shown_name(cfg: ChannelConfig, who: Member, extra_rules: Sequence[RuleSet] = ()) -> str:
-    """The member's name as posts show it (a stand-in where a content rule refuses it)."""
-    return cfg.shown_name(who.name or "", extra_rules)
-
-
 async def start(game: Game, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
                 extra_rules: Sequence[RuleSet] = ()) -> Started:
     """A game of the configured film, or of `film` (another one only for an admin)."""
     async with game.sessions.begin() as s:
         cfg = await config(game, s, place)
-        chosen = guilds.film_or_error(film) if film else cfg.film
+        chosen = film_or_error(film) if film else cfg.film
         if chosen is None:
             raise NoFilm()
         if (cfg.film is None or chosen.id != cfg.film.id) and not admin:
             raise FilmFixed(cfg.film.title_in()) if cfg.film else NoFilm()
         gs = await sessions.start_session(s, place.guild_id, place.channel_id, chosen, who.id)
-    return Started(gs, chosen, shown_name(cfg, who, extra_rules))
+    return Started(gs, chosen, cfg.name_to_show(who.name or "", extra_rules))
 
 
 async def join(game: Game, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
     """Play a free character of the channel's cast."""
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id)
+        gs = await refusals.live_session(s, place.channel_id)
         film = session_film(gs.film_id)
         cfg = await config(game, s, place)
         cast = cfg.cast_for(film)
         ch = film.character(character)
         if ch is None or ch not in cast:
             raise UnknownCharacter(character, [film.character_name_in(c.id) for c in cast])
-        p = await sessions.join(s, gs, film, who.id, shown_name(cfg, who, extra_rules), ch.id)
+        p = await sessions.join(s, gs, film, who.id, cfg.name_to_show(who.name or "", extra_rules), ch.id)
     return Joined(gs, film, p)
 
 
 async def leave(game: Game, place: Place, user_id: int) -> Joined:
     """Stop playing; returns the player as they were."""
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id)
+        gs = await refusals.live_session(s, place.channel_id)
         p = await sessions.leave(s, gs, user_id)
     return Joined(gs, session_film(gs.film_id), p)
 
 
 async def act(game: Game, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
-    """A turn: the player's character and the `others` in the shot. Refused in vote mode, for a
-    member who has not joined, and by the content rules before the quotas (service.shares), the
-    cooldown and the backlog."""
+    """A turn: the player's character and the `others` in the shot. With the game locked, refused
+    when it is paused, in vote mode, for a member who has not joined, and by the content rules
+    before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""
     async with game.sessions.begin() as s:
-        gs = await sessions.require_session(s, place.channel_id, active=True)
+        gs = await refusals.running_session(s, place.channel_id, lock=True)
+        await refusals.require_direct_play(s, place.channel_id)  # vote mode: propose instead
+        me = await refusals.player(s, gs, who.id)
         film = session_film(gs.film_id)
         cfg = await config(game, s, place)
-        await require_direct_play(s, place.channel_id)  # vote mode: propose instead
-        me = await sessions.player_of(s, gs.id, who.id)
-        if me is None:
-            raise NotJoined()
         ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
                               fields.adverb, fields.time_of_day, extra_rules=extra_rules)
-        name = shown_name(cfg, who, extra_rules) if who.name is not None else me.user_name
+        name = cfg.name_to_show(who.name, extra_rules) if who.name is not None else me.user_name
         await check_quota(game, s, place, who)
-        turn = await submit_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
-                                 enqueue=game.jobs.enqueue)
+        turn = await queue_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
+                                enqueue=game.jobs.enqueue)
         position = await game.jobs.position(s, turn)
     return Acted(gs, film, turn, position, ins)

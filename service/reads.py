@@ -4,7 +4,7 @@ turns with their places in the queue, the channel's games, the page's list of tu
 by id (with its clip), what the channel plays (film and vote mode) and its latest vote round.
 
 Each opens its own read-only session and returns rows (a face renders them); a game that is not
-there is the refusal the db layer raises (NoSession, UnknownGame)."""
+there is refused (NoSession, UnknownGame)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import games, sessions, turn_reads, votes
-from db.guilds import ChannelConfig
 from db.models import GameSession, Player, Turn
 from game.catalogue import FILMS, Film
+from game.channel_config import ChannelConfig
 from game.errors import NothingToExport
+from game.session_errors import UnknownGame
 from game.states import CharacterState
+from service import voting
+from service.configs import config
 from service.game import Game, Place
-from service.players import config
+from service.refusals import live_session
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ async def _live(s: AsyncSession, gs: GameSession) -> LiveGame:
 async def live_game(game: Game, place: Place) -> LiveGame:
     """The channel's live game (NoSession if none) with its players and states."""
     async with game.sessions() as s:
-        return await _live(s, await sessions.require_session(s, place.channel_id))
+        return await _live(s, await live_session(s, place.channel_id))
 
 
 async def table(game: Game, place: Place) -> Table:
@@ -95,8 +98,11 @@ async def table(game: Game, place: Place) -> Table:
 
 async def _game(s: AsyncSession, place: Place, number: int | None) -> GameSession:
     if number is None:
-        return await sessions.require_session(s, place.channel_id)
-    return await games.game_by_number(s, place.channel_id, number)
+        return await live_session(s, place.channel_id)
+    gs = await games.game_by_number(s, place.channel_id, number)
+    if gs is None:
+        raise UnknownGame(number, await games.game_count(s, place.channel_id))
+    return gs
 
 
 async def game_by_number(game: Game, place: Place, number: int | None = None) -> GameSession:
@@ -125,7 +131,7 @@ async def exportable(game: Game, place: Place, number: int | None = None) -> Gam
 async def waiting(game: Game, place: Place) -> list[Placed]:
     """The live game's queued and running turns, each with its place in the film's queue."""
     async with game.sessions() as s:
-        gs = await sessions.require_session(s, place.channel_id)
+        gs = await live_session(s, place.channel_id)
         return [Placed(t, await game.jobs.position(s, t)) for t in await turn_reads.pending_turns(s, gs.id)]
 
 
@@ -181,11 +187,11 @@ async def playing(game: Game, place: Place) -> Playing:
 
 
 async def latest_round(game: Game, place: Place, voter_id: int | None = None
-                       ) -> tuple[votes.VoteConfig, votes.RoundView | None]:
+                       ) -> tuple[votes.VoteConfig, voting.RoundView | None]:
     """The channel's vote mode, and its live game's latest round (the open one, else how the last
     one ended; None: none yet, or no live game), with `voter_id`'s vote in it."""
     async with game.sessions() as s:
         cfg = await votes.vote_config(s, place.channel_id)
         gs = await sessions.live_session(s, place.channel_id)
         rnd = await votes.latest_round(s, gs.id) if gs is not None else None
-        return cfg, (await votes.view(s, rnd.id, voter_id=voter_id) if rnd is not None else None)
+        return cfg, (await voting.view(s, rnd.id, voter_id) if rnd is not None else None)

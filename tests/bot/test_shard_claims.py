@@ -15,7 +15,7 @@ from bot import locale
 from bot.shards import ShardClaim, shard_of
 from bot.status import StatusBoard
 from contracts.turn import TurnResult
-from db import departures, turn_posts, turn_results, turns
+from db import departures, turn_posts, turn_results
 from db import sessions as gsess
 from db.claims import claimed, narrows
 from db.guilds import Limits
@@ -24,6 +24,8 @@ from game import stored_reasons
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
+from service import turn_queue as turns
+from service.jobs import StoredJobs
 from tests.waits import wait_for
 
 QIQI = FILMS["qiqi"]
@@ -160,7 +162,7 @@ async def test_the_status_board_leaves_another_shards_progress_alone(sessions, m
 
     edits: list[tuple[int, int]] = []
     edit_log = SimpleNamespace(routine=lambda channel_id, message_id, **fields: edits.append((channel_id, message_id)))
-    bot = SimpleNamespace(db=SimpleNamespace(sessions=sessions), shards_claim=SHARD0, guilds=[],
+    bot = SimpleNamespace(db=SimpleNamespace(sessions=sessions), queue=StoredJobs(), shards_claim=SHARD0, guilds=[],
                           settings=SimpleNamespace(), config=None)
 
     async def server_language(_bot, guild_id, channel_id):

@@ -17,16 +17,16 @@ from sqlalchemy.exc import DBAPIError
 
 from db import audit, guilds, turn_reads, turn_results, turns
 from db import sessions as gsess
-from db.guilds import Limits
 from db.models import AuditLog, GameSession, Player, Turn
 from game.catalogue import FILMS
+from game.channel_config import Limits
 from game.errors import GameError, OutOfRange
 from game.instruction import build_instruction
 from game.turn_errors import TurnNotFound
+from service import configs
 
 QIQI = FILMS["qiqi"]
 GUILD, CHANNEL = 100, 200
-LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=50)
 BIG, TOP = 2**64, 2**63  # beyond a bigint; one past its largest value
 DIRTY = "bad\x00re\ud800a\u202eso\u200bn\x07"  # NUL, a lone surrogate, bidi, zero-width, BEL
 CLEAN = "badreason"
@@ -45,6 +45,11 @@ def ins():
 
 
 NOTHING = "nothing"  # None / an empty answer
+
+
+async def _now(check, **values):
+    """A check that needs no database, run as a row."""
+    return check(**values)
 
 
 @dataclass
@@ -103,25 +108,26 @@ ROWS = [
     Row("join user 2^63", lambda c: gsess.join(c.s, c.gs, QIQI, TOP, "x", "tombo"), OutOfRange),
     Row("join user True", lambda c: gsess.join(c.s, c.gs, QIQI, True, "x", "tombo"), OutOfRange),
     Row("leave user 2^64", lambda c: gsess.leave(c.s, c.gs, BIG), GameError),
-    Row("submit_turn author 2^64", lambda c: turns.submit_turn(
-        c.s, c.gs, author_id=BIG, author_name="x", instruction=ins(), limits=LIMITS, enqueue=None), OutOfRange),
+    Row("insert_turn author 2^64", lambda c: turns.insert_turn(
+        c.s, c.gs, author_id=BIG, author_name="x", instruction=ins(), enqueue=None), OutOfRange),
     Row("start_session guild 2^63", lambda c: gsess.start_session(c.s, TOP, 1, QIQI, created_by=1), OutOfRange),
     Row("start_session created_by 2^64", lambda c: gsess.start_session(c.s, 1, 1, QIQI, created_by=BIG), OutOfRange),
     Row("set_film guild 2^64", lambda c: guilds.set_film(c.s, BIG, "qiqi"), OutOfRange),
     Row("set_film channel 2^64", lambda c: guilds.set_film(c.s, GUILD, "qiqi", channel_id=BIG), OutOfRange),
-    Row("set_character_enabled channel 2^64", lambda c: guilds.set_character_enabled(c.s, c.settings, GUILD, BIG, "jiji", False), OutOfRange),
+    Row("set_playable channel 2^64", lambda c: guilds.set_playable(c.s, GUILD, BIG, ["jiji"]), OutOfRange),
     Row("set_roles role 2^64", lambda c: guilds.set_roles(c.s, GUILD, admin_role_ids=[BIG]), OutOfRange),
-    Row("set_limits guild 2^64", lambda c: guilds.set_limits(c.s, c.settings, BIG, backlog_cap=2), OutOfRange),
-    Row("set_limits cooldown NaN", lambda c: guilds.set_limits(c.s, c.settings, GUILD, cooldown_seconds=math.nan), GameError),
-    Row("set_limits cooldown inf", lambda c: guilds.set_limits(c.s, c.settings, GUILD, cooldown_seconds=math.inf), GameError),
-    Row("set_limits backlog True", lambda c: guilds.set_limits(c.s, c.settings, GUILD, backlog_cap=True), GameError),
-    Row("set_limits backlog 2^64", lambda c: guilds.set_limits(c.s, c.settings, GUILD, backlog_cap=BIG), GameError),
+    Row("set_limits guild 2^64", lambda c: guilds.set_limits(c.s, c.settings, BIG, {"backlog_cap": 2}), OutOfRange),
+    # the limits an admin asks for are checked before they reach a row (service.configs)
+    Row("limit cooldown NaN", lambda c: _now(configs.limit_values, cooldown_seconds=math.nan), GameError),
+    Row("limit cooldown inf", lambda c: _now(configs.limit_values, cooldown_seconds=math.inf), GameError),
+    Row("limit backlog True", lambda c: _now(configs.limit_values, backlog_cap=True), GameError),
+    Row("limit backlog 2^64", lambda c: _now(configs.limit_values, backlog_cap=BIG), GameError),
     Row("audit guild 2^64", lambda c: audit.record(c.s, guild_id=BIG, actor_id=1, actor_name="x", action="a"), OutOfRange),
     # free text: stored cleaned
     Row("set_paused reason with NUL", lambda c: gsess.set_paused(c.s, c.gs, True, note=DIRTY), _paused_reason),
     Row("join name with NUL", lambda c: gsess.join(c.s, c.gs, QIQI, 3, DIRTY, "tombo"), _player_name),
-    Row("submit_turn author with NUL", lambda c: turns.submit_turn(
-        c.s, c.gs, author_id=1, author_name=DIRTY, instruction=ins(), limits=LIMITS, enqueue=None), _author_name),
+    Row("insert_turn author with NUL", lambda c: turns.insert_turn(
+        c.s, c.gs, author_id=1, author_name=DIRTY, instruction=ins(), enqueue=None), _author_name),
     Row("cancel_turn reason with NUL", lambda c: turns.cancel_turn(c.s, c.turn, DIRTY), _turn_error),
     Row("record_progress stage with NUL", lambda c: turn_results.record_progress(c.s, c.turn.id, 0.5, DIRTY), _progress),
     Row("audit record, dirty everywhere", lambda c: audit.record(
@@ -135,8 +141,8 @@ async def _setup(sessions):
         gs = await gsess.start_session(s, GUILD, CHANNEL, QIQI, created_by=1)
         await gsess.join(s, gs, QIQI, 1, "alice", "qiqi")
         await gsess.join(s, gs, QIQI, 2, "bob", "jiji")
-        turn = await turns.submit_turn(s, gs, author_id=2, author_name="bob", instruction=build_instruction(QIQI, ["jiji"], "walk", "town"),
-                                       limits=LIMITS, enqueue=None)
+        turn = await turns.insert_turn(s, gs, author_id=2, author_name="bob", instruction=build_instruction(QIQI, ["jiji"], "walk", "town"),
+                                       enqueue=None)
     return gs.id, turn.id
 
 

@@ -15,7 +15,6 @@ from sqlalchemy import delete, func, select, text, update
 from contracts.turn import TurnResult
 from db import audit, departures, privacy, removal, turn_posts, turn_reads, turn_results, turns
 from db import sessions as gsess
-from db.guilds import Limits
 from db.models import (
     AuditLog,
     CharacterStateRow,
@@ -38,7 +37,6 @@ from play.retention import prune as prune_page
 from play.services import SERVICES
 
 QIQI = FILMS["qiqi"]
-LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=10)
 ALICE, BOB, DAVE = 424242424242, 515151515151, 616161616161
 G1, G2 = 1_000_000_001, 1_000_000_002
 TABLES = ("players", "turns", "vote_proposals", "vote_ballots", "vote_rounds", "audit_log", "game_sessions", "privacy_requests",
@@ -56,7 +54,7 @@ async def _turn(sessions, gs, author: int, name: str, motion: str = "secretly da
     async with sessions.begin() as s:
         gs = await s.get(GameSession, gs.id)
         ins = build_instruction(QIQI, ["qiqi"], motion, "the bakery", "quickly", "night")
-        t = await turns.submit_turn(s, gs, author_id=author, author_name=name, instruction=ins, limits=LIMITS, enqueue=None)
+        t = await turns.insert_turn(s, gs, author_id=author, author_name=name, instruction=ins, enqueue=None)
     if finish:
         async with sessions.begin() as s:
             await turn_results.start_turn(s, t.id, 2)
@@ -275,7 +273,9 @@ async def test_play_page_turns_are_pruned_like_discord_ones(sessions):
         await s.execute(update(Turn).values(finished_at=func.now() - timedelta(days=40)))
         assert await turn_posts.prune_blobs(s, timedelta(days=30)) == 0  # unposted: a Discord poster may still need them
     app = web.Application()  # the page's pruner (play/retention.py, a background task of the page's app)
-    app[SERVICES] = SimpleNamespace(db=SimpleNamespace(sessions=sessions), settings=SimpleNamespace(blob_retention_days=30))
+    kept_days = SimpleNamespace(blob_retention_days=30)
+    app[SERVICES] = SimpleNamespace(game=SimpleNamespace(sessions=sessions, settings=kept_days),  # the page's game service
+                                    db=SimpleNamespace(sessions=sessions), settings=kept_days)
     assert await prune_page(app) == 2
     async with sessions() as s:
         gone = await turn_reads.get_turn(s, ids[0], blobs=True)

@@ -8,13 +8,11 @@ from sqlalchemy import func, update
 from contracts.turn import TurnResult
 from db import queue_stats, turn_reads, turn_results, turns
 from db import sessions as gsess
-from db.guilds import Limits
 from db.models import GameSession, Turn
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
 
-LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=10)
 GUILD = 100
 
 
@@ -32,7 +30,7 @@ async def _submit(sessions, gs: GameSession) -> Turn:
     async with sessions.begin() as s:
         gs = await s.get(GameSession, gs.id)
         ins = build_instruction(f, [f.characters[0].id], "walk", "sky", "quickly", "night")
-        return await turns.submit_turn(s, gs, author_id=1, author_name="alice", instruction=ins, limits=LIMITS, enqueue=None)
+        return await turns.insert_turn(s, gs, author_id=1, author_name="alice", instruction=ins, enqueue=None)
 
 
 def _result() -> TurnResult:

@@ -1,4 +1,6 @@
-"""The game services against a real Postgres: what the bot, the worker and the play page rely on."""
+"""The game's rows against a real Postgres: what the bot, the worker and the play page rely on.
+Turns are queued through the one path that checks them (service.turn_queue), whose refusals
+are tested here with the rows they guard."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from game.instruction import build_instruction
 from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState, Prediction
 from game.turn_errors import BacklogFull, Cooldown, TurnNotCancellable
+from service import configs, turn_queue
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)
@@ -40,7 +43,7 @@ async def _submit(sessions, gs, author=1, chars=("qiqi",), limits=LIMITS, enqueu
     async with sessions.begin() as s:
         gs = await s.get(GameSession, gs.id)
         ins = build_instruction(QIQI, list(chars), motion, "sky", "quickly", "night")
-        return await turns.submit_turn(s, gs, author_id=author, author_name=f"user{author}", instruction=ins, limits=limits, enqueue=enqueue)
+        return await turn_queue.submit_turn(s, gs, author_id=author, author_name=f"user{author}", instruction=ins, limits=limits, enqueue=enqueue)
 
 
 def _result(ml=3, sc=1, et=2, st=-1, rep=True, mp4=b"\x00\x00\x00\x18ftypmp42"):
@@ -221,7 +224,7 @@ async def test_regenerate_latest_undoes_states_and_requeues(sessions):
     async with sessions.begin() as s:
         await turn_posts.mark_posted(s, t.id, 555)
         old_seed = (await turn_reads.get_turn(s, t.id)).seed
-        again = await turns.regenerate_latest(s, await s.get(GameSession, gs.id), None)
+        again = await turn_queue.regenerate_latest(s, await s.get(GameSession, gs.id), None)
         assert again.id == t.id and again.status == "queued" and again.seed != old_seed
         assert again.posted_message_id is None
         assert (await gsess.states(s, gs.id))["qiqi"] == CharacterState()
@@ -235,7 +238,7 @@ async def test_regenerate_refuses_unfinished(sessions):
     await _submit(sessions, gs)
     async with sessions.begin() as s:
         with pytest.raises(GameError, match="still queued"):
-            await turns.regenerate_latest(s, await s.get(GameSession, gs.id), None)
+            await turn_queue.regenerate_latest(s, await s.get(GameSession, gs.id), None)
 
 
 async def _games(sessions, n: int) -> list[GameSession]:
@@ -331,14 +334,14 @@ async def test_guild_and_channel_config(sessions, settings):
         await guilds.set_film(s, GUILD, "qiqi")
         await guilds.set_film(s, GUILD, "ponyo", channel_id=CHANNEL + 1)
         await guilds.set_roles(s, GUILD, admin_role_ids=[7], moderator_role_ids=[8, 9])
-        await guilds.set_limits(s, settings, GUILD, backlog_cap=2, cooldown_seconds=0)
-        disabled = await guilds.set_character_enabled(s, settings, GUILD, CHANNEL, "Tombo", False)
-        with pytest.raises(GameError, match="between 1 and 100"):
-            await guilds.set_limits(s, settings, GUILD, backlog_cap=0)
+        await guilds.set_limits(s, settings, GUILD, {"backlog_cap": 2, "cooldown_seconds": 0})
+        await guilds.set_playable(s, GUILD, CHANNEL, [c.id for c in QIQI.characters if c.id != "tombo"])
+        with pytest.raises(GameError, match="between 1 and 100"):  # what a guild may store
+            configs.limit_values(backlog_cap=0)
     async with sessions.begin() as s:
         cfg = await guilds.channel_config(s, settings, GUILD, CHANNEL)
         other = await guilds.channel_config(s, settings, GUILD, CHANNEL + 1)
-    assert cfg.film.id == "qiqi" and "tombo" not in disabled and "tombo" not in {c.id for c in cfg.cast()}
+    assert cfg.film.id == "qiqi" and "tombo" not in {c.id for c in cfg.cast()} and "jiji" in {c.id for c in cfg.cast()}
     assert cfg.admin_role_ids == {7} and cfg.moderator_role_ids == {8, 9}
     assert cfg.limits == Limits(settings.max_instruction_len, 0, 2)
     assert other.film.id == "ponyo" and other.playable is None
@@ -346,18 +349,15 @@ async def test_guild_and_channel_config(sessions, settings):
 
 async def test_guild_limits_only_tighten_the_operators(sessions, settings):
     """The operator's settings are the loosest limits: a guild's looser choice is stored as asked
-    but never applies, and set_limits says which value does."""
+    but never applies, and set_limits returns the limits that do."""
     op = settings.model_copy(update={"cooldown_seconds": 15.0, "backlog_cap": 5, "max_instruction_len": 300})
     async with sessions.begin() as s:
-        change = await guilds.set_limits(s, op, GUILD, cooldown_seconds=0, backlog_cap=100, max_instruction_len=2000)
-        assert change.effective == Limits(300, 15.0, 5)
-        assert change.clamped == {"cooldown_seconds": (0, 15.0), "backlog_cap": (100, 5), "max_instruction_len": (2000, 300)}
+        effective = await guilds.set_limits(s, op, GUILD, {"cooldown_seconds": 0, "backlog_cap": 100, "max_instruction_len": 2000})
+        assert effective == Limits(300, 15.0, 5)
         assert (await guilds.channel_config(s, op, GUILD, CHANNEL)).limits == Limits(300, 15.0, 5)
         # Stricter values apply as asked, one at a time; the others stay as they were.
-        change = await guilds.set_limits(s, op, GUILD, cooldown_seconds=60)
-        assert change.effective == Limits(300, 60, 5) and change.clamped == {}
-        change = await guilds.set_limits(s, op, GUILD, backlog_cap=2, max_instruction_len=100)
-        assert change.effective == Limits(100, 60, 2) and change.clamped == {}
+        assert await guilds.set_limits(s, op, GUILD, {"cooldown_seconds": 60}) == Limits(300, 60, 5)
+        assert await guilds.set_limits(s, op, GUILD, {"backlog_cap": 2, "max_instruction_len": 100}) == Limits(100, 60, 2)
         assert (await guilds.channel_config(s, op, GUILD, CHANNEL)).limits == Limits(100, 60, 2)
         # The operator tightening later wins over a guild's older, looser choice.
         stricter = op.model_copy(update={"cooldown_seconds": 120.0, "backlog_cap": 1, "max_instruction_len": 80})
@@ -389,21 +389,24 @@ async def test_prune_blobs_keeps_recent_context(sessions):
     assert kept.mp4 and gone.mp4 is None and gone.blobs_pruned_at is not None
 
 
-async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions):
-    """A film that leaves the catalogue pauses its sessions (states, players, queued turns kept);
-    playing it is refused with a message saying why; finished turns can still be shown."""
+async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions, settings):
+    """A film that leaves the catalogue pauses its sessions (states, players, queued turns kept:
+    service.maintenance's job); playing it is refused with a message saying why; finished turns
+    can still be shown."""
     from game.catalogue import display_film, packaged_films, session_film, use_films
     from game.errors import FilmWithdrawn
+    from service import maintenance
+    from service.game import Game
+    from service.jobs import StoredJobs
 
+    game = Game(settings, sessions, StoredJobs())
     gs = await _game(sessions)
     turn = await _submit(sessions, gs)
     try:
         use_films({k: v for k, v in packaged_films().items() if k != "qiqi"})
+        assert await maintenance.pause_withdrawn(game) == [gs.id]
+        again = await maintenance.pause_withdrawn(game)  # already paused: nothing new
         async with sessions.begin() as s:
-            paused = await gsess.pause_withdrawn_films(s, set(FILMS))
-        assert [p.id for p in paused] == [gs.id]
-        async with sessions.begin() as s:
-            again = await gsess.pause_withdrawn_films(s, set(FILMS))  # already paused: nothing new
             row = await s.get(GameSession, gs.id)
             queued = await s.get(Turn, turn.id)
             kept = await gsess.players(s, gs.id)
@@ -425,4 +428,4 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions):
     # Back in the catalogue: a moderator resumes and the game goes on where it was.
     async with sessions.begin() as s:
         await gsess.set_paused(s, await s.get(GameSession, gs.id), False)
-        assert await gsess.pause_withdrawn_films(s, set(FILMS)) == []
+    assert await maintenance.pause_withdrawn(game) == []

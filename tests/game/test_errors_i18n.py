@@ -217,7 +217,7 @@ def test_stored_codes_are_rendered_where_shown_and_peoples_words_are_not(catalog
 def test_vote_outcomes_are_stored_as_codes_and_shown_per_locale(catalogs_here):
     """A round keeps how it ended as a code (game.stored_reasons); a winner's line is worded from
     the round, in the reader's language."""
-    from db import votes
+    from service import voting as votes
 
     def view(status, outcome, votes_, winner=None, turn_seq=None):
         options = [votes.Option(n, SimpleNamespace(), v) for n, v in enumerate(votes_, 1)]  # type: ignore[arg-type]

@@ -13,12 +13,12 @@ from pathlib import Path
 from sqlalchemy import select, text
 
 from db import sessions as session_service
-from db import turns as turn_service
 from db.guilds import Limits
 from db.models import GameSession, Turn
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from inference.queue import make_enqueue
+from service import turn_queue as turn_service
 from tests.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
 
 ROOT = Path(__file__).resolve().parents[2]

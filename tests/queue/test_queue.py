@@ -49,10 +49,10 @@ async def test_turn_and_job_are_written_together(sessions):
 
     with pytest.raises(Boom):  # a submission rolled back leaves neither a turn nor a job
         async with sessions() as s, s.begin():
-            from db import turns as turn_service
             from game.catalogue import FILMS
             from game.instruction import build_instruction
             from inference.queue import make_enqueue
+            from service import turn_queue as turn_service
             from tests.queue.helpers import LIMITS
 
             g = await s.get(GameSession, gs.id)

@@ -163,9 +163,9 @@ async def test_listener_reconnects_and_resyncs(sessions, database_url):
 
 
 async def test_regenerate_latest_runs_again(sessions, start_worker):
-    from db import turns as turn_service
     from db.models import GameSession
     from inference.queue import make_enqueue
+    from service import turn_queue as turn_service
 
     await start_worker()
     gs = await new_session(sessions, 160)

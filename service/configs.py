@@ -1,0 +1,57 @@
+"""A channel's configuration as the service reads it (game.channel_config.ChannelConfig: the
+film, the cast, the roles, the limits, the content rules, the language) and the checks on what an
+admin asks to store in it (a film, a language, a limit)."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db import guilds
+from game.catalogue import FILMS, Film, find_film
+from game.channel_config import ChannelConfig
+from game.errors import GameError, UnknownFilm
+from i18n import L_
+from service.game import Game, Place
+from settings import Settings
+
+
+async def config(game: Game, s: AsyncSession, place: Place) -> ChannelConfig:
+    """What applies in `place`, read in the caller's transaction."""
+    return await guilds.channel_config(s, game.settings, place.guild_id, place.channel_id)
+
+
+async def channel_config(sessions: async_sessionmaker[AsyncSession], settings: Settings, guild_id: int,
+                         channel_id: int) -> ChannelConfig:
+    """What applies in a channel, in a read of its own (the bot's configuration cache)."""
+    async with sessions() as s:
+        return await guilds.channel_config(s, settings, guild_id, channel_id)
+
+
+def film_or_error(film_id: str) -> Film:
+    """A film by id or by any of its titles (a player may type it in their language)."""
+    film = find_film(film_id)
+    if film is None:
+        raise UnknownFilm(film_id, sorted(FILMS))
+    return film
+
+
+def require_language(language: str | None) -> None:
+    """A public posts' language is a shipped catalog (None: the server's Discord language)."""
+    from i18n import locales
+
+    if language is not None and language not in locales.shipped():
+        raise GameError(L_("Unknown language %(language)s.", language=language))
+
+
+def limit_values(**asked: float | None) -> dict[str, float]:
+    """The limits an admin asked for (None: unchanged), each checked against the range a guild
+    may store (db.guilds.LIMIT_RANGES)."""
+    values: dict[str, float] = {}
+    for name, v in asked.items():
+        if v is None:
+            continue
+        lo, hi = guilds.LIMIT_RANGES[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise GameError(L_("%(name)s must be between %(low)s and %(high)s.", name=name, low=lo, high=hi))
+        values[name] = v
+    return values
