@@ -33,14 +33,16 @@ def build_vae(decoder_dir: Path, seed: int = 0) -> Path:
     return decoder_dir
 
 
-def build_clip(directory: Path, seed: int = 0) -> Path:
+def build_clip(directory: Path, seed: int = 0, **vision) -> Path:
+    """vision: CLIP_VISION overrides, e.g. image_size=56, patch_size=4 for ViT-B/16's 196 tokens,
+    which the decoder's 226 conditioning tokens need beside T5's 30 (training)."""
     from transformers import CLIPConfig, CLIPModel
 
     torch.manual_seed(seed)
     config = CLIPConfig(
         text_config={"vocab_size": 99, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                      "num_attention_heads": 2, "max_position_embeddings": 16},
-        vision_config={**CLIP_VISION, "hidden_act": "gelu"}, projection_dim=16,
+        vision_config={**CLIP_VISION, **vision, "hidden_act": "gelu"}, projection_dim=16,
     )
     CLIPModel(config).save_pretrained(str(directory))
     return directory
