@@ -1,6 +1,8 @@
 """The bot's scheduled jobs (APScheduler): the notifier's sweep for turns whose NOTIFY was missed,
-pausing idle sessions and sessions whose film was withdrawn from the catalogue, and pruning old
-clips and representations. The pause notices are public: each is written in its server's language.
+and the jobs of service.maintenance (written there once for both faces): pausing idle sessions
+and sessions whose film was withdrawn from the catalogue, pruning old clips and representations,
+members' deletion requests and servers that removed the bot. The bot adds the pause notices,
+which are public: each is written in its server's language.
 
 A process running some of the bot's shards (bot.shards) pauses and prunes only its shards'
 servers' sessions (bot.shards_claim): each server's are left to the process that has its shard,
@@ -9,7 +11,8 @@ which alone can tell its channel, and waits for it while it is down."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Protocol
 
 import discord
@@ -18,14 +21,12 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot import locale
 from bot import privacy as privacy_jobs
 from bot.embeds import CONTENT_MAX, fit
+from bot.game import game_of
 from bot.hosting import Wakes
 from bot.status import StatusBoard
-from db import sessions as game_sessions
-from db import turn_posts
-from game import stored_reasons
-from game.catalogue import FILMS
 from game.errors import FilmWithdrawn
 from i18n import ngettext
+from service import maintenance
 
 log = logging.getLogger(__name__)
 
@@ -85,61 +86,39 @@ class Maintenance:
     async def pause_idle(self) -> list[int]:
         minutes = round(self.bot.settings.idle_pause_minutes)
 
-        def text(gs) -> str:
+        def text(gs: maintenance.ToPause) -> str:
             return ngettext("No turn for %(n)s minute. This game is paused (idle). A moderator can resume it with /mod resume.",
                             "No turn for %(n)s minutes. This game is paused (idle). A moderator can resume it with /mod resume.",
                             minutes)
 
-        idle = timedelta(minutes=self.bot.settings.idle_pause_minutes)
-        return await self._pause_with_notice(
-            "idle", lambda s: game_sessions.idle_sessions(s, idle, self.bot.shards_claim), stored_reasons.IDLE, text,
-        )
+        return await maintenance.pause_idle(game_of(self.bot), claim=self.bot.shards_claim, tell=self._teller("idle", text))
 
     async def pause_withdrawn(self) -> list[int]:
-        return await self._pause_with_notice(
-            "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS), self.bot.shards_claim),
-            stored_reasons.FILM_WITHDRAWN,
-            lambda gs: FilmWithdrawn(gs.film_id).message,
-        )
+        return await maintenance.pause_withdrawn(game_of(self.bot), claim=self.bot.shards_claim,
+                                                 tell=self._teller("withdrawn-film", lambda gs: FilmWithdrawn(gs.film_id).message))
 
-    async def _pause_with_notice(self, what: str, candidates, reason: str, notice) -> list[int]:
-        """Pause the candidate sessions, each with a notice in its channel, in one transaction: a
-        crash before the commit pauses none, and the next check tells them again (at least once,
-        never silently). A notice Discord fails to take for now (5xx, timeout) leaves its session
-        active until the next check; one it refuses for good (no access, channel gone) does not
-        hold the pause back, since the refusal will not change. `notice(gs)` is called in the
-        server's language."""
-        paused: list[int] = []
+    def _teller(self, what: str, notice: Callable[[maintenance.ToPause], str]) -> maintenance.Tell:
+        """A pause's notice in its game's channel (service.maintenance pauses after it), `notice(gs)`
+        called in the server's language. A notice Discord fails to take for now (5xx, timeout)
+        leaves its game active until the next check; one it refuses for good (no access, channel
+        gone) does not hold the pause back, since the refusal will not change."""
         mine = {g.id for g in self.bot.guilds}
-        try:
-            async with self.bot.db.sessions.begin() as s:
-                for gs in await candidates(s):
-                    if gs.guild_id in mine:  # a guild the bot has left has no channel to tell
-                        try:
-                            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
-                                text = fit(notice(gs), CONTENT_MAX)
-                            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
-                        except (TimeoutError, discord.DiscordServerError, OSError) as e:
-                            log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
-                            continue
-                        except discord.HTTPException as e:
-                            log.warning("%s pause of session %s: the notice was refused (%s); pausing anyway", what, gs.id, e)
-                    await game_sessions.set_paused(s, gs, True, reason)
-                    log.info("session %s (channel %s) paused: %s", gs.id, gs.channel_id, reason)
-                    paused.append(gs.id)
-        except Exception as e:  # the database is down: the next check tries again
-            log.warning("pausing %s sessions failed: %s", what, e)
-            return []
-        return paused
+
+        async def tell(gs: maintenance.ToPause) -> bool:
+            if gs.guild_id not in mine:  # a guild the bot has left has no channel to tell
+                return True
+            try:
+                async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+                    text = fit(notice(gs), CONTENT_MAX)
+                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
+            except (TimeoutError, discord.DiscordServerError, OSError) as e:
+                log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
+                return False
+            except discord.HTTPException as e:
+                log.warning("%s pause of session %s: the notice was refused (%s); pausing anyway", what, gs.id, e)
+            return True
+
+        return tell
 
     async def prune(self) -> int:
-        try:
-            async with self.bot.db.sessions.begin() as s:
-                n = await turn_posts.prune_blobs(s, timedelta(days=self.bot.settings.blob_retention_days),
-                                                   claim=self.bot.shards_claim)
-        except Exception as e:
-            log.warning("pruning old clips failed: %s", e)
-            return 0
-        if n:
-            log.info("pruned the clips of %d old turns", n)
-        return n
+        return await maintenance.prune_clips(game_of(self.bot), claim=self.bot.shards_claim)

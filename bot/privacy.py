@@ -1,6 +1,7 @@
-"""The bot's scheduled jobs for members' data and servers it left (run by bot.maintenance):
-carrying out /privacy delete requests (db.privacy), and deleting the data of servers that
-removed the bot once ANIMEGAMER_GUILD_DATA_DAYS have passed (db.departures).
+"""The bot's part in the scheduled jobs for members' data and servers it left (service.maintenance
+holds the jobs; bot.maintenance schedules them): carrying out /privacy delete requests, with the
+edits of the member's posts in Discord, and deleting the data of servers that removed the bot
+once ANIMEGAMER_GUILD_DATA_DAYS have passed, with the servers this process is in.
 
 With the bot's shards spread over processes (bot.shards), a member's deletion request is carried
 out by whichever process takes it, in every server: its posts are edited through Discord's REST
@@ -18,12 +19,13 @@ import discord
 
 from bot import locale
 from bot.edits import EditScheduler
-from bot.hosting import DiscordClient, StaleJobs, Stored, VoteRounds
+from bot.game import game_of
+from bot.hosting import DiscordClient, Stored, VoteRounds
 from bot.locale import Speaker
 from bot.removed import removed_embed
 from bot.shards import ShardClaim
-from db import departures
-from db import privacy as member_data
+from service import maintenance, privacy
+from service.jobs import Jobs
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
     def shards_claim(self) -> ShardClaim: ...
 
     @property
-    def queue(self) -> StaleJobs: ...
+    def queue(self) -> Jobs: ...
 
     @property
     def edits(self) -> EditScheduler: ...
@@ -57,8 +59,7 @@ async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
     goes through REST, which needs no gateway session of the server's shard, and a server the
     bot has left answers 403/404 (nothing left to show there). Repeated after a restart, the same
     edits are made again (harmless). Each notice is in its server's language."""
-    async with bot.db.sessions() as s:
-        posts = await member_data.posts_to_clear(s, request_id)
+    posts = await privacy.posts_to_clear(game_of(bot), request_id)
     edited = 0
     for post in posts:
         try:
@@ -76,64 +77,28 @@ async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
     (bot.cogs.vote shows each round as it is stored now); how many."""
     if not bot.vote_rounds.loaded:
         return 0
-    async with bot.db.sessions() as s:
-        ids = await member_data.rounds_to_refresh(s, request_id)
+    ids = await privacy.rounds_to_refresh(game_of(bot), request_id)
     for round_id in ids:
         await bot.vote_rounds.refresh(round_id)
     return len(ids)
 
 
 async def process_requests(bot: PrivacyHost) -> list[int]:
-    """Carry out pending deletion requests, each step in its own transaction; the ids finished.
+    """Carry out pending deletion requests (service.maintenance.deletion_requests); the ids finished.
     Before a request's last step the shots' posts are edited into a notice and the vote rounds'
-    messages are shown again without the member. A failure leaves
-    the request at its step: the next run goes on from there."""
+    messages are shown again without the member."""
 
     async def before_done(request_id: int) -> None:
         await clear_posts(bot, request_id)
         await refresh_rounds(bot, request_id)
 
-    try:
-        finished = await member_data.process_pending(bot.db.sessions, before_done=before_done)
-    except Exception as e:
-        log.warning("processing members' deletion requests failed (the next run goes on): %s", e)
-        return []
-    for request_id in finished:
-        log.info("deletion request %s done", request_id)
-    return finished
+    return await maintenance.deletion_requests(game_of(bot), before_done)
 
 
 async def delete_departed(bot: PrivacyHost, *, now: datetime | None = None) -> list[int]:
-    """Delete the data of servers that removed the bot more than the retention ago; the servers
-    deleted. A server the bot is in again (added back while it was offline) is kept; one with
-    data that the bot is no longer in (removed while it was offline) starts its retention now.
-    Only the servers of this process's shards (bot.shards_claim): the others' are not in
-    bot.guilds here, and whether the bot is still in them is for their shard's process to say;
-    while that process is down, they wait for it."""
-    deleted: list[int] = []
-    try:
-        present = [g.id for g in bot.guilds]
-        async with bot.db.sessions.begin() as s:
-            kept = await departures.cancel_departures(s, present)
-            # Removed while the bot was offline: no GUILD_DELETE came. bot.guilds is complete only
-            # after READY (unavailable servers are in it too), and only for this process's shards.
-            gone = await departures.unknown_guilds(s, present, bot.shards_claim) if bot.is_ready() else []
-            for guild_id in gone:
-                await departures.record_departure(s, guild_id, bot.settings.guild_data_days)
-        for guild_id in kept:
-            log.info("server %s has the bot again: its data stays", guild_id)
-        for guild_id in gone:
-            log.info("server %s removed the bot while it was offline: its data is deleted in %s days", guild_id,
-                     bot.settings.guild_data_days)
-        async with bot.db.sessions.begin() as s:
-            for guild_id in await departures.due(s, now=now, claim=bot.shards_claim):
-                sessions = await departures.session_ids(s, guild_id)
-                counts = await departures.delete_guild_data(s, guild_id)
-                for session_id in sessions:  # their waiting jobs would only find nothing to do
-                    await bot.queue.cancel_stale_jobs(s, session_id)
-                log.info("server %s removed the bot: its data is deleted (%s)", guild_id, counts)
-                deleted.append(guild_id)
-    except Exception as e:
-        log.warning("deleting the data of servers the bot left failed (the next run tries again): %s", e)
-        return []
-    return deleted
+    """Delete the data of servers that removed the bot more than the retention ago
+    (service.maintenance.departed_servers); the servers deleted. Only the servers of this
+    process's shards (bot.shards_claim): the others' are not in bot.guilds here. bot.guilds is
+    complete only after READY (unavailable servers are in it too)."""
+    return await maintenance.departed_servers(game_of(bot), [g.id for g in bot.guilds], complete=bot.is_ready(),
+                                              claim=bot.shards_claim, now=now)

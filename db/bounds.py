@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import math
 
+from contracts.ids import BIGINT_MAX, INT_MAX
 from game.errors import OutOfRange
 from game.sanitize import clean_text
 from i18n import N_
-
-BIGINT_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 
 # Column lengths (db.models) of the free text the services store.
 NAME_LEN = 100  # players.user_name, turns.author_name, audit_log.actor_name

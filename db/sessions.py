@@ -18,7 +18,7 @@ from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Pla
 from game.catalogue import Film, session_film
 from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState
-from game.stored_reasons import FILM_WITHDRAWN, MODERATOR_WORDS, PAUSE_REASONS, RESET
+from game.stored_reasons import MODERATOR_WORDS, PAUSE_REASONS, RESET
 from i18n import L_
 
 
@@ -240,9 +240,3 @@ async def withdrawn_sessions(
     )
     return list((await s.scalars(q)).all())
 
-
-async def pause_withdrawn_films(s: AsyncSession, known_films: Collection[str]) -> list[GameSession]:
-    """Pause the active sessions whose film is no longer in the catalogue (an operator removed
-    or disabled it). Their states, players and queued turns are kept: once the film is back a
-    moderator resumes them (/mod resume) and the queued turns run."""
-    return [await set_paused(s, gs, True, FILM_WITHDRAWN) for gs in await withdrawn_sessions(s, known_films)]

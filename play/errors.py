@@ -15,10 +15,10 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from db.transient import classify, is_transient
 from game.errors import GameError, InternalError, Param, ServiceDown, new_reference
 from game.sanitize import InputRefused
 from i18n import L_, Lazy
+from service.runtime import outage
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +101,9 @@ async def errors_middleware(request: web.Request, handler):
     except asyncio.CancelledError:
         raise
     except Exception as e:
-        if is_transient(e):  # the database went away for a moment (db.transient decides, for every process)
-            log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, classify(e), e)
+        down_for = outage(e)  # the database went away for a moment (the one classification, for every process)
+        if down_for is not None:
+            log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, down_for, e)
             down = ServiceDown()
             return json_error(503, down.code, down.message, params=down.params)
         ref = new_reference()

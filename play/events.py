@@ -1,10 +1,10 @@
 """Live updates for the play page: the database's NOTIFYs, fanned out to every open tab.
 
-One LISTEN connection (db.listen) serves all tabs. Only events of the play page's channel go
+One LISTEN connection (service.live) serves all tabs. Only events of the play page's channel go
 out. When the connection is re-opened after a drop, each tab is told to re-read everything
 (`resync`), since NOTIFYs sent meanwhile are lost.
 
-A progress event that names a new preview of the clip (db.turn_previews) goes out with the still
+A progress event that names a new preview of the clip (service.live.latest_still) goes out with the still
 itself, as a data: URL read once for all tabs, so a tab shows it without a request of its own; a
 still that cannot be read leaves the event without it (logged once per turn).
 """
@@ -17,13 +17,11 @@ import contextlib
 import json
 import logging
 
-from db import notify, turn_previews
-from db.listen import Listener
+from service import live
+from service.runtime import Store
 
 log = logging.getLogger(__name__)
 
-# Channel names as the page knows them ("turn_finished" ...).
-SHORT = {ch: ch.removeprefix("animegamer_") for ch in notify.CHANNELS}
 RESYNC = {"type": "resync"}
 
 
@@ -41,23 +39,24 @@ class Subscriber:
 
 
 class EventHub:
-    """Reads db.listen's Listener (which reconnects by itself) and fans out to subscribers."""
+    """Reads service.live's channel events (their connection reconnects by itself) and fans them
+    out to subscribers."""
 
-    def __init__(self, url: str, channel_id: int, sessions=None) -> None:
-        """sessions: the database's session factory, to read previews (None: events without them)."""
+    def __init__(self, url: str, channel_id: int, store: Store | None = None) -> None:
+        """store: the database, to read previews (None: events without them)."""
         self.url = url
         self.channel_id = channel_id
-        self.sessions = sessions
+        self.store = store
         self._preview_failed: set[int] = set()
         self.subscribers: set[Subscriber] = set()
-        self._listener: Listener | None = None
+        self._events: live.ChannelEvents | None = None
         self._task: asyncio.Task | None = None
         self._connections = 0
 
     @property
     def listening(self) -> bool:
         """Whether live updates flow: the LISTEN connection is up (it reconnects by itself)."""
-        return self._listener is not None and self._listener.connected.is_set()
+        return self._events is not None and self._events.connected
 
     def subscribe(self) -> Subscriber:
         sub = Subscriber()
@@ -78,43 +77,39 @@ class EventHub:
 
     async def start(self) -> None:
         # Listening before the page is served, so no early event is lost.
-        self._listener = Listener(self.url, notify.CHANNELS, on_connect=self._on_connect)
-        await self._listener.__aenter__()
-        self._task = asyncio.create_task(self._run(self._listener), name="play-events")
+        self._events = live.ChannelEvents(self.url, self.channel_id, on_connect=self._on_connect)
+        await self._events.open()
+        self._task = asyncio.create_task(self._run(self._events), name="play-events")
 
     async def stop(self) -> None:
-        if self._listener is not None:
-            await self._listener.aclose()
+        if self._events is not None:
+            await self._events.aclose()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self.publish(None)  # ends every open event stream
 
-    async def _run(self, listener: Listener) -> None:
-        async for n in listener:
-            if n.payload.get("channel_id") != self.channel_id:
-                continue
-            event = {"type": SHORT.get(n.channel, n.channel), **n.payload}
-            if n.channel == notify.TURN_PROGRESS and "preview" in event:
+    async def _run(self, events: live.ChannelEvents) -> None:
+        async for event in events:
+            if event["type"] == live.TURN_PROGRESS and "preview" in event:
                 event["preview_url"] = await self._preview(int(event["turn_id"]))
             self.publish(event)
 
     async def _preview(self, turn_id: int) -> str | None:
         """The turn's latest still as a data: URL, or None (none stored, or it cannot be read)."""
-        if self.sessions is None:
+        if self.store is None:
             return None
         try:
-            async with self.sessions() as s:
-                found = await turn_previews.latest(s, turn_id)
+            still = await live.latest_still(self.store, turn_id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if turn_id not in self._preview_failed:
                 self._preview_failed.add(turn_id)
                 log.warning("turn %d: a preview could not be read; skipped (logged once per turn)", turn_id, exc_info=True)
             return None
-        if found is None:
+        if still is None:
             return None
-        return "data:image/webp;base64," + base64.b64encode(found[1]).decode()
+        return "data:image/webp;base64," + base64.b64encode(still).decode()
 
 
 def sse_frame(event: dict) -> bytes:

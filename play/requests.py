@@ -24,7 +24,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from db.bounds import BIGINT_MAX, INT_MAX
+from contracts.ids import BIGINT_MAX, INT_MAX
 from i18n import _
 from i18n.formatting import number
 from play.errors import ApiError, bad_request, not_found

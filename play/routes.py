@@ -39,7 +39,7 @@ from play.requests import (
     accepts,
 )
 from play.services import ADMIN, PLACE, services
-from service import admin, moderation, players, reads
+from service import admin, moderation, players, reads, runtime, views
 from service.game import Member
 from service.players import ActFields
 
@@ -50,12 +50,12 @@ HEALTH_TIMEOUT = 2.0  # seconds for the health check's SELECT 1
 routes = web.RouteTableDef()
 
 
-async def _turn_in_play(request: web.Request, turn_id: int, *, clip: bool = False) -> reads.ChannelTurn:
+async def _turn_in_play(request: web.Request, turn_id: int, *, clip: bool = False) -> views.FoundTurn:
     """The page's turn `turn_id`; a Discord guild's, or one taken down (db.removal), is not there."""
-    found = await reads.turn(services(request).game, PLACE, turn_id, clip=clip)
+    found = await views.turn(services(request).game, PLACE, turn_id, clip=clip)
     if found is None:
         raise not_found(_("There is no such turn."))
-    if found.turn.removed_at is not None:
+    if found.turn.removed:
         raise not_found(_("This turn was removed."))
     return found
 
@@ -84,7 +84,7 @@ async def healthz(request: web.Request) -> web.Response:
     """200 while the page reaches its database and hears its NOTIFYs; 503 (in the JSON error
     format) while either is cut off, so a supervisor can tell the page is waiting for Postgres."""
     svc = services(request)
-    database = "up" if await svc.db.answers(HEALTH_TIMEOUT) else "unreachable"
+    database = "up" if await runtime.answers(svc.store, HEALTH_TIMEOUT) else "unreachable"
     listening = svc.hub.listening
     body = {"database": database, "live_updates": "up" if listening else "reconnecting"}
     if database == "up" and listening:
@@ -97,10 +97,7 @@ async def healthz(request: web.Request) -> web.Response:
 @accepts(query=StateQuery)
 async def get_state(request: web.Request, query: StateQuery) -> web.Response:
     svc = services(request)
-    t = await reads.table(svc.game, PLACE)
-    live = t.live
-    return web.json_response(shapes.state_json(t.config, live.session if live else None, live.players if live else [],
-                                               live.states if live else {}, t.pending, query.player, svc.backend))
+    return web.json_response(shapes.state_json(await views.table(svc.game, PLACE), query.player, svc.backend))
 
 
 @routes.get("/api/turns")
@@ -108,13 +105,13 @@ async def get_state(request: web.Request, query: StateQuery) -> web.Response:
 async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
     """The live session's turns, newest page first: `before` (a seq) pages back in history;
     `pending=1` gives the queued and running ones (to refresh their places)."""
-    page = await reads.turns_page(services(request).game, PLACE, before=query.before, limit=query.limit,
+    page = await views.turns_page(services(request).game, PLACE, before=query.before, limit=query.limit,
                                   only_pending=query.only_pending)
     gs = page.session
     if gs is None:
         return web.json_response({"session_id": None, "turns": [], "more": False})
     names = shapes.names_of(gs.film_id)
-    turns = [shapes.turn_json(p.turn, names, p.position) for p in page.turns]
+    turns = [shapes.turn_json(t, names) for t in page.turns]
     return web.json_response({"session_id": gs.id, "turns": turns, "more": page.more})
 
 
@@ -122,13 +119,13 @@ async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
 @accepts(path=TurnPath)
 async def get_turn(request: web.Request, path: TurnPath) -> web.Response:
     found = await _turn_in_play(request, path.turn_id)
-    return web.json_response(shapes.turn_json(found.turn, shapes.names_of(found.session.film_id), found.position))
+    return web.json_response(shapes.turn_json(found.turn, shapes.names_of(found.film_id)))
 
 
 @routes.get("/api/turns/{turn_id}/video.mp4")
 @accepts(path=TurnPath)
 async def get_video(request: web.Request, path: TurnPath) -> web.Response:
-    data = (await _turn_in_play(request, path.turn_id, clip=True)).turn.mp4
+    data = (await _turn_in_play(request, path.turn_id, clip=True)).clip
     if not data:
         raise not_found(_("This turn has no clip (not finished, or pruned)."))
     return media.mp4_response(request, data)

@@ -28,12 +28,11 @@ from pathlib import Path
 
 from aiohttp import web
 
-from db.engine import libpq_url
-from db.runtime import open_database
 from play.app import make_runner
 from play.events import EventHub
 from play.guard import TOKEN_PARAM, needs_token, new_token
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from service import runtime
 from settings import Settings
 
 log = logging.getLogger("animegamer.play")
@@ -146,55 +145,42 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
     """Run everything until `stop` is set, then stop it all in reverse order. `hurry` (a second
     Ctrl-C) stops the worker without waiting for its turn."""
     t0 = time.monotonic()
-    if settings.database_url:
-        embedded = False
-        url = libpq_url(settings.database_url)
-    else:
-        embedded = True
-        from db.embedded import release_embedded, start_embedded
-
-        log.info("starting the embedded Postgres under %s", settings.data_dir / "pg")
-        url = await asyncio.to_thread(start_embedded, settings.data_dir)
-    try:
-        async with open_database(settings, migrate=True, url=url) as db:
-            hub = EventHub(db.url, PLAY_CHANNEL_ID, db.sessions)
-            await hub.start()
-            worker = None
-            runner = None
-            try:
-                svc = PlayServices(settings=settings, db=db, hub=hub, backend=settings.backend, host=options.host)
-                film = await ensure_film(svc)
-                if options.worker:
-                    worker = WorkerProcess(db.url, settings.backend, options, film)
-                    if hurry is not None:
-                        worker.hurry = hurry
-                    svc.on_film = worker.set_film
-                    await worker.start()
-                token = new_token() if needs_token(options.host) else None  # beyond loopback (play.guard)
-                runner = make_runner(svc, shutdown_timeout=3, token=token)
-                await runner.setup()
-                site = web.TCPSite(runner, options.host, options.port)
-                await site.start()
-                port = runner.addresses[0][1] if runner.addresses else options.port  # --port 0: the one chosen
-                host = f"[{options.host}]" if ":" in options.host else options.host
-                page = f"http://{host}:{port}" + (f"/?{TOKEN_PARAM}={token}" if token else "")
-                print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
-                if token:
-                    print(f"Served beyond this machine: every request needs the token above (from another machine, "
-                          f"put this machine's address in place of {options.host}).", flush=True)
-                if settings.backend == "preview":
-                    print("Clips come from the preview backend (no model configured); they are labelled PREVIEW.", flush=True)
-                await stop.wait()
-                print("stopping…", flush=True)
-            finally:
-                if runner is not None:
-                    await runner.cleanup()
-                if worker is not None:
-                    await worker.stop()
-                await hub.stop()
-    finally:
-        if embedded:
-            await asyncio.to_thread(release_embedded, settings.data_dir)
+    async with runtime.opened(settings, migrate=True) as store:
+        hub = EventHub(store.url, PLAY_CHANNEL_ID, store)
+        await hub.start()
+        worker = None
+        runner = None
+        try:
+            svc = PlayServices(settings=settings, store=store, hub=hub, backend=settings.backend, host=options.host)
+            film = await ensure_film(svc)
+            if options.worker:
+                worker = WorkerProcess(store.url, settings.backend, options, film)
+                if hurry is not None:
+                    worker.hurry = hurry
+                svc.on_film = worker.set_film
+                await worker.start()
+            token = new_token() if needs_token(options.host) else None  # beyond loopback (play.guard)
+            runner = make_runner(svc, shutdown_timeout=3, token=token)
+            await runner.setup()
+            site = web.TCPSite(runner, options.host, options.port)
+            await site.start()
+            port = runner.addresses[0][1] if runner.addresses else options.port  # --port 0: the one chosen
+            host = f"[{options.host}]" if ":" in options.host else options.host
+            page = f"http://{host}:{port}" + (f"/?{TOKEN_PARAM}={token}" if token else "")
+            print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
+            if token:
+                print(f"Served beyond this machine: every request needs the token above (from another machine, "
+                      f"put this machine's address in place of {options.host}).", flush=True)
+            if settings.backend == "preview":
+                print("Clips come from the preview backend (no model configured); they are labelled PREVIEW.", flush=True)
+            await stop.wait()
+            print("stopping…", flush=True)
+        finally:
+            if runner is not None:
+                await runner.cleanup()
+            if worker is not None:
+                await worker.stop()
+            await hub.stop()
     print("stopped.", flush=True)
 
 

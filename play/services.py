@@ -16,12 +16,10 @@ from functools import cached_property
 
 from aiohttp import web
 
-from db import guilds, sessions
-from db.runtime import Database
-from game.catalogue import FILMS
 from play.events import EventHub
+from service import default_film, maintenance
 from service.game import Game, Member, Place
-from service.jobs import QueueJobs, StoredJobs
+from service.runtime import Store
 from settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,7 +35,7 @@ ADMIN = Member(PLAY_ADMIN_ID, "")  # whoever opened the page: its admin and mode
 @dataclass
 class PlayServices:
     settings: Settings
-    db: Database
+    store: Store  # the database, handed to the service (the page opens no session itself)
     hub: EventHub
     use_queue: bool = True  # False: turns are stored but no job is deferred (tests of the API alone)
     backend: str = "preview"
@@ -49,7 +47,7 @@ class PlayServices:
     @cached_property
     def game(self) -> Game:
         """The game service on the page's database (no audit log: the page has one local admin)."""
-        return Game(self.settings, self.db.sessions, QueueJobs() if self.use_queue else StoredJobs(), audited=False)
+        return self.store.game(self.settings, queue=self.use_queue, audited=False)
 
 
 SERVICES = web.AppKey("services", PlayServices)
@@ -60,17 +58,11 @@ def services(request: web.Request) -> PlayServices:
 
 
 async def ensure_film(svc: PlayServices) -> str:
-    """The page's guild gets the default film the first time, so there is always a cast.
-    Returns the film being played (the live session's, else the configured one)."""
-    async with svc.db.sessions() as s, s.begin():
-        cfg = await guilds.channel_config(s, svc.settings, PLAY_GUILD_ID, PLAY_CHANNEL_ID)
-        film_id = cfg.film.id if cfg.film else None
-        if film_id is None:
-            film_id = (await guilds.set_film(s, PLAY_GUILD_ID, svc.settings.default_film)).id
-        # A session whose film left the catalogue waits, paused (the page shows why).
-        await sessions.pause_withdrawn_films(s, set(FILMS))
-        gs = await sessions.live_session(s, PLAY_CHANNEL_ID)
-        return gs.film_id if gs is not None and gs.film_id in FILMS else film_id
+    """The page's guild gets the default film the first time, so there is always a cast; a game
+    whose film left the catalogue waits, paused (the page shows why). Returns the film being
+    played (the live session's, else the configured one)."""
+    await maintenance.pause_withdrawn(svc.game)
+    return await default_film.ensure_film(svc.game, PLACE)
 
 
 def every(seconds: float, job: Callable[[web.Application], Awaitable[object]], failed: str

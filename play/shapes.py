@@ -1,16 +1,16 @@
-"""The JSON the page reads: turns, films, the whole state. Pure functions of rows; what it names
+"""The JSON the page reads: turns, films, the whole state. Pure functions of the service's views
+(service.views); what it names
 (films' titles, characters, state labels, suggestions) is in the request's locale, the names a
 player of that language knows (game.catalogue's local names); ids and instructions stay as stored."""
 
 from __future__ import annotations
 
-from db import guilds
-from db.models import GameSession, Player, Turn
 from game import vocabulary
 from game.catalogue import FILMS, Film
-from game.states import STATE_NAMES, CharacterState, state_label
+from game.states import STATE_NAMES, state_label
 from game.stored_reasons import cancel_reason, pause_text
 from game.turn_texts import failure_text
+from service.views import TableView, TurnView
 from settings.limits import FIELD_MAX
 
 
@@ -20,12 +20,11 @@ def names_of(film_id: str | None) -> dict[str, str]:
     return {c.id: film.character_name_in(c.id) for c in film.characters} if film else {}
 
 
-def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> dict:
+def turn_json(t: TurnView, names: dict[str, str]) -> dict:
     pred = None
     if t.status == "done" and t.motion_level is not None:
         pred = {"motion_level": t.motion_level, "social": t.delta_social,
                 "entertainment": t.delta_entertainment, "stamina": t.delta_stamina}
-    has_video = t.status == "done" and t.mp4_size is not None and t.blobs_pruned_at is None
     return {
         "id": t.id,
         "session_id": t.session_id,
@@ -36,8 +35,8 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
         "instruction": t.instruction,
         "status": t.status,
         "progress": t.progress,
-        "stage": t.progress_stage,
-        "position": position,
+        "stage": t.stage,
+        "position": t.position,
         "error": t.error,
         # The stored code as the request's language reads it (game.turn_texts, game.stored_reasons).
         "error_text": failure_text(t.error) if t.status == "failed" else str(cancel_reason(t.error, t.cancelled_by_name, t.cancel_note)),
@@ -48,8 +47,8 @@ def turn_json(t: Turn, names: dict[str, str], position: int | None = None) -> di
         "states_before": t.states_before,
         "states_after": t.states_after,
         # The seed changes when a turn is regenerated, so the URL does too (no stale cache).
-        "video": f"/api/turns/{t.id}/video.mp4?v={t.seed}" if has_video else None,
-        "video_pruned": t.status == "done" and t.blobs_pruned_at is not None,
+        "video": f"/api/turns/{t.id}/video.mp4?v={t.seed}" if t.has_clip else None,
+        "video_pruned": t.clip_pruned,
         "timings": t.timings,
         "created_at": t.created_at.isoformat() if t.created_at else None,
         "finished_at": t.finished_at.isoformat() if t.finished_at else None,
@@ -64,16 +63,9 @@ def film_json(film: Film) -> dict:
     }
 
 
-def state_json(
-    cfg: guilds.ChannelConfig,
-    gs: GameSession | None,
-    players: list[Player],
-    states: dict[str, CharacterState],
-    pending: list[Turn],
-    me_id: int | None,
-    backend: str,
-) -> dict:
+def state_json(table: TableView, me_id: int | None, backend: str) -> dict:
     """Everything the page shows besides the log: film, cast, session, players, bars."""
+    cfg, gs, players, states = table.config, table.session, table.players, table.states
     film = FILMS.get(gs.film_id) if gs else cfg.film
     names = names_of(film.id if film else None)
     mine = next((p for p in players if me_id is not None and p.user_id == me_id), None)
@@ -105,7 +97,7 @@ def state_json(
         },
         "state_names": list(STATE_NAMES),
         "state_labels": {name: state_label(name) for name in STATE_NAMES},
-        "pending": [t.id for t in pending],
+        "pending": list(table.pending),
         "limits": {
             "max_instruction_len": cfg.limits.max_instruction_len,
             "cooldown_seconds": cfg.limits.cooldown_seconds,

@@ -1,4 +1,4 @@
-"""The play page's vote mode: the same rounds as Discord's /vote (db/votes.py), as JSON.
+"""The play page's vote mode: the same rounds as Discord's /vote (service.voting), as JSON.
 
 `add_vote_routes(app)` adds the endpoints and a background task that closes the page's due
 rounds (its deadline check, as the bot's scheduler does for Discord's guilds). Every tab may
@@ -16,12 +16,12 @@ from typing import Annotated
 from aiohttp import web
 from pydantic import Field
 
-from db import votes
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
 from play.routes import act_fields, player_name
 from play.services import ADMIN, PLACE, PLAY_GUILD_ID, SERVICES, every, services
-from service import reads, voting
+from service import views, voting
 from service.game import Member
+from service.voting import RoundView
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ CHECK_SECONDS = 1.0
 
 class ModeBody(Body):
     enabled: bool
-    seconds: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None  # db.votes checks its own range
+    seconds: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None  # the service checks its own range
 
 
 class OpenBody(Body):
@@ -48,13 +48,13 @@ class BallotBody(Body):
     option: Annotated[int, Field(ge=1, le=1000)]
 
 
-def round_json(v: votes.RoundView, now: datetime) -> dict:
+def round_json(v: RoundView, seconds_left: float) -> dict:
     rnd = v.round
     return {
         "id": rnd.id,
         "status": rnd.status,
         "deadline": rnd.deadline.isoformat(),
-        "seconds_left": votes.seconds_left(rnd, now) if rnd.status == "open" else 0,
+        "seconds_left": seconds_left,
         "outcome": v.outcome_text(),  # in the request's language
         "outcome_code": rnd.outcome,  # what the row keeps (game.stored_reasons); null while open
         "turn_id": rnd.turn_id,
@@ -78,9 +78,9 @@ def round_json(v: votes.RoundView, now: datetime) -> dict:
 @accepts(query=StateQuery)
 async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
     """The mode, and the open round (else the latest one, to show how it ended)."""
-    cfg, view = await reads.latest_round(services(request).game, PLACE, query.player)
-    body = {"enabled": cfg.enabled, "round_seconds": cfg.round_seconds,
-            "round": round_json(view, datetime.now(UTC)) if view is not None else None}
+    mode = await views.latest_round(services(request).game, PLACE, datetime.now(UTC), query.player)
+    body = {"enabled": mode.enabled, "round_seconds": mode.round_seconds,
+            "round": round_json(mode.round, mode.seconds_left) if mode.round is not None else None}
     return web.json_response(body)
 
 

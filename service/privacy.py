@@ -1,12 +1,10 @@
-"""What the bot stores about a member, and their request to delete it (db.privacy: the deletion
-itself is a scheduled job's, step by step); and a server's data, deleted some days after the
-bot leaves it unless the bot is added back (db.departures)."""
+"""What the bot stores about a member, and their request to delete it (db.privacy). The deletion
+itself, and that of a server's data some days after the bot leaves it, are scheduled jobs
+(service.maintenance); here are what the bot reads to edit the member's posts first."""
 
 from __future__ import annotations
 
-from db import departures
 from db import privacy as member_data
-from db.models import GuildDeparture
 from service.game import Game
 
 
@@ -24,14 +22,14 @@ async def request_deletion(game: Game, user_id: int) -> bool:
     return new
 
 
-async def left_server(game: Game, guild_id: int) -> GuildDeparture:
-    """The bot was removed from server `guild_id`: its data is deleted after the configured days
-    (settings.guild_data_days) unless the bot is added back."""
-    async with game.sessions.begin() as s:
-        return await departures.record_departure(s, guild_id, game.settings.guild_data_days)
+async def posts_to_clear(game: Game, request_id: int) -> list[member_data.Post]:
+    """The Discord posts of the shots of deletion request `request_id`'s member, which the bot edits
+    into a notice before the request's last step."""
+    async with game.sessions() as s:
+        return await member_data.posts_to_clear(s, request_id)
 
 
-async def back_in_server(game: Game, guild_id: int) -> bool:
-    """The bot was added to server `guild_id`: a pending deletion of its data is cancelled (True)."""
-    async with game.sessions.begin() as s:
-        return bool(await departures.cancel_departures(s, [guild_id]))
+async def rounds_to_refresh(game: Game, request_id: int) -> list[int]:
+    """The vote rounds the request's member proposed or voted in, whose messages the bot shows again."""
+    async with game.sessions() as s:
+        return await member_data.rounds_to_refresh(s, request_id)

@@ -4,7 +4,7 @@ The delete command only records a request (db.privacy.request_deletion) once the
 with the button; the scheduled job (bot/privacy.py, on the maintenance scheduler) carries it out,
 step by step, so a restart halfway finishes it. The bot's arrivals and departures are listened to
 here too: a server that removes the bot has its data deleted after ANIMEGAMER_GUILD_DATA_DAYS
-unless the bot is added back (db/departures.py)."""
+unless the bot is added back (service.maintenance)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from bot.game import game_of
 from bot.interaction_locale import LocalizedItem
 from db import privacy as member_data
 from i18n import L_, _, ngettext, pgettext
-from service import privacy
+from service import maintenance, privacy
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +126,15 @@ class Privacy(GameCog):
     async def on_guild_remove(self, guild: discord.Guild) -> None:
         """Removed from a server (kicked or the server deleted; an outage is on_guild_unavailable)."""
         try:
-            row = await privacy.left_server(self.service, guild.id)
-            log.info("removed from server %s: its data is deleted after %s unless the bot is added back", guild.id, row.delete_after)
+            gone = await maintenance.left_server(self.service, guild.id)
+            log.info("removed from server %s: its data is deleted after %s unless the bot is added back", guild.id, gone.delete_after)
         except Exception as e:  # the database is down: the maintenance job cannot know; say so
             log.error("recording the departure from server %s failed: %s", guild.id, e)
 
     @commands.Cog.listener()
     async def on_guild_join(self, guild: discord.Guild) -> None:
         try:
-            if await privacy.back_in_server(self.service, guild.id):
+            if await maintenance.back_in_server(self.service, guild.id):
                 log.info("added back to server %s: its data stays", guild.id)
         except Exception as e:  # the next maintenance run cancels it (it checks the bot's servers)
             log.warning("cancelling the deletion of server %s's data failed for now: %s", guild.id, e)

@@ -13,16 +13,17 @@ from db.runtime import Database
 from play.app import make_runner
 from play.events import EventHub
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from service.runtime import Store
 from tests.ports import free_port
 
 
 @contextlib.asynccontextmanager
 async def running_app(settings, engine, database_url, **services):
     """Serve the play app; yields (base URL, services)."""
-    db = Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine))
+    store = Store(Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine)))
     hub = EventHub(database_url, PLAY_CHANNEL_ID)
     await hub.start()
-    svc = PlayServices(settings=settings, db=db, hub=hub, **{"use_queue": False, **services})
+    svc = PlayServices(settings=settings, store=store, hub=hub, **{"use_queue": False, **services})
     await ensure_film(svc)
     runner = make_runner(svc, shutdown_timeout=2)  # as `animegamer play` serves it
     await runner.setup()

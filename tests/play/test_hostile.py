@@ -317,6 +317,6 @@ def test_host_names_this_server(bound, local, host, ok):
 
     transport = mock.Mock()
     transport.get_extra_info.side_effect = lambda key, default=None: (local, 8080) if key == "sockname" else default
-    app = {SERVICES: PlayServices(settings=None, db=None, hub=None, host=bound)}
+    app = {SERVICES: PlayServices(settings=None, store=None, hub=None, host=bound)}
     request = make_mocked_request("GET", "/api/state", headers={"Host": host}, transport=transport, app=app)
     assert (allowed_host(request) is not None) == ok

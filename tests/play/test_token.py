@@ -19,6 +19,7 @@ from play.app import make_runner
 from play.events import EventHub
 from play.guard import needs_token
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from service.runtime import Store
 from tests.play.helpers import PlayProcess, play_env
 from tests.ports import free_port
 
@@ -35,10 +36,10 @@ def this_machines_addresses() -> list[str]:
 @contextlib.asynccontextmanager
 async def served_everywhere(settings, engine, database_url):
     """The page as `animegamer play --host 0.0.0.0` serves it, with a known token; yields its port."""
-    db = Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine))
+    store = Store(Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine)))
     hub = EventHub(database_url, PLAY_CHANNEL_ID)
     await hub.start()
-    svc = PlayServices(settings=settings, db=db, hub=hub, use_queue=False, host="0.0.0.0")
+    svc = PlayServices(settings=settings, store=store, hub=hub, use_queue=False, host="0.0.0.0")
     await ensure_film(svc)
     runner = make_runner(svc, shutdown_timeout=2, token=TOKEN)
     await runner.setup()

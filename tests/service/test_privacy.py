@@ -1,11 +1,11 @@
 """What the bot stores about a member and their deletion request, and a server's data after the
-bot leaves it (service.privacy), against a real Postgres."""
+bot leaves it (service.privacy, service.maintenance), against a real Postgres."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from service import admin, players, privacy
+from service import admin, maintenance, players, privacy
 from service.game import Member, Place
 from service.players import ActFields
 
@@ -28,9 +28,9 @@ async def test_what_is_stored_here_and_everywhere_and_a_deletion_asked_once(game
 
 
 async def test_a_server_left_keeps_its_first_date_until_the_bot_is_back(game, settings):
-    row = await privacy.left_server(game, HERE.guild_id)
+    row = await maintenance.left_server(game, HERE.guild_id)
     assert row.delete_after - row.left_at == timedelta(days=settings.guild_data_days)
-    again = await privacy.left_server(game, HERE.guild_id)
+    again = await maintenance.left_server(game, HERE.guild_id)
     assert (again.left_at, again.delete_after) == (row.left_at, row.delete_after)
-    assert await privacy.back_in_server(game, HERE.guild_id) is True
-    assert await privacy.back_in_server(game, HERE.guild_id) is False  # nothing left to cancel
+    assert await maintenance.back_in_server(game, HERE.guild_id) is True
+    assert await maintenance.back_in_server(game, HERE.guild_id) is False  # nothing left to cancel
