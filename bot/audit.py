@@ -1,6 +1,6 @@
-"""The audit log as the bot writes and shows it: one registry of the audited actions, each with
-its code, its title and colour in the moderation log channel, and its sentences with named
-parameters.
+"""The audit log as the bot shows it (the service records the entries: service.game.Game.record):
+one registry of the audited actions, each with its code, its title and colour in the moderation
+log channel, and its sentences with named parameters.
 
 An entry is stored as codes and values (its action's code, a target, details: ids, numbers, what
 people typed), never as a sentence; `describe` renders it in the current language, the member's in
@@ -17,9 +17,7 @@ from dataclasses import dataclass
 import babel
 import discord
 
-from bot import context
 from bot.embeds import FAILED, INFO, PREVIEW
-from db import audit
 from game.content_rules import stored_rule_set_label
 from i18n import L_, Lazy, _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number
@@ -132,20 +130,7 @@ def title_of(code: str) -> tuple[str, int]:
     return _("Action: %(action)s", action=_name(code.replace("_", " "))), INFO
 
 
-# --- recording
-
-
-async def record(s, interaction: discord.Interaction, action: str, target: str | None = None, **details) -> None:
-    await audit.record(
-        s,
-        guild_id=context.guild_id(interaction),
-        channel_id=interaction.channel_id,
-        actor_id=interaction.user.id,
-        actor_name=interaction.user.display_name,
-        action=action,
-        target=target,
-        details=details,
-    )
+# --- recording: a rule set as the entry of a refused text names it
 
 
 def rule_set_name(text) -> str:

@@ -2,9 +2,9 @@
 checks, which Discord runs on every keystroke.
 
 Entries are dropped on write (the bot's own admin commands call `config_changed` after their
-commit), across processes by NOTIFY (db.guilds sends CONFIG_CHANGED with every settings write; db.sessions
-sends SESSION_CHANGED when a game starts, is joined, left, paused or reset; the notifier's LISTEN
-connection relays both here), and wholesale whenever that connection is (re)established, since
+commit), across processes by NOTIFY (every settings write sends config_changed; a game that starts,
+is joined, left, paused or reset sends session_changed; the notifier's connection to the service's
+events relays both here), and wholesale whenever that connection is (re)established, since
 notifications may have been missed meanwhile. A time-to-live bounds what a lost notification
 could leave stale. Commands that write still read the database in their own transaction: the
 cache only serves answers that change nothing.
@@ -15,31 +15,21 @@ Each lookup counts as a hit or a miss in the bot's animegamer_bot_config_cache_r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from bot.metrics import BotMetrics
-from db import guilds
-from db import sessions as game_sessions
-from db.guilds import ChannelConfig
-from db.runtime import Database
+from game.channel_config import ChannelConfig
+from service import configs
+from service.configs import LiveCast
+from service.runtime import Store
 from settings import Settings
 
 
-@dataclass(frozen=True)
-class LiveGame:
-    """A channel's active or paused game, as autocomplete shows it."""
-
-    session_id: int
-    film_id: str
-    players: dict[str, str]  # character id -> the player's name
-
-
 class ConfigCache:
-    def __init__(self, db: Database, settings: Settings, metrics: BotMetrics, *, ttl: float = 300.0) -> None:
+    def __init__(self, db: Store, settings: Settings, metrics: BotMetrics, *, ttl: float = 300.0) -> None:
         self.db, self.settings, self.metrics = db, settings, metrics
         self.ttl = ttl
         self._configs: dict[tuple[int, int], tuple[float, ChannelConfig]] = {}  # (guild, channel) ->
-        self._games: dict[int, tuple[float, LiveGame | None]] = {}  # channel ->
+        self._games: dict[int, tuple[float, LiveCast | None]] = {}  # channel ->
         # A load that raced an invalidation of its entry is not kept. Counted per guild (configs)
         # and per channel (games), plus once for wholesale drops: a busy bot's stream of game
         # changes elsewhere must not keep every other load from being kept.
@@ -58,25 +48,21 @@ class ConfigCache:
         if entry is not None and hit:
             return entry[1]
         stamp = self._config_stamp(guild_id)
-        async with self.db.sessions() as s:
-            cfg = await guilds.channel_config(s, self.settings, guild_id, channel_id)
+        cfg = await configs.channel_config(self.db.sessions, self.settings, guild_id, channel_id)
         self.loads += 1
         if stamp == self._config_stamp(guild_id):
             self._configs[(guild_id, channel_id)] = (time.monotonic(), cfg)
         return cfg
 
-    async def live_game(self, channel_id: int) -> LiveGame | None:
+    async def live_game(self, channel_id: int) -> LiveCast | None:
         entry = self._games.get(channel_id)
         hit = entry is not None and self._fresh(entry[0])
         self.metrics.cache(hit=hit)
         if entry is not None and hit:
             return entry[1]
         stamp = (self._generation, self._game_generations.get(channel_id, 0))
-        async with self.db.sessions() as s:
-            gs = await game_sessions.live_session(s, channel_id)
-            players = {} if gs is None else {p.character_id: p.user_name for p in await game_sessions.players(s, gs.id)}
+        game = await configs.live_cast(self.db.sessions, channel_id)
         self.loads += 1
-        game = None if gs is None else LiveGame(gs.id, gs.film_id, players)
         if stamp == (self._generation, self._game_generations.get(channel_id, 0)):
             self._games[channel_id] = (time.monotonic(), game)
         return game

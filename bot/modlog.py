@@ -1,9 +1,9 @@
 """The moderation log channel (/admin log-channel): every audit entry of a server is posted there
 as an embed: admin and moderator actions, refused instructions, removed and reported shots.
 
-One hook: db.audit.record sends a NOTIFY (AUDIT_RECORDED) in the transaction that records the
-entry, so whatever is audited, by any process, reaches the log at commit, and nothing rolled back
-does. The bot LISTENs on its own connection, reads the entry and its server's log channel, and
+One hook: recording an audit entry sends a NOTIFY in its transaction, so whatever is audited, by
+any process, reaches the log at commit, and nothing rolled back does (service.modlog). The bot
+LISTENs on its own connection, reads the entry and its server's log channel, and
 posts in the background: a player's turn never waits for the log. Sends go through a per-channel
 budget (one at a time, at most `limit` in any `per` seconds, at most `backlog` waiting: older
 entries beyond that are dropped with a warning); a failure is logged, never raised. An entry
@@ -26,11 +26,12 @@ from bot import locale
 from bot.audit import rule_set_text, title_of, turn_text, user_text
 from bot.edits import post_channel
 from bot.embeds import esc, fit, fit_embed
-from db import audit, modlog, notify
-from db.models import AuditLog
+from bot.game import game_of
 from game.shot_errors import LogChannelUnusable
 from i18n import _
 from i18n.translate import Lp_
+from service import modlog
+from service.modlog import AuditEntry
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -54,11 +55,11 @@ def _first(details: dict, *keys: str) -> str | None:
     return None
 
 
-def log_embed(entry: AuditLog) -> discord.Embed:
+def log_embed(entry: AuditEntry) -> discord.Embed:
     """One audit entry as the log channel shows it, in the current language (the server's: see
     ModLog._read), within Discord's embed limits (6,000 characters in all: a 2,500-character
     description, fields of at most 1,000)."""
-    d = entry.details if isinstance(entry.details, dict) else {}
+    d = entry.details
     title, colour = title_of(entry.action)
     e = discord.Embed(title=title, description=fit(bot_audit.describe(entry), 2500), colour=colour)
     if entry.action in ("remove_shot", "report_shot"):
@@ -128,16 +129,14 @@ class ModLog:
             await asyncio.wait(tasks, timeout=5)
 
     async def _listen(self) -> None:
-        from db.listen import Listener
-
         async def connected() -> None:
             self.listening.set()
 
         while True:
             try:
-                async with Listener(self.bot.db.url, [notify.AUDIT_RECORDED], on_connect=connected) as listener:
-                    async for n in listener:
-                        self.heard(n.payload)
+                async with modlog.AuditHeard(self.bot.db.url, on_connect=connected) as heard:
+                    async for payload in heard:
+                        self.heard(payload)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the listener reconnects by itself; this is the unexpected rest
@@ -158,10 +157,9 @@ class ModLog:
         while True:
             audit_id = await self._entries.get()
             try:
-                async with self.bot.db.sessions() as s:
-                    entry = await audit.entry(s, audit_id)
-                    channel_id = None if entry is None else await modlog.log_channel(s, entry.guild_id)
-                if entry is not None and channel_id is not None:
+                found = await modlog.to_post(game_of(self.bot), audit_id)
+                if found is not None:
+                    entry, channel_id = found
                     async with locale.public(self.bot, entry.guild_id, channel_id):
                         embed = log_embed(entry)
                     self.send(channel_id, entry.guild_id, embed)

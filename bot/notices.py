@@ -1,4 +1,4 @@
-"""One-time notices in a member's answers: said once per member (db/notices.py remembers), in the
+"""One-time notices in a member's answers: said once per member (service.notices remembers), in the
 member's language.
 
 The English note (`english_note`): the films' models were trained on English descriptions, so a
@@ -26,12 +26,12 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import discord
-from sqlalchemy.exc import SQLAlchemyError
 
-from db import notices
+from bot.game import game_of
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import _
+from service import notices
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -80,9 +80,8 @@ async def english_note(bot: AnimeGamerBot, interaction: discord.Interaction, tex
     if not needs_english_note(texts, films, getattr(interaction, "locale", None)):
         return None
     try:
-        async with bot.db.sessions.begin() as s:
-            first = await notices.first_time(s, interaction.user.id, ENGLISH_NOTE)
-    except (SQLAlchemyError, OSError) as e:
+        first = await notices.first_time(game_of(bot), interaction.user.id, ENGLISH_NOTE)
+    except Exception as e:  # best effort: the database being down loses the note, not the answer
         log.warning("recording the English note for member %s failed: %s", interaction.user.id, e)
         return None
     return english_note_text() if first else None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from db import audit, content_filters, guilds, modlog, sessions
-from db.models import AuditLog, ChannelSettings, GuildSettings
+from db.models import ChannelSettings, GuildSettings
 from game.catalogue import Film
 from game.channel_config import ChannelConfig, Limits
 from game.errors import NoFilm
@@ -16,6 +16,7 @@ from game.session_errors import UnknownCharacter
 from service.configs import config, film_or_error, limit_values, require_language
 from service.game import Game, Member, Place
 from service.moderation import reset_session
+from service.modlog import AuditEntry
 from service.shares import ServerShare, server_share
 
 
@@ -149,7 +150,7 @@ class Shown:
     """What is configured in a channel, as /admin show tells it."""
 
     config: ChannelConfig
-    recent: list[AuditLog]  # the server's latest audited actions, newest first
+    recent: list[AuditEntry]  # the server's latest audited actions, newest first
     language: str | None  # the public posts' language chosen here (None: the server's Discord language)
     language_scope: Literal["channel", "server"] | None  # whose choice `language` is
     previews: bool  # whether turns show previews here
@@ -160,7 +161,7 @@ class Shown:
 async def shown(game: Game, place: Place, recent: int = 10) -> Shown:
     async with game.sessions() as s:
         cfg = await config(game, s, place)
-        entries = await audit.recent(s, place.guild_id, limit=recent)
+        entries = [AuditEntry.of(a) for a in await audit.recent(s, place.guild_id, limit=recent)]
         server = await s.get(GuildSettings, place.guild_id)
         channel = await s.get(ChannelSettings, place.channel_id)
     if channel is not None and channel.language:

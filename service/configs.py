@@ -1,12 +1,15 @@
 """A channel's configuration as the service reads it (game.channel_config.ChannelConfig: the
-film, the cast, the roles, the limits, the content rules, the language) and the checks on what an
-admin asks to store in it (a film, a language, a limit)."""
+film, the cast, the roles, the limits, the content rules, the language), who plays whom in its
+live game (what the bot's configuration cache keeps for autocomplete), and the checks on what an
+admin asks to store (a film, a language, a limit)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from db import guilds
+from db import guilds, sessions
 from game.catalogue import FILMS, Film, find_film
 from game.channel_config import ChannelConfig
 from game.errors import GameError, UnknownFilm
@@ -20,11 +23,29 @@ async def config(game: Game, s: AsyncSession, place: Place) -> ChannelConfig:
     return await guilds.channel_config(s, game.settings, place.guild_id, place.channel_id)
 
 
-async def channel_config(sessions: async_sessionmaker[AsyncSession], settings: Settings, guild_id: int,
+async def channel_config(opened: async_sessionmaker[AsyncSession], settings: Settings, guild_id: int,
                          channel_id: int) -> ChannelConfig:
     """What applies in a channel, in a read of its own (the bot's configuration cache)."""
-    async with sessions() as s:
+    async with opened() as s:
         return await guilds.channel_config(s, settings, guild_id, channel_id)
+
+
+@dataclass(frozen=True)
+class LiveCast:
+    """A channel's running or paused game, as autocomplete shows it."""
+
+    session_id: int
+    film_id: str
+    players: dict[str, str]  # character id -> the player's name
+
+
+async def live_cast(opened: async_sessionmaker[AsyncSession], channel_id: int) -> LiveCast | None:
+    """The channel's live game and who plays whom in it (None: no game), in a read of its own."""
+    async with opened() as s:
+        gs = await sessions.live_session(s, channel_id)
+        if gs is None:
+            return None
+        return LiveCast(gs.id, gs.film_id, {p.character_id: p.user_name for p in await sessions.players(s, gs.id)})
 
 
 def film_or_error(film_id: str) -> Film:

@@ -1,6 +1,6 @@
 """/vote: a channel an admin put in vote mode plays by rounds. Members propose actions
 (/vote propose, the /act fields), everyone votes with the round message's buttons, and the
-winner becomes the turn (the rules are in db/votes.py).
+winner becomes the turn (the rules are in service/voting.py).
 
 The buttons are DynamicItems (`ag:vote:<proposal>`), so they keep working after a restart. The
 rounds' deadlines are in Postgres; a job on the bot's scheduler closes due rounds every few
@@ -54,7 +54,6 @@ from bot.embeds import (
 from bot.game import member, place
 from bot.interaction_locale import LocalizedItem
 from bot.notices import english_note
-from db import votes
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number
 from i18n.translate import Lp_
@@ -71,7 +70,7 @@ ROUND_STATES = {  # a round's status as its title shows it
 PROPOSAL_MAX = 1000  # the most of a proposal's text shown (less when many would overflow the embed)
 
 
-def round_embed(v: votes.RoundView, film_title: str) -> discord.Embed:
+def round_embed(v: voting.RoundView, film_title: str) -> discord.Embed:
     """A round's public message, in the current locale (the caller's: the server's language)."""
     rnd = v.round
     if rnd.status == "open":
@@ -219,7 +218,7 @@ class Vote(GameCog):
                 closed = await voting.close_due(self.service, guild_ids)
                 for c in closed:
                     if c.turn is not None:
-                        await self.bot.board.announce_queued(c.turn, c.position)
+                        await self.bot.board.announce_queued(c.turn.id, c.position)
                 unshown = await voting.unshown(self.service, guild_ids)
             except Exception as e:
                 log.warning("checking vote rounds failed: %s", e)
@@ -261,7 +260,7 @@ class Vote(GameCog):
     @checks.rights("admin")
     async def mode(
         self, interaction: Interaction, enabled: bool,
-        seconds: app_commands.Range[int, votes.MIN_ROUND_SECONDS, votes.MAX_ROUND_SECONDS] | None = None,
+        seconds: app_commands.Range[int, voting.MIN_ROUND_SECONDS, voting.MAX_ROUND_SECONDS] | None = None,
     ) -> None:
         cfg, voided = await voting.set_mode(self.service, place(interaction), member(interaction), enabled, seconds)
         for rnd in voided:

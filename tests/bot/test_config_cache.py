@@ -88,7 +88,7 @@ async def test_keystrokes_do_not_query_and_writes_are_seen(world, start_bot, bot
 
     # A write by another process reaches the cache through NOTIFY; so does a new game's film.
     async with sessions.begin() as s:
-        await guilds.set_character_enabled(s, qsettings, w.guild.id, w.games.id, "jiji", True)
+        await guilds.set_playable(s, w.guild.id, w.games.id, [c.id for c in FILMS["qiqi"].characters])  # Jiji back
     await w.server.wait_until(lambda: bot.config._configs == {}, timeout=5, what="the cache to drop the guild")
     assert "Jiji" in await choices(w, w.bob, "game join", {"character": ""}, "character")
     h = await w.server.autocomplete(w.guild, w.games2, w.bob, "game join", {"character": "sosu"}, focused="character")

@@ -6,12 +6,11 @@ so clearly when the server has no log channel."""
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
-from bot import modlog as modlog_module
 from bot.embeds import esc
 from db import audit
 from inference.backends.preview import PreviewBackend
+from service import modlog as service_modlog
 from tests.bot.helpers import field, result, say, setup_game
 from tests.bot.test_removal import menu
 from tests.waits import wait_for
@@ -36,17 +35,17 @@ def _spy(monkeypatch, bot) -> tuple[list[int], list[str]]:
     read: list[int] = []
     sent: list[str] = []
     log = bot.get_cog("ModLog").log
-    entry, send = audit.entry, log.send
+    to_post, send = service_modlog.to_post, log.send
 
-    async def reading(s, audit_id):
+    async def reading(game, audit_id):
         read.append(audit_id)
-        return await entry(s, audit_id)
+        return await to_post(game, audit_id)
 
     def sending(channel_id, guild_id, embed):
         sent.append(embed.title)
         send(channel_id, guild_id, embed)
 
-    monkeypatch.setattr(modlog_module, "audit", SimpleNamespace(entry=reading))
+    monkeypatch.setattr(service_modlog, "to_post", reading)
     monkeypatch.setattr(log, "send", sending)
     return read, sent
 

@@ -1,4 +1,5 @@
-"""The once-per-member English note (bot/notices.py, db/notices.py) on a real Postgres."""
+"""The once-per-member English note (bot/notices.py, service/notices.py over db/notices.py) on a
+real Postgres."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ FILMS = packaged_films()
 QIQI = FILMS["qiqi"]
 
 
-def _bot(sessions) -> Any:  # what english_note reads of the bot
-    return SimpleNamespace(db=SimpleNamespace(sessions=sessions))
+def _bot(sessions) -> Any:  # what english_note reads of the bot (its game service: bot.game.game_of)
+    return SimpleNamespace(settings=None, db=SimpleNamespace(sessions=sessions), queue=None)
 
 
 def _interaction(user_id: int, locale: str = "en-US") -> Any:  # and of the interaction

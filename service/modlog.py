@@ -1,0 +1,72 @@
+"""The audit log as the moderation log channel reads it: the entries recorded (by any process)
+as they commit, each with its server's log channel, as frozen values a face renders.
+
+db.audit.record sends a NOTIFY (AUDIT_RECORDED) in the transaction that records the entry, so an
+entry is heard at commit and one rolled back never is. `AuditHeard` is that one LISTEN connection
+(it reconnects by itself); `to_post` reads what was heard."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from db import audit, modlog, notify
+from db.listen import Listener
+from db.models import AuditLog
+from service.game import Game
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """An admin or moderator action (or a refused text) as recorded: its action's code, a target
+    and details (ids, numbers, what people typed), never a sentence."""
+
+    id: int
+    guild_id: int
+    channel_id: int | None
+    actor_id: int
+    actor_name: str
+    action: str
+    target: str | None
+    details: dict
+    created_at: datetime | None
+
+    @classmethod
+    def of(cls, row: AuditLog) -> AuditEntry:
+        return cls(row.id, row.guild_id, row.channel_id, row.actor_id, row.actor_name, row.action, row.target,
+                   row.details if isinstance(row.details, dict) else {}, row.created_at)
+
+
+class AuditHeard:
+    """`async with AuditHeard(url) as heard: async for payload in heard: ...`, each payload
+    {"audit_id", "guild_id"}; `on_connect` runs after every (re)connection (entries recorded while
+    it was down are not heard)."""
+
+    def __init__(self, url: str, *, on_connect: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._listener = Listener(url, [notify.AUDIT_RECORDED], on_connect=on_connect)
+
+    async def __aenter__(self) -> AuditHeard:
+        await self._listener.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._listener.aclose()
+
+    async def __aiter__(self) -> AsyncIterator[dict]:
+        async for n in self._listener:
+            yield n.payload
+
+
+async def to_post(game: Game, audit_id: int) -> tuple[AuditEntry, int] | None:
+    """Entry `audit_id` and its server's log channel; None when either is gone (no log channel)."""
+    async with game.sessions() as s:
+        row = await audit.entry(s, audit_id)
+        channel_id = None if row is None else await modlog.log_channel(s, row.guild_id)
+        return None if row is None or channel_id is None else (AuditEntry.of(row), channel_id)
+
+
+async def recent(game: Game, guild_id: int, limit: int = 20) -> list[AuditEntry]:
+    """The server's latest entries, newest first."""
+    async with game.sessions() as s:
+        return [AuditEntry.of(r) for r in await audit.recent(s, guild_id, limit)]
