@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
-from bot import context
+from bot.game import place
 from bot.replies import Refusal, as_game_error
 from game.errors import GuildOnly, MissingRights
 
@@ -26,7 +26,8 @@ def _member_role_ids(interaction: discord.Interaction[AnimeGamerBot]) -> set[int
 
 
 async def _configured_roles(interaction: discord.Interaction[AnimeGamerBot]) -> tuple[frozenset[int], frozenset[int]]:
-    cfg = await interaction.client.config.config(*context.place(interaction))  # cached
+    where = place(interaction)
+    cfg = await interaction.client.config.config(where.guild_id, where.channel_id)  # cached
     return cfg.admin_role_ids, cfg.moderator_role_ids
 
 

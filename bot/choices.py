@@ -18,6 +18,7 @@ import discord
 from discord import app_commands
 
 from bot import context
+from bot.game import place
 from game import vocabulary
 from game.catalogue import FILMS, NAME_SEPARATORS, Character, Film, fold
 from i18n import _, current_locale, locales
@@ -88,9 +89,9 @@ async def film_and_cast(interaction: discord.Interaction[AnimeGamerBot]) -> tupl
     """The film played in this channel (its game's, else the configured one) and its playable
     characters, from the bot's cache: autocomplete asks on every keystroke."""
     cache = interaction.client.config
-    guild_id, channel_id = context.place(interaction)
-    cfg = await cache.config(guild_id, channel_id)
-    game = await cache.live_game(channel_id)
+    where = place(interaction)
+    cfg = await cache.config(where.guild_id, where.channel_id)
+    game = await cache.live_game(where.channel_id)
     film = FILMS.get(game.film_id) if game is not None else cfg.film
     return film, (cfg.cast_for(film) if film else [])
 

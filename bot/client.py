@@ -18,9 +18,9 @@ from bot import ack_order, health, locale
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
+from bot.game import game_of
 from bot.hosting import VoteRounds
 from bot.interaction_meter import InteractionMeter
-from bot.job_queue import JobQueue
 from bot.maintenance import Maintenance
 from bot.metrics import BotMetrics
 from bot.notifier import RETRY_DELAYS, Notifier
@@ -29,8 +29,8 @@ from bot.queue_watch import QueueWatch
 from bot.shards import ShardClaim
 from bot.status import StatusBoard
 from bot.translator import CatalogTranslator
-from db.runtime import Database
-from db.turn_posts import POST_LEASE
+from service.jobs import Jobs, QueueJobs
+from service.runtime import Store
 from settings import Settings
 
 log = logging.getLogger(__name__)
@@ -75,22 +75,23 @@ class AnimeGamerBot(commands.AutoShardedBot):
     def __init__(
         self,
         settings: Settings,
-        db: Database,
+        db: Store,
         *,
-        queue: JobQueue | None = None,
+        queue: Jobs | None = None,
         edit_budget: tuple[int, float] = (5, 5.0),
         sweep_seconds: float = 30.0,
-        post_lease: timedelta = POST_LEASE,
+        post_lease: timedelta | None = None,
         post_retry_delays: tuple[float, ...] = RETRY_DELAYS,
         claimant: str | None = None,
         sync_commands: bool = False,
         health_address: tuple[str, int] | None = None,
         **options,
     ) -> None:
-        """health_address: (host, port) to serve GET /healthz on (bot.health); port 0 picks a free one,
-        then in `health_port`. None: no health endpoint. Shards: settings.shard_ids of
-        settings.shard_count (unset: Discord's recommended count, all in this process); the
-        shard_ids/shard_count options override them."""
+        """db: the database, as service.runtime opened it. post_lease: how long a claim on a turn
+        to post holds (None: the service's usual lease). health_address: (host, port) to serve
+        GET /healthz on (bot.health); port 0 picks a free one, then in `health_port`. None: no
+        health endpoint. Shards: settings.shard_ids of settings.shard_count (unset: Discord's
+        recommended count, all in this process); the shard_ids/shard_count options override them."""
         # Metrics before the client: its HTTP session is made with the interaction meter's trace.
         metrics = BotMetrics()
         meter = InteractionMeter(metrics)
@@ -111,7 +112,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.metrics = metrics  # bot.metrics, served at GET /metrics by bot.health
         self.interaction_meter = meter
         self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
-        self.queue = queue or JobQueue()
+        self.queue: Jobs = queue or QueueJobs()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
         self.config = ConfigCache(db, settings, metrics)  # guild and channel configuration, live sessions' films
         self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
@@ -120,7 +121,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.privacy refreshes rounds)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
-        self.queue_watch = QueueWatch(db, metrics)  # the queue gauges and database_up
+        self.queue_watch = QueueWatch(game_of(self), metrics)  # the queue gauges and database_up
         metrics.watch_edit_queue(self.edits.pending_count)
         metrics.watch_gateway(self)
         self._sync_commands = sync_commands

@@ -67,9 +67,9 @@ async def _run(settings, *, sync: bool, migrate: bool) -> int:
     import discord
 
     from bot.client import AnimeGamerBot
-    from db.runtime import open_database
+    from service.runtime import opened
 
-    async with open_database(settings, migrate=migrate) as db:
+    async with opened(settings, migrate=migrate) as db:
         health = (settings.metrics_host, settings.bot_health_port) if settings.bot_health_port else None
         bot = AnimeGamerBot(settings, db, sync_commands=sync, health_address=health)
         logging.getLogger(__name__).info("gateway: %s", bot.shards_claim)

@@ -26,7 +26,3 @@ def channel_id(interaction: discord.Interaction) -> int:
         raise GuildOnly()
     return interaction.channel_id
 
-
-def place(interaction: discord.Interaction) -> tuple[int, int]:
-    """(server id, channel id) of a command used in a server channel; GuildOnly elsewhere."""
-    return guild_id(interaction), channel_id(interaction)

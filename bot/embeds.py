@@ -11,13 +11,12 @@ much longer than the English, so every text is fitted to Discord's limits after 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import discord
 from discord.utils import escape_markdown, escape_mentions
 
-from db.models import GameSession, Player, Turn
 from game import turn_texts
 from game.catalogue import Film
 from game.sanitize import clean_text
@@ -148,7 +147,74 @@ def turn_status(status: str) -> str:
     return esc(str(status_label(status)))
 
 
-def turn_embed(turn: Turn, film: Film, *, clip_note: str | None = None) -> discord.Embed:
+# What each embed reads of what it shows, typed by the attributes it reads: the service's values
+# (service.posting.Post, service.status.StatusTurn) and the turns its actions return fit them alike.
+class Shown(Protocol):
+    """What a status message shows of a turn (the status board's Card is one too)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def instruction(self) -> str: ...
+
+    @property
+    def author_name(self) -> str: ...
+
+
+class Listed(Shown, Protocol):
+    """A turn as /history lists it."""
+
+    @property
+    def status(self) -> str: ...
+
+
+class Finished(Shown, Protocol):
+    """A finished or failed turn as its post shows it."""
+
+    @property
+    def is_preview(self) -> bool: ...
+
+    @property
+    def motion_scope(self) -> float | None: ...
+
+    @property
+    def motion_level(self) -> int | None: ...
+
+    @property
+    def characters(self) -> Sequence[str]: ...
+
+    @property
+    def states_before(self) -> dict | None: ...
+
+    @property
+    def states_after(self) -> dict | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+class Played(Protocol):
+    """A game as /status heads it."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def next_seq(self) -> int: ...
+
+
+class Playing(Protocol):
+    """A member playing a character, as /status names them."""
+
+    @property
+    def character_id(self) -> str: ...
+
+    @property
+    def user_name(self) -> str: ...
+
+
+def turn_embed(turn: Finished, film: Film, *, clip_note: str | None = None) -> discord.Embed:
     """A finished turn: instruction, author, number, motion scope and each acting character's bars."""
     title = _("Turn #%(seq)s · preview", seq=turn.seq) if turn.is_preview else _("Turn #%(seq)s", seq=turn.seq)
     e = discord.Embed(title=title, description=esc(turn.instruction), colour=PREVIEW if turn.is_preview else DONE)
@@ -169,7 +235,7 @@ def turn_embed(turn: Turn, film: Film, *, clip_note: str | None = None) -> disco
     return fit_embed(e)
 
 
-def failed_embed(turn: Turn, film: Film) -> discord.Embed:
+def failed_embed(turn: Finished, film: Film) -> discord.Embed:
     e = discord.Embed(title=_("Turn #%(seq)s failed", seq=turn.seq), description=esc(turn.instruction), colour=FAILED)
     e.add_field(name=_("Author"), value=person(turn.author_name), inline=True)
     e.add_field(name=_("Reason"), value=failure_text(turn.error), inline=False)
@@ -194,21 +260,10 @@ _STATUS_TITLES = {
 }
 
 
-class Shown(Protocol):
-    """What a status message shows of a turn it has no row of (the status board's Card)."""
-
-    @property
-    def seq(self) -> int: ...
-
-    @property
-    def instruction(self) -> str: ...
-
-    @property
-    def author_name(self) -> str: ...
 
 
 def status_embed(
-    turn: Turn | Shown,
+    turn: Shown,
     *,
     state: str,
     position: int | None = None,
@@ -233,7 +288,7 @@ def status_embed(
 
 
 def states_embed(
-    gs: GameSession, film: Film, states: Mapping[str, CharacterState], players: Iterable[Player]
+    gs: Played, film: Film, states: Mapping[str, CharacterState], players: Iterable[Playing]
 ) -> discord.Embed:
     """/status: every character of the game with its bars and who plays it."""
     by_char = {p.character_id: p for p in players}
@@ -252,7 +307,7 @@ def states_embed(
     return fit_embed(e)
 
 
-def history_embed(turns: Iterable[Turn], film: Film, *, label: str | None = None) -> discord.Embed:
+def history_embed(turns: Iterable[Listed], film: Film, *, label: str | None = None) -> discord.Embed:
     if label:
         title = _("History · %(film)s · %(label)s", film=film_title(film), label=label)
     else:

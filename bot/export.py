@@ -21,10 +21,10 @@ from pathlib import Path
 
 import ffmpeg
 
-from db import turn_reads
 from game.errors import ExportCooldown, ExportTooLarge, GameError, NothingToExport
 from i18n import L_
-from inference.mp4 import ffmpeg_binary
+from service import exports
+from service.game import Game
 
 # Clips stored before turns recorded their length: the released decoder's 17 frames at 8 fps.
 FALLBACK_CLIP_SECONDS = 17 / 8
@@ -57,7 +57,7 @@ async def _ffmpeg(stream) -> None:
     # which would deliver a video cut short without a word.
     args = stream.global_args("-hide_banner", "-loglevel", "error", "-xerror", "-y")
     try:
-        await asyncio.to_thread(args.run, cmd=ffmpeg_binary(), capture_stdout=True, capture_stderr=True)
+        await asyncio.to_thread(args.run, cmd=exports.encoder(), capture_stdout=True, capture_stderr=True)
     except ffmpeg.Error as e:
         raise ExportFailed(f"ffmpeg failed: {e.stderr.decode(errors='replace')[-800:].strip()}") from e
 
@@ -87,17 +87,12 @@ async def stitch(listing: Path, seconds: float, limit: int, out_dir: Path) -> Pa
     raise ExportTooLarge(limit)
 
 
-async def export_session(sessions: Callable, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
-    """The latest `count` shots of a session stitched under `limit` bytes, in `out_dir`.
-
-    `sessions` is the bot's session factory; each clip is read in its own short transaction and
-    written straight to disk."""
-    async with sessions() as s:
-        shots = await turn_reads.exportable_shots(s, session_id, count)
+async def export_session(game: Game, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
+    """The latest `count` shots of a session stitched under `limit` bytes, in `out_dir`; each clip
+    is read on its own and written straight to disk."""
     lines, written, seconds = [], [], 0.0
-    for shot in shots:
-        async with sessions() as s:
-            data = await turn_reads.clip_bytes(s, shot.turn_id)
+    for shot in await exports.shots(game, session_id, count):
+        data = await exports.clip(game, shot.turn_id)
         if data is None:  # pruned since it was listed
             continue
         path = out_dir / f"{shot.seq:06d}.mp4"

@@ -21,7 +21,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.metrics import BotMetrics, ShardedGateway, gateway_shards
-from db.runtime import Database
+from service.runtime import Store, answers
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Watched(ShardedGateway, Protocol):
     """What /healthz and /metrics read of the bot."""
 
     @property
-    def db(self) -> Database: ...
+    def db(self) -> Store: ...
 
     @property
     def notifier(self) -> Listening: ...
@@ -64,7 +64,7 @@ def gateway_state(bot: Watched) -> str:
 async def health(bot: Watched) -> dict[str, object]:
     state: dict[str, object] = {
         "gateway": gateway_state(bot),
-        "database": "up" if await bot.db.answers(CHECK_TIMEOUT) else "unreachable",
+        "database": "up" if await answers(bot.db, CHECK_TIMEOUT) else "unreachable",
         "live_updates": "up" if bot.notifier.live else "reconnecting",
     }
     latency = bot.latency

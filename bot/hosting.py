@@ -7,14 +7,14 @@ of the bot's attributes it reads, all read-only (properties), so the bot's own t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import discord
 from discord.abc import GuildChannel, PrivateChannel
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.runtime import Database
+from service.jobs import Jobs
+from service.runtime import Store
 from settings import Settings
 
 
@@ -39,31 +39,23 @@ class DiscordClient(Protocol):
 
 
 class Stored(Protocol):
-    """The bot's settings and database."""
+    """What the game service runs on in the bot (bot.game.game_of): its settings, its database
+    and its turn queue."""
 
     @property
     def settings(self) -> Settings: ...
 
     @property
-    def db(self) -> Database: ...
+    def db(self) -> Store: ...
+
+    @property
+    def queue(self) -> Jobs: ...
 
 
 class Wakes(Protocol):
     """The notifier, as the parts that hand it work see it."""
 
     def wake(self) -> None: ...
-
-
-class Positions(Protocol):
-    """The job queue, as the status board reads it."""
-
-    async def positions(self, s: AsyncSession, turn_ids: Iterable[int]) -> dict[int, int]: ...
-
-
-class StaleJobs(Protocol):
-    """The job queue, as the privacy jobs clean it."""
-
-    async def cancel_stale_jobs(self, s: AsyncSession, session_id: int) -> int: ...
 
 
 class ShowsRounds(Protocol):

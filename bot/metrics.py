@@ -243,7 +243,7 @@ class BotMetrics:
         self.database_up.set(1 if up else 0)
 
     def set_queue(self, waiting: Mapping[str, tuple[int, float]], films: Iterable[str] = ()) -> None:
-        """Set the queue gauges from db.queue_stats.waiting_by_film: {film: (turns, oldest age s)}.
+        """Set the queue gauges from service.queue_stats.waiting_by_film: {film: (turns, oldest age s)}.
         Films seen before (or listed in `films`, e.g. the configured ones) with nothing waiting
         read 0, so a drained queue shows 0 rather than a gap."""
         self._films |= set(films) | set(waiting)

@@ -1,12 +1,12 @@
 """Posts finished turns to their channels, each exactly once and in order, and relays progress.
 
-A dedicated LISTEN connection (db.listen) wakes the poster when a turn finishes and feeds progress
+A dedicated LISTEN connection (service.events) wakes the poster when a turn finishes and feeds progress
 and queue changes to the status board; the scheduler's sweep (bot.maintenance) and every
 (re)connection wake it too, for anything missed while the bot or its connection was down.
 
 One message per turn: posting edits the turn's status message (sent when it was queued, its id
 recorded then) into the post: the MP4, the final embed and a Regenerate button. An edit is
-idempotent, so a poster that died between the edit and `mark_posted` only repeats it. Only when
+idempotent, so a poster that died between the edit and recording it posted only repeats it. Only when
 the turn has no status message (it could not be sent, or someone deleted it) is a new message
 sent; that send carries a nonce (`enforce_nonce`) and its id is recorded at once. Before sending,
 the notifier looks in the channel for this turn's message whose recording was lost (a bot that
@@ -47,16 +47,16 @@ from bot import locale, removed
 from bot.buttons import REGENERATE, view_of
 from bot.edits import EditScheduler
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
+from bot.game import game_of
 from bot.hosting import DiscordClient, Stored
 from bot.locale import Speaker
 from bot.metrics import BotMetrics
 from bot.status import StatusBoard
-from db import notify, turn_posts, turn_reads
-from db import sessions as game_sessions
-from db.models import GameSession, Turn
 from game.catalogue import display_film
 from i18n import L_, _
 from i18n.formatting import size
+from service import events, posting
+from service.posting import Post
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ RETRY_DELAYS = (30.0, 120.0, 300.0)  # seconds before the 2nd, 3rd and 4th try (
 FOUND_POST_LOOKBACK = 50  # messages searched for a turn's message whose recording was lost
 
 
-def post_lag(turn: Turn, now: datetime | None = None) -> float:
+def post_lag(turn: Post, now: datetime | None = None) -> float:
     """Seconds from the turn's finish (turns.finished_at, the database's clock) to now."""
     finished = turn.finished_at
     if finished is None:
@@ -74,7 +74,7 @@ def post_lag(turn: Turn, now: datetime | None = None) -> float:
     return max(0.0, ((now or datetime.now(UTC)) - finished).total_seconds())
 
 
-def message_nonce(turn: Turn) -> str:
+def message_nonce(turn: Post) -> str:
     """Stable for one generation of a turn, new after a regeneration (new seed); <= 25 chars."""
     return hashlib.blake2b(f"{turn.id}:{turn.seed}:{turn.status}".encode(), digest_size=12).hexdigest()
 
@@ -106,12 +106,12 @@ class Notifier:
         self,
         bot: NotifierHost,
         *,
-        lease: timedelta = turn_posts.POST_LEASE,
+        lease: timedelta | None = None,
         claimant: str | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
     ) -> None:
         self.bot = bot
-        self.lease = lease
+        self.lease = lease  # None: the service's usual lease
         self.claimant = claimant or f"bot:{socket.gethostname()}:{os.getpid()}"
         self.retry_delays = tuple(retry_delays)
         self._wake = asyncio.Event()
@@ -120,7 +120,7 @@ class Notifier:
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
         self.listening = asyncio.Event()  # set once LISTEN is in place (the caches can be trusted)
-        self._listener = None  # the LISTEN connection (db.listen.Listener) while it exists
+        self._events: events.Events | None = None  # the LISTEN connection while it exists
 
     def start(self) -> None:
         self._tasks = [
@@ -157,7 +157,7 @@ class Notifier:
     @property
     def live(self) -> bool:
         """Whether notifications flow now: the LISTEN connection is up (it reconnects by itself)."""
-        return self._listener is not None and self._listener.connected.is_set()
+        return self._events is not None and self._events.connected
 
     async def _on_connect(self) -> None:
         self.bot.config.clear()  # configuration changes may have been missed
@@ -165,20 +165,14 @@ class Notifier:
         self.wake()  # sweep for what finished while we were not listening
 
     async def _listen(self) -> None:
-        from db.listen import Listener
-
         delay = 1.0
         while not self._closed:
             try:
-                async with Listener(
-                    self.bot.db.url,
-                    [notify.TURN_FINISHED, notify.TURN_PROGRESS, notify.TURN_QUEUED, notify.SESSION_CHANGED, notify.CONFIG_CHANGED],
-                    on_connect=self._on_connect,
-                ) as listener:
+                async with events.Events(self.bot.db, on_connect=self._on_connect) as heard:
                     delay = 1.0
-                    self._listener = listener
-                    async for n in listener:
-                        self._dispatch(n.channel, n.payload)
+                    self._events = heard
+                    async for e in heard:
+                        self._dispatch(e.name, e.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the database is down: keep trying; the sweep covers the gap
@@ -186,20 +180,20 @@ class Notifier:
                 await asyncio.sleep(delay)
                 delay = min(30.0, delay * 2)
 
-    def _dispatch(self, channel: str, p: dict) -> None:
-        if channel == notify.TURN_FINISHED:
+    def _dispatch(self, event: str, p: dict) -> None:
+        if event == events.TURN_FINISHED:
             self.wake()
             self.bot.board.queue_changed()
-        elif channel == notify.TURN_PROGRESS:
+        elif event == events.TURN_PROGRESS:
             # A turn's first progress also tells the board it started (the queue moved).
             preview = p.get("preview")  # a new preview stored on the turn: its number
             self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"),
                                     None if preview is None else int(preview))
-        elif channel == notify.TURN_QUEUED:  # queued, regenerated or cancelled
+        elif event == events.TURN_QUEUED:  # queued, regenerated or cancelled
             self.bot.board.queue_changed()
-        elif channel == notify.SESSION_CHANGED:
+        elif event == events.SESSION_CHANGED:
             self.bot.config.session_changed(p.get("channel_id"))
-        elif channel == notify.CONFIG_CHANGED:
+        elif event == events.CONFIG_CHANGED:
             self.bot.config.config_changed(p.get("guild_id"))
 
     # --- posting
@@ -223,31 +217,29 @@ class Notifier:
         if not self.bot.is_ready():
             return 0
         posted = 0
+        game = game_of(self.bot)
         async with self._lock:
             while True:
                 guild_ids = [g.id for g in self.bot.guilds]
                 if not guild_ids:
                     return posted
-                async with self.bot.db.sessions.begin() as s:
-                    claimed = await turn_posts.claim_unposted(s, self.claimant, self.lease, guild_ids=guild_ids)
+                claimed = await posting.claim(game, self.claimant, guild_ids, self.lease)
                 if not claimed:
                     break
                 held: set[int] = set()
                 later = False
                 for turn in claimed:
-                    outcome = Outcome.LATER if turn.session_id in held else await self._post(turn.id)
+                    outcome = Outcome.LATER if turn.session_id in held else await self._post(turn.turn_id)
                     if outcome is Outcome.POSTED:
                         posted += 1
                         continue
                     held.add(turn.session_id)
                     if outcome is Outcome.LATER:
                         later = True
-                        async with self.bot.db.sessions.begin() as s:
-                            await turn_posts.release_claim(s, turn.id)
+                        await posting.release(game, turn.turn_id)
                 if later:  # a status message is on its way; announce_queued wakes us when it is sent
                     break
-            async with self.bot.db.sessions() as s:
-                retry = await turn_posts.next_post_retry(s, guild_ids)
+            retry = await posting.next_retry(game, guild_ids)
         if retry is not None:
             self.wake_at(retry)
         return posted
@@ -260,35 +252,34 @@ class Notifier:
     async def _post(self, turn_id: int) -> Outcome:
         if self.bot.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
             return Outcome.LATER
-        async with self.bot.db.sessions() as s:
-            turn = await turn_reads.get_turn(s, turn_id, blobs=True)
-            if turn is None or turn.status not in ("done", "failed") or turn.posted_at is not None:
-                return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
-            gs = await game_sessions.session_by_id(s, turn.session_id)
-        channel = self.bot.get_channel(gs.channel_id)
+        game = game_of(self.bot)
+        turn = await posting.to_post(game, turn_id)
+        if turn is None:
+            return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
+        channel = self.bot.get_channel(turn.channel_id)
         try:
             if channel is None:
-                channel = await self.bot.fetch_channel(gs.channel_id)
-            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
-                message_id = await self._deliver(turn, gs, channel)
+                channel = await self.bot.fetch_channel(turn.channel_id)
+            async with locale.public(self.bot, turn.guild_id, turn.channel_id):
+                message_id = await self._deliver(turn, channel)
         except (discord.NotFound, discord.Forbidden) as e:
-            log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, gs.channel_id, e)
+            log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, turn.channel_id, e)
             await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
             self.bot.metrics.post_giveups.inc()
             return Outcome.POSTED
         except (TimeoutError, discord.HTTPException, OSError) as e:
-            await self._failed(turn, gs, channel, e)
+            await self._failed(turn, channel, e)
             return Outcome.FAILED
         self.bot.metrics.posted(post_lag(turn))  # sent: the lag ends here, before it is recorded
         await self._mark_posted(turn.id, message_id)
         self.bot.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
-            async with locale.public(self.bot, gs.guild_id, gs.channel_id):
-                await removed.reshow_if_removed(self.bot.db, self.bot.edits, turn.id, gs.channel_id, message_id)
+            async with locale.public(self.bot, turn.guild_id, turn.channel_id):
+                await removed.reshow_if_removed(game, self.bot.edits, turn.id, turn.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
-    def _post_fields(self, turn: Turn, film, channel, clip_too_big: bool = False) -> dict:
+    def _post_fields(self, turn: Post, film, channel, clip_too_big: bool = False) -> dict:
         """The post's message fields, rendered in the current locale (the server's: see _post)."""
         if turn.removed_at is not None:  # taken down before its post: the notice instead
             return removed.removed_fields(turn)
@@ -298,7 +289,7 @@ class Notifier:
         limit = self.upload_limit(getattr(channel, "guild", None))
         note = None
         if turn.mp4 is None:
-            note = _("The clip is no longer stored.") if turn.blobs_pruned_at else _("This turn has no clip.")
+            note = _("The clip is no longer stored.") if turn.clip_pruned else _("This turn has no clip.")
         elif clip_too_big and len(turn.mp4) <= limit:  # the server's real limit is lower than we knew
             note = _("The clip (%(size)s) is larger than this server's upload limit, so it is not attached.",
                      size=size(len(turn.mp4)))
@@ -308,9 +299,9 @@ class Notifier:
         files = [] if note or turn.mp4 is None else [discord.File(io.BytesIO(turn.mp4), filename=f"turn-{turn.seq}.mp4")]
         return {"embed": turn_embed(turn, film, clip_note=note), "attachments": files, "view": view}
 
-    async def _deliver(self, turn: Turn, gs: GameSession, channel) -> int:
+    async def _deliver(self, turn: Post, channel) -> int:
         """Put the post in the channel; returns its message id."""
-        film = display_film(gs.film_id)
+        film = display_film(turn.film_id)
         fields = self._post_fields(turn, film, channel)
         try:
             return await self._edit_or_send(turn, channel, fields)
@@ -320,7 +311,7 @@ class Notifier:
             # The server's limit was lower than we knew: post the turn without its clip.
             return await self._edit_or_send(turn, channel, self._post_fields(turn, film, channel, clip_too_big=True), nonce_suffix="n")
 
-    async def _edit_or_send(self, turn: Turn, channel, fields: dict, nonce_suffix: str = "") -> int:
+    async def _edit_or_send(self, turn: Post, channel, fields: dict, nonce_suffix: str = "") -> int:
         if turn.status_message_id is not None:
             try:
                 await self.bot.edits.final(channel.id, turn.status_message_id, **fields)
@@ -343,7 +334,7 @@ class Notifier:
         await self._mark_posted(turn.id, msg.id)  # recorded at once: the lease never runs out on it
         return msg.id
 
-    async def _find_message(self, turn: Turn, channel) -> tuple[int | None, bool]:
+    async def _find_message(self, turn: Post, channel) -> tuple[int | None, bool]:
         """This generation's message in the channel, sent by a bot that died before recording it:
         the bot's own, with this turn's Cancel button and sent since the turn was (re)queued (its
         status message: False), or with its Regenerate button and sent since it finished (its post:
@@ -368,7 +359,7 @@ class Notifier:
             log.info("turn %s: cannot read channel %s's history to look for its message", turn.id, channel.id)
         return None, False
 
-    async def _failed(self, turn: Turn, gs: GameSession, channel, error: BaseException) -> None:
+    async def _failed(self, turn: Post, channel, error: BaseException) -> None:
         """A try failed: wait and try again, or after the last try give the turn up, say so in the
         channel, and let the later turns go."""
         why = f"{type(error).__name__}: {error}"[:300]
@@ -376,8 +367,7 @@ class Notifier:
         if tries <= len(self.retry_delays):
             delay = self.retry_delays[tries - 1]
             log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
-            async with self.bot.db.sessions.begin() as s:
-                await turn_posts.postpone_post(s, turn.id, timedelta(seconds=delay), why)
+            await posting.postpone(game_of(self.bot), turn.id, timedelta(seconds=delay), why)
             self.bot.metrics.post_retries.inc()
             return
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
@@ -385,18 +375,17 @@ class Notifier:
         self.bot.metrics.post_giveups.inc()
         self.bot.board.posted(turn.id)
         notice = L_("Turn #%(seq)s could not be posted: Discord kept failing. It is kept in /history.", seq=turn.seq)
-        async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+        async with locale.public(self.bot, turn.guild_id, turn.channel_id):
             embed = status_embed(turn, state="not posted", note=notice)
             content = fit(notice, CONTENT_MAX)
         if turn.status_message_id and channel is not None:
             with contextlib.suppress(TimeoutError, discord.HTTPException, OSError):
                 await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None, attachments=[])
         try:
-            await self.bot.board.channel(gs.channel_id, gs.guild_id).send(content)
+            await self.bot.board.channel(turn.channel_id, turn.guild_id).send(content)
         except (TimeoutError, discord.HTTPException, OSError) as e:
             log.info("turn %s: the notice could not be posted either: %s", turn.id, e)
         self.wake()  # the later turns of this channel may go now
 
     async def _mark_posted(self, turn_id: int, message_id: int | None, error: str | None = None) -> None:
-        async with self.bot.db.sessions.begin() as s:
-            await turn_posts.mark_posted(s, turn_id, message_id, error)
+        await posting.posted(game_of(self.bot), turn_id, message_id, error)

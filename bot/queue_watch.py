@@ -1,5 +1,5 @@
 """The bot's view of the turn queues for its metrics: every `interval` seconds (and once at start),
-the turns waiting per film and the oldest one's age (db.queue_stats.waiting_by_film) go into
+the turns waiting per film and the oldest one's age (service.queue_stats.waiting_by_film) go into
 animegamer_queue_depth{film} / animegamer_queue_oldest_seconds{film}, and whether the query
 reached the database into animegamer_database_up.
 
@@ -15,10 +15,10 @@ import contextlib
 import logging
 
 from bot.metrics import BotMetrics
-from db.queue_stats import waiting_by_film
-from db.runtime import Database
-from db.transient import is_transient
 from game.catalogue import FILMS
+from service.game import Game
+from service.queue_stats import waiting_by_film
+from service.runtime import outage
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,8 @@ TIMEOUT = 10.0  # seconds for one refresh's query
 
 
 class QueueWatch:
-    def __init__(self, db: Database, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
-        self.db, self.metrics = db, metrics
+    def __init__(self, game: Game, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
+        self.game, self.metrics = game, metrics
         self.interval = interval
         self.refreshes = 0  # successful refreshes so far (tests)
         self._task: asyncio.Task | None = None
@@ -49,13 +49,13 @@ class QueueWatch:
         not answer."""
         metrics = self.metrics
         try:
-            async with asyncio.timeout(TIMEOUT), self.db.sessions() as s:
-                waiting = await waiting_by_film(s)
+            async with asyncio.timeout(TIMEOUT):
+                waiting = await waiting_by_film(self.game)
         except asyncio.CancelledError:
             raise
         except Exception as e:
             metrics.set_database_up(False)
-            if is_transient(e) or isinstance(e, TimeoutError):
+            if outage(e) is not None or isinstance(e, TimeoutError):
                 log.info("queue gauges not refreshed: the database is unreachable (%s)", e)
             else:
                 log.warning("queue gauges not refreshed", exc_info=True)

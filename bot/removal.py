@@ -19,7 +19,7 @@ import discord
 from bot import checks, locale, removed
 from bot.game import member, place
 from i18n import _
-from service import shots
+from service import posting, shots
 from service.game import Game
 
 if TYPE_CHECKING:
@@ -33,9 +33,10 @@ async def remove(bot: AnimeGamerBot, game: Game, interaction: discord.Interactio
     moderator = await checks.is_moderator(interaction)
     done = await shots.remove(game, place(interaction), member(interaction), turn_id, reason,
                               moderator=moderator, via=via)
-    if done.message_id is not None:
+    notice = await posting.taken_down(game, turn_id) if done.message_id is not None else None
+    if notice is not None and done.message_id is not None:
         async with locale.public(bot, done.guild_id, done.channel_id):  # the post is public
-            fields = removed.removed_fields(done.turn)
+            fields = removed.removed_fields(notice)
         bot.board.spawn(removed.show(bot.edits, done.channel_id, done.message_id, fields), f"remove-shot-{turn_id}")
     return done
 

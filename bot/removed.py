@@ -6,17 +6,16 @@ server's language (bot.locale.public)."""
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Literal, Protocol
 
 import discord
 
 from bot.edits import EditScheduler
 from bot.embeds import WAITING, esc, fit_embed
-from db import turn_reads
-from db.models import Turn
-from db.runtime import Database
 from game.stored_reasons import removal_reason
 from i18n import L_, Lazy, _
+from service import posting
+from service.game import Game
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,26 @@ def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], rea
     return fit_embed(e)
 
 
-def removed_fields(turn: Turn) -> dict:
+class TakenDown(Protocol):
+    """What a removal notice reads of its turn (service.posting's Post and TakenDown fit)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def author_id(self) -> int: ...
+
+    @property
+    def removed_by_id(self) -> int | None: ...
+
+    @property
+    def removed_reason(self) -> str | None: ...
+
+    @property
+    def removed_note(self) -> str | None: ...
+
+
+def removed_fields(turn: TakenDown) -> dict:
     """The message edit that shows a removed turn: no file, no button, the notice."""
     by = "system" if turn.removed_by_id is None else "author" if turn.removed_by_id == turn.author_id else "moderator"
     embed = removed_embed(turn.seq, by=by, reason=removal_reason(turn.removed_reason, turn.removed_note))
@@ -54,10 +72,9 @@ async def show(edits: EditScheduler, channel_id: int, message_id: int, fields: d
         log.info("could not replace removed shot's message %s: %s", message_id, e)
 
 
-async def reshow_if_removed(db: Database, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
+async def reshow_if_removed(game: Game, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
     """After a post: if the turn was taken down while the post was being made, show the notice
     (in the locale current: the caller's bot.locale.public)."""
-    async with db.sessions() as s:
-        turn = await turn_reads.get_turn(s, turn_id)
-    if turn is not None and turn.removed_at is not None:
+    turn = await posting.taken_down(game, turn_id)
+    if turn is not None:
         await show(edits, channel_id, message_id, removed_fields(turn))

@@ -16,13 +16,14 @@ from discord import app_commands
 
 from bot import audit
 from bot.embeds import CONTENT_MAX, fit
+from bot.game import game_of, member, place
 from bot.hints import BOT_HINTS
-from bot.job_queue import QueueDown
-from db.transient import is_transient
 from game.content_errors import ContentRefused, TextRefused
 from game.content_rules import rule_set_code
 from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
+from service.jobs import QueueDown
+from service.runtime import outage
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot
@@ -50,7 +51,7 @@ def as_game_error(exc: BaseException) -> GameError | None:
         return TextRefused(exc.field_name, exc.reason)
     if isinstance(exc, QueueDown):
         return ServiceDown("the generation queue")
-    if is_transient(exc):  # the one classification of transient database errors
+    if outage(exc) is not None:  # the one classification of transient database errors
         return ServiceDown()
     return None
 
@@ -72,11 +73,10 @@ async def record_refusal(interaction: discord.Interaction[AnimeGamerBot], refuse
     database that is down loses the entry, never the member's answer."""
     command = interaction.command.qualified_name if interaction.command else None
     try:
-        async with interaction.client.db.sessions.begin() as s:
-            rule_set, rule = rule_set_code(audit.rule_set_name(refused.rule_set))  # a code, the AutoMod rule's name apart
-            await audit.record(s, interaction, f"{refused.what}_refused", command and f"/{command}",
-                               rule_set=rule_set, **({"rule": rule} if rule is not None else {}),
-                               term=refused.term, text=refused.text)
+        rule_set, rule = rule_set_code(audit.rule_set_name(refused.rule_set))  # a code, the AutoMod rule's name apart
+        await game_of(interaction.client).record_alone(
+            place(interaction), member(interaction), f"{refused.what}_refused", command and f"/{command}",
+            rule_set=rule_set, **({"rule": rule} if rule is not None else {}), term=refused.term, text=refused.text)
     except Exception as e:
         log.warning("could not record a refused %s in the audit log: %s", refused.what, e)
 

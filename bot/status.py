@@ -12,7 +12,7 @@ NOTIFY; what a status message shows of its turn is kept in memory, so a progress
 query (after a restart, one per turn).
 
 While the turn runs, the message also shows the latest preview of its clip (a small WebP the
-worker stores on the turn, db.turn_previews; a progress NOTIFY names each new one): an edit that
+worker stores on the turn, service.live.latest_still; a progress NOTIFY names each new one): an edit that
 replaces the message's attachments with it, through the same scheduler, so previews coalesce
 with progress and never hold up the post, whose clip replaces the preview. A preview that cannot
 be read is skipped, logged once per turn.
@@ -33,14 +33,13 @@ from bot import locale
 from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
-from bot.hosting import DiscordClient, Positions, Stored, Wakes
+from bot.game import game_of
+from bot.hosting import DiscordClient, Stored, Wakes
 from bot.locale import Speaker
 from bot.shards import ShardClaim
-from db import sessions as game_sessions
-from db import turn_posts, turn_previews, turn_reads
-from db.models import GameSession, Turn
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
+from service import live, status
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def position_text(position: int | None) -> str:
     return pgettext("queue position", "position %(position)s in the queue", position=number(position))
 
 
-def status_nonce(turn: Turn) -> str:
+def status_nonce(turn: status.StatusTurn) -> str:
     """The status message's nonce: one message per generation of a turn, even if the send is retried."""
     return hashlib.blake2b(f"{turn.id}:{turn.seed}:status".encode(), digest_size=12).hexdigest()
 
@@ -84,9 +83,6 @@ class BoardHost(DiscordClient, Stored, Speaker, Protocol):
 
     @property
     def shards_claim(self) -> ShardClaim: ...
-
-    @property
-    def queue(self) -> Positions: ...
 
     @property
     def notifier(self) -> Wakes: ...
@@ -137,19 +133,18 @@ class StatusBoard:
 
     # --- queued
 
-    async def announce_queued(self, turn: Turn, position: int | None, *, regenerated: bool = False,
-                              session: GameSession | None = None) -> None:
-        """Send the status message of a turn just queued, and record it on the turn. `session`: the
-        turn's game, when the caller has it (its guild and channel; else read here)."""
-        self._closed.pop(turn.id, None)  # a regenerated turn runs (and shows progress) again
-        self._running.discard(turn.id)
-        self._announcing.add(turn.id)
+    async def announce_queued(self, turn_id: int, position: int | None, *, regenerated: bool = False) -> None:
+        """Send the status message of a turn just queued, and record it on the turn."""
+        self._closed.pop(turn_id, None)  # a regenerated turn runs (and shows progress) again
+        self._running.discard(turn_id)
+        self._announcing.add(turn_id)
         fresh = None
+        game = game_of(self.bot)
         try:
-            gs = session
-            if gs is None or gs.id != turn.session_id:
-                async with self.bot.db.sessions() as s:
-                    gs = await game_sessions.session_by_id(s, turn.session_id)
+            found = await status.turn(game, turn_id)
+            if found is None:  # gone meanwhile (its game's data deleted): nothing to show
+                return
+            turn, gs = found
             async with locale.public(self.bot, gs.guild_id, gs.channel_id) as language:
                 embed = status_embed(turn, state="queued", position=position, note=REGENERATED if regenerated else None)
                 view = view_of(CANCEL.button(turn.id))
@@ -158,18 +153,16 @@ class StatusBoard:
             except (TimeoutError, discord.HTTPException, OSError) as e:  # queued all the same; posted as a new message
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
-            async with self.bot.db.sessions.begin() as s:
-                if await turn_posts.set_status_message(s, turn.id, msg.id) == "cancelled":
-                    fresh = await turn_reads.get_turn(s, turn.id)
+            fresh = await status.record_message(game, turn.id, msg.id)
             self._shown_position[turn.id] = position
             self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id,
                                         gs.guild_id, language)
         finally:
-            self._announcing.discard(turn.id)
+            self._announcing.discard(turn_id)
             self.bot.notifier.wake()  # it may have waited for this message
         # Cancelled before its status message existed: close it now.
-        if fresh is not None and fresh.status == "cancelled":
-            await self.finish(fresh, "cancelled", channel_id=gs.channel_id)
+        if fresh is not None:
+            await self._close(fresh, "cancelled", None, gs.channel_id, gs.guild_id)
 
     def queue_changed(self) -> None:
         """A turn was queued, started, finished or cancelled: waiting turns may have moved.
@@ -187,14 +180,12 @@ class StatusBoard:
             if not guild_ids:
                 return
             try:  # two queries, however many turns wait
-                async with self.bot.db.sessions() as s:
-                    queued = await turn_posts.queued_with_status_message(s, guild_ids)
-                    positions = await self.bot.queue.positions(s, [turn.id for turn, _, _ in queued])
+                queued = await status.waiting(game_of(self.bot), guild_ids)
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
-            for turn, channel_id, message_id in queued:
-                position = positions.get(turn.id)
+            for w in queued:
+                turn, channel_id, message_id, position = w.turn, w.channel_id, w.message_id, w.position
                 if not position or self._shown_position.get(turn.id) == position or turn.id in self._closed:
                     continue  # started meanwhile (0), no job (None), unchanged, or closed
                 self._shown_position[turn.id] = position
@@ -254,8 +245,7 @@ class StatusBoard:
         """Progress with the preview stored on the turn (a newer one than `number` if the worker
         stored one meanwhile); skipped if it is gone (the turn ended) or cannot be read."""
         try:
-            async with self.bot.db.sessions() as s:
-                found = await turn_previews.latest(s, card.id)
+            found = await live.latest_still(self.bot.db, card.id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if card.id not in self._preview_failed:
                 self._preview_failed.add(card.id)
@@ -268,22 +258,21 @@ class StatusBoard:
             return
         with use_locale(card.language):
             embed = status_embed(card, state="generating", position=0, progress=fraction, stage=stage)
-        still = discord.File(io.BytesIO(found[1]), filename=PREVIEW_FILE)
+        still = discord.File(io.BytesIO(found), filename=PREVIEW_FILE)
         # Replaces the message's attachments (the previous preview) with this one; the post's clip replaces it in turn.
         self.edits.routine(card.channel_id, card.message_id, embed=embed, view=None, attachments=[still])
 
     async def _load_card(self, turn_id: int) -> None:
         try:
-            async with self.bot.db.sessions() as s:
-                turn = await turn_reads.get_turn(s, turn_id)
-                gs = None if turn is None else await game_sessions.session_by_id(s, turn.session_id)
+            found = await status.turn(game_of(self.bot), turn_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
             return
-        if turn is None or gs is None:
+        if found is None:
             self._loading.pop(turn_id, None)
             return
+        turn, gs = found
         if not self.bot.shards_claim.owns(gs.guild_id):
             # Another process's shard (every process hears every NOTIFY): its status message is
             # that process's to edit; an edit from here could even land after its post. Closed
@@ -309,18 +298,24 @@ class StatusBoard:
         """The notifier edited the status message into the post: nothing more to show here."""
         self._close_card(turn_id)
 
-    async def finish(self, turn: Turn, state: str, *, note: str | Lazy | None = None, channel_id: int | None = None) -> None:
+    async def finish(self, turn_id: int, state: str, *, note: str | Lazy | None = None) -> None:
         """Close a turn's status message without a post (cancelled, or not posted): no buttons,
         and no progress edit after this one. The message is public: it is rendered in the server's
         language, so a `note` written where the member's language is current must be lazy (L_)."""
-        card = self._close_card(turn.id)
+        self._close_card(turn_id)
+        try:
+            found = await status.turn(game_of(self.bot), turn_id)
+        except Exception as e:  # the database is down: the message keeps its Cancel button, which answers
+            log.info("turn %s: could not close its status message: %s", turn_id, e)
+            return
+        if found is not None:
+            turn, gs = found
+            await self._close(turn, state, note, gs.channel_id, gs.guild_id)
+
+    async def _close(self, turn: status.StatusTurn, state: str, note: str | Lazy | None, channel_id: int,
+                     guild_id: int) -> None:
         if not turn.status_message_id:
             return
-        guild_id = card.guild_id if card is not None else None if channel_id is None else self._guild_of(channel_id)
-        if channel_id is None or guild_id is None:
-            async with self.bot.db.sessions() as s:
-                gs = await game_sessions.session_by_id(s, turn.session_id)
-            channel_id, guild_id = gs.channel_id, gs.guild_id
         async with locale.public(self.bot, guild_id, channel_id):
             embed = status_embed(turn, state=state, note=note)
         try:

@@ -63,7 +63,7 @@ class CancelButton(_TurnButton, template=buttons.CANCEL.template):
                                            moderator=await checks.is_moderator(interaction))
         # Shown on the public status message: rendered there, in the server's language.
         note = L_("Cancelled by %(name)s.", name=esc(interaction.user.display_name))
-        bot.board.spawn(bot.board.finish(turn, "cancelled", note=note), f"close-turn-{turn.id}")
+        bot.board.spawn(bot.board.finish(turn.id, "cancelled", note=note), f"close-turn-{turn.id}")
         return _("Turn #%(seq)s is cancelled.", seq=turn.seq)
 
 
@@ -79,7 +79,7 @@ class RegenerateButton(_TurnButton, template=buttons.REGENERATE.template):
         turn, gs, old_message = done.turn, done.session, done.old_message
         # The new take's status message first (the notifier waits for it rather than send a
         # message of its own); the old take stays in the channel, without its button.
-        await bot.board.announce_queued(turn, done.position, regenerated=True)
+        await bot.board.announce_queued(turn.id, done.position, regenerated=True)
         if old_message:
             bot.board.spawn(bot.board.strip_buttons(gs.channel_id, old_message), f"strip-{old_message}")
         return _("Turn #%(seq)s is being generated again with a new seed.", seq=turn.seq)

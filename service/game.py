@@ -45,3 +45,9 @@ class Game:
         if self.audited:
             await audit.record(s, guild_id=place.guild_id, channel_id=place.channel_id, actor_id=who.id,
                                actor_name=who.name or "", action=action, target=target, details=details)
+
+    async def record_alone(self, place: Place, who: Member, action: str, target: str | None = None, **details) -> None:
+        """An entry in a transaction of its own: what a refusal rolled back is still told (a text
+        the content rules refused)."""
+        async with self.sessions.begin() as s:
+            await self.record(s, place, who, action, target, **details)

@@ -10,29 +10,28 @@ from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
 from bot.game import place
-from db.games import GameSummary
 from game.catalogue import FILMS
 from i18n import _, ngettext
-from service import reads
+from service import listings
+from service.listings import Listed
 
 SHOWN = 20  # the latest games listed (fewer when their lines overflow the embed's description)
 
 
-def _line(g: GameSummary) -> str:
-    gs = g.session
-    film = FILMS.get(gs.film_id)
-    title = film.title_in() if film else gs.film_id
-    state = {"active": _("current"), "paused": _("current, paused")}.get(gs.status) or _("archived")
+def _line(g: Listed) -> str:
+    film = FILMS.get(g.film_id)
+    title = film.title_in() if film else g.film_id
+    state = {"active": _("current"), "paused": _("current, paused")}.get(g.status) or _("archived")
     # TRANSLATORS: one line of /games. %(turns)s and %(shots)s are "2 turns", "1 shot";
     # %(when)s is a date Discord shows in the reader's language; %(state)s: current / archived.
     return _("**Game %(number)s** · %(title)s · %(turns)s, %(shots)s · started %(when)s · %(state)s",
              number=g.number, title=title,
              turns=ngettext("%(n)s turn", "%(n)s turns", g.turns),
              shots=ngettext("%(n)s shot", "%(n)s shots", g.done),
-             when=f"<t:{int(gs.created_at.timestamp())}:d>", state=state)
+             when=f"<t:{int(g.created_at.timestamp())}:d>", state=state)
 
 
-def _description(found: list[GameSummary]) -> str:
+def _description(found: list[Listed]) -> str:
     """The latest games, newest last, as many of the latest SHOWN as the description holds."""
     lines: list[str] = []
     size = 0
@@ -52,7 +51,7 @@ class Games(GameCog):
     @app_commands.command(name="games", description="This channel's games, past and present, with their turn counts")
     @app_commands.guild_only()
     async def games(self, interaction: Interaction) -> None:
-        found = await reads.channel_games(self.service, place(interaction))
+        found = await listings.channel_games(self.service, place(interaction))
         e = discord.Embed(title=_("Games in this channel"), colour=INFO)
         if not found:
             e.description = _("No game has been played here yet. Start one with /game start.")

@@ -56,8 +56,7 @@ class Moderation(GameCog):
         with use_locale(await interaction_locale.public_for(interaction)):  # on the turns' public status messages
             note = _("The game was reset.")
         for t in done.cancelled:
-            self.bot.board.spawn(self.bot.board.finish(t, "cancelled", note=note, channel_id=done.old.channel_id),
-                                 f"close-turn-{t.id}")
+            self.bot.board.spawn(self.bot.board.finish(t.id, "cancelled", note=note), f"close-turn-{t.id}")
         name = by(interaction)
         await announce(
             interaction,
@@ -79,8 +78,8 @@ class Moderation(GameCog):
         # The turn keeps a code, the moderator's name and their words (rendered where shown).
         row = await moderation.cancel(self.service, place(interaction), member(interaction), seq=turn,
                                       reason=reason, extra_rules=automod)
-        self.bot.board.spawn(self.bot.board.finish(row, "cancelled", note=fit(note, FIELD_VALUE_MAX),
-                                                   channel_id=place(interaction).channel_id), f"close-turn-{row.id}")
+        self.bot.board.spawn(self.bot.board.finish(row.id, "cancelled", note=fit(note, FIELD_VALUE_MAX)),
+                             f"close-turn-{row.id}")
         name, seq = by(interaction), row.seq
         await announce(interaction, lambda: _("%(name)s cancelled turn #%(seq)s.", name=name, seq=seq),
                        _("Turn #%(seq)s is cancelled.", seq=seq))

@@ -38,7 +38,7 @@ from bot.notices import english_note
 from bot.status import position_text
 from game.catalogue import display_film
 from i18n import _, ngettext
-from service import players, reads
+from service import listings, players, reads
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class Play(GameCog):
         automod = await self.bot.automod.for_interaction(interaction)  # content rules: before the cooldown and the backlog
         done = await players.act(self.service, place(interaction), member(interaction),
                                  fields(motion, background, adverb, time_of_day, others), automod)
-        await self.bot.board.announce_queued(done.turn, done.position, session=done.session)
+        await self.bot.board.announce_queued(done.turn.id, done.position)
         text = with_cleaning_notes(_("Turn #%(seq)s is queued (%(position)s).", seq=done.turn.seq,
                                      position=position_text(done.position)), done.instruction.notes)
         note = await english_note(self.bot, interaction, [motion, background, adverb, time_of_day], film=done.film)
@@ -112,9 +112,9 @@ class Play(GameCog):
     @app_commands.command(name="status", description="Every character's stamina, social and entertainment")
     @app_commands.guild_only()
     async def status(self, interaction: Interaction) -> None:
-        live = await reads.live_game(self.service, place(interaction))
-        gs = live.session
-        await interaction.followup.send(embed=states_embed(gs, display_film(gs.film_id), live.states, live.players), ephemeral=True)
+        live = await listings.standing(self.service, place(interaction))
+        await interaction.followup.send(embed=states_embed(live, display_film(live.film_id), live.states, live.players),
+                                        ephemeral=True)
 
     @app_commands.command(name="history", description="The latest turns of this channel's game, or of a past game")
     @app_commands.guild_only()
@@ -122,10 +122,10 @@ class Play(GameCog):
     async def history(
         self, interaction: Interaction, count: app_commands.Range[int, 1, 25] = 10, game: app_commands.Range[int, 1] | None = None
     ) -> None:
-        gs, turns = await reads.history(self.service, place(interaction), count, game)
+        shown = await listings.history(self.service, place(interaction), count, game)
         # TRANSLATORS: a past game in /history's title ("History · Kiki's Delivery Service · game 2")
         label = _("game %(number)s", number=game) if game is not None else None
-        await interaction.followup.send(embed=history_embed(turns, display_film(gs.film_id), label=label), ephemeral=True)
+        await interaction.followup.send(embed=history_embed(shown.turns, display_film(shown.film_id), label=label), ephemeral=True)
 
     @app_commands.command(name="queue", description="Where this channel's waiting turns stand in the film's queue")
     @app_commands.guild_only()
@@ -145,7 +145,7 @@ class Play(GameCog):
         async with self.exports.hold(interaction.user.id):
             film = display_film(gs.film_id)
             with tempfile.TemporaryDirectory(prefix="animegamer-export-") as tmp:
-                done = await export_session(self.bot.db.sessions, gs.id, count=EXPORT_MAX,
+                done = await export_session(self.service, gs.id, count=EXPORT_MAX,
                                             limit=interaction.filesize_limit, out_dir=Path(tmp))
                 await interaction.followup.send(
                     ngettext("%(film)s: %(n)s shot, turns #%(first)s to #%(last)s.",

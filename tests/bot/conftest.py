@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from bot.client import AnimeGamerBot
 from db.runtime import open_database
+from service.runtime import Store
 from tests.fake_discord import (
     FakeChannel,
     FakeDiscord,
@@ -80,9 +81,10 @@ async def start_bot(world, bot_db, qsettings):  # noqa: F811
     synced = False
 
     async def start(db=None, settings=None, **kw) -> AnimeGamerBot:
+        """db: an open db.runtime.Database (default: the test database), held as the service's Store."""
         nonlocal synced
         kw.setdefault("sweep_seconds", 1.0)
-        bot = AnimeGamerBot(settings or qsettings, db or bot_db, guild_ready_timeout=0.05, **kw)
+        bot = AnimeGamerBot(settings or qsettings, Store(db or bot_db), guild_ready_timeout=0.05, **kw)
         task = await start_client(world.server, bot)
         world.bots.append((bot, task))
         if not synced:

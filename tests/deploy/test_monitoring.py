@@ -61,6 +61,7 @@ async def exposition_texts(database_url: str, engine, data_dir) -> list[tuple[st
     from db.engine import make_sessionmaker
     from db.runtime import open_database
     from inference.worker import Worker
+    from service.runtime import Store
     from settings import Settings
     from tests.bot.conftest import World
     from tests.bot.helpers import posted_turns, result, say, setup_game
@@ -89,7 +90,7 @@ async def exposition_texts(database_url: str, engine, data_dir) -> list[tuple[st
                         progress_interval=0.1)
         worker_task = asyncio.create_task(worker.run())
         with patch_discord(server):
-            bot = AnimeGamerBot(settings, db, guild_ready_timeout=0.05, sweep_seconds=1.0, health_address=("127.0.0.1", 0))
+            bot = AnimeGamerBot(settings, Store(db), guild_ready_timeout=0.05, sweep_seconds=1.0, health_address=("127.0.0.1", 0))
             bot_task = await start_client(server, bot)
             try:
                 await bot.tree.sync()

@@ -1,0 +1,80 @@
+"""What a face's read commands show of a channel (the bot's /games, /status and /history), as
+frozen values copied out of service.reads' rows: the channel's games, the live game's characters
+with who plays them, and a game's latest turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from game.states import CharacterState
+from service import reads
+from service.game import Game, Place
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One of the channel's games."""
+
+    number: int  # 1-based, in the order the channel's games started (the one /history and /export take)
+    film_id: str
+    status: str  # "active", "paused" or "archived"
+    created_at: datetime
+    turns: int  # every turn taken (done, failed, cancelled or waiting)
+    done: int  # turns with a finished shot (not taken down)
+
+
+async def channel_games(game: Game, place: Place) -> list[Listed]:
+    """The channel's games, oldest first."""
+    return [Listed(g.number, g.session.film_id, g.session.status, g.session.created_at, g.turns, g.done)
+            for g in await reads.channel_games(game, place)]
+
+
+@dataclass(frozen=True)
+class Seat:
+    """A member playing a character."""
+
+    character_id: str
+    user_name: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """The live game: its film, whether it is paused, its next turn's number, and each character's
+    state with who plays it (in the order they joined)."""
+
+    film_id: str
+    status: str  # "active" or "paused"
+    next_seq: int
+    players: tuple[Seat, ...]
+    states: dict[str, CharacterState]  # character id -> state
+
+
+async def standing(game: Game, place: Place) -> Standing:
+    """The channel's live game (NoSession if none)."""
+    live = await reads.live_game(game, place)
+    gs = live.session
+    return Standing(gs.film_id, gs.status, gs.next_seq, tuple(Seat(p.character_id, p.user_name) for p in live.players),
+                    live.states)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A turn as /history lists it."""
+
+    seq: int
+    author_name: str
+    status: str
+    instruction: str
+
+
+@dataclass(frozen=True)
+class History:
+    film_id: str
+    turns: list[Line]  # oldest first
+
+
+async def history(game: Game, place: Place, count: int, number: int | None = None) -> History:
+    """The latest `count` turns of the live game, or of game `number`."""
+    gs, turns = await reads.history(game, place, count, number)
+    return History(gs.film_id, [Line(t.seq, t.author_name, t.status, t.instruction) for t in turns])
