@@ -1,5 +1,6 @@
 """A server's own content filter (/admin filter add|remove|list): blocked terms in AutoMod's
-wildcard syntax, validated by game.content_rules.parse_term, at most MAX_TERMS per server.
+wildcard syntax, at most MAX_TERMS per server. The rows; the checks (a valid term, not there yet,
+room left, there to remove) and their refusals are service.admin's.
 
 Every write sends `animegamer_config_changed`, so cached channel configurations (which carry the
 filter as a rule set, db.guilds.channel_config) are dropped in every process.
@@ -16,15 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import notify
 from db.bounds import fits_bigint, require_id
 from db.models import ContentFilterTerm
-from game.content_errors import FilterFull, FilterTermExists, FilterTermRefused, FilterTermUnknown
-from game.content_rules import MAX_TERMS, SERVER_FILTER, RuleSet, TermRefused, parse_term
-
-
-def _term(raw: str) -> str:
-    try:
-        return parse_term(raw)
-    except TermRefused as e:
-        raise FilterTermRefused(e.term, e.lazy_reason) from None
+from game.content_rules import SERVER_FILTER, RuleSet
 
 
 async def terms(s: AsyncSession, guild_id: int) -> list[str]:
@@ -52,30 +45,35 @@ async def rule_set(s: AsyncSession, guild_id: int) -> RuleSet | None:
     return as_rule_set(await terms(s, guild_id))
 
 
-async def add(s: AsyncSession, guild_id: int, raw: str, added_by: int) -> str:
-    """Add one term; returns it as stored (normalised). Refuses a bad term, a duplicate, a full filter."""
+async def lock_terms(s: AsyncSession, guild_id: int) -> None:
+    """One writer of the server's filter at a time, until the transaction ends: two adds cannot
+    both find room for one more term."""
+    require_id(guild_id, "server id")
+    await s.execute(select(func.pg_advisory_xact_lock(guild_id)))
+
+
+async def count(s: AsyncSession, guild_id: int) -> int:
+    return await s.scalar(select(func.count()).select_from(ContentFilterTerm).where(ContentFilterTerm.guild_id == guild_id)) or 0
+
+
+async def has(s: AsyncSession, guild_id: int, term: str) -> bool:
+    q = select(ContentFilterTerm.id).where(ContentFilterTerm.guild_id == guild_id, ContentFilterTerm.term == term)
+    return await s.scalar(q) is not None
+
+
+async def add(s: AsyncSession, guild_id: int, term: str, added_by: int) -> None:
+    """Add one term (normalised and checked by the caller, under lock_terms)."""
     require_id(guild_id, "server id")
     require_id(added_by, "user id")
-    term = _term(raw)
-    # One writer at a time per server, so two adds cannot both pass the count.
-    await s.execute(select(func.pg_advisory_xact_lock(guild_id)))
-    count = await s.scalar(select(func.count()).select_from(ContentFilterTerm).where(ContentFilterTerm.guild_id == guild_id))
-    stmt = insert(ContentFilterTerm).values(guild_id=guild_id, term=term, added_by=added_by).on_conflict_do_nothing()
-    if (count or 0) >= MAX_TERMS:
-        exists = await s.scalar(select(ContentFilterTerm.id).where(ContentFilterTerm.guild_id == guild_id, ContentFilterTerm.term == term))
-        raise FilterTermExists(term) if exists else FilterFull(MAX_TERMS)
-    if (await s.execute(stmt.returning(ContentFilterTerm.id))).scalar() is None:
-        raise FilterTermExists(term)
+    await s.execute(insert(ContentFilterTerm).values(guild_id=guild_id, term=term, added_by=added_by).on_conflict_do_nothing())
     await notify.notify(s, notify.CONFIG_CHANGED, guild_id=guild_id)
-    return term
 
 
-async def remove(s: AsyncSession, guild_id: int, raw: str) -> str:
-    """Remove one term (typed as added: it is normalised the same way); FilterTermUnknown if absent."""
+async def remove(s: AsyncSession, guild_id: int, term: str) -> bool:
+    """Remove one term (normalised by the caller); False if the server had no such term."""
     require_id(guild_id, "server id")
-    term = _term(raw)
     q = delete(ContentFilterTerm).where(ContentFilterTerm.guild_id == guild_id, ContentFilterTerm.term == term)
     if (await s.execute(q.returning(ContentFilterTerm.id))).scalar() is None:
-        raise FilterTermUnknown(term)
+        return False
     await notify.notify(s, notify.CONFIG_CHANGED, guild_id=guild_id)
-    return term
+    return True

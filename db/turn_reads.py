@@ -15,7 +15,6 @@ from db.bounds import fits_bigint, fits_int
 from db.models import PENDING_TURN_STATUSES, GameSession, Turn
 from db.sessions import session_by_id
 from game import states as rules
-from game.turn_errors import TurnNotFound
 
 
 async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: bool = False) -> Turn | None:
@@ -29,13 +28,10 @@ async def get_turn(s: AsyncSession, turn_id: int, *, blobs: bool = False, lock: 
     return (await s.scalars(q)).first()
 
 
-async def turn_by_seq(s: AsyncSession, session_id: int, seq: int) -> Turn:
+async def turn_by_seq(s: AsyncSession, session_id: int, seq: int) -> Turn | None:
     if not fits_int(seq):
-        raise TurnNotFound(seq)
-    t = (await s.scalars(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq))).first()
-    if t is None:
-        raise TurnNotFound(seq)
-    return t
+        return None
+    return (await s.scalars(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq))).first()
 
 
 async def turn_by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn | None:

@@ -11,6 +11,8 @@ from db import audit, content_filters, guilds, modlog, sessions
 from db.models import ChannelSettings, GuildSettings
 from game.catalogue import Film
 from game.channel_config import ChannelConfig, Limits
+from game.content_errors import FilterFull, FilterTermExists, FilterTermRefused, FilterTermUnknown
+from game.content_rules import MAX_TERMS, TermRefused, parse_term
 from game.errors import NoFilm
 from game.session_errors import UnknownCharacter
 from service.configs import config, film_or_error, limit_values, require_language
@@ -99,18 +101,35 @@ async def set_role(game: Game, place: Place, who: Member, kind: RoleKind, role_i
     return held
 
 
+def _filter_term(raw: str) -> str:
+    """A term as the filter stores it (normalised); FilterTermRefused if it is no valid term."""
+    try:
+        return parse_term(raw)
+    except TermRefused as e:
+        raise FilterTermRefused(e.term, e.lazy_reason) from None
+
+
 async def add_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
-    """Block a word or phrase in the server's instructions; the term as stored (normalised)."""
+    """Block a word or phrase in the server's instructions; the term as stored (normalised).
+    Refused: an invalid term, one already there, a full filter (MAX_TERMS)."""
+    added = _filter_term(term)
     async with game.sessions.begin() as s:
-        added = await content_filters.add(s, place.guild_id, term, who.id)
+        await content_filters.lock_terms(s, place.guild_id)
+        if await content_filters.has(s, place.guild_id, added):
+            raise FilterTermExists(added)
+        if await content_filters.count(s, place.guild_id) >= MAX_TERMS:
+            raise FilterFull(MAX_TERMS)
+        await content_filters.add(s, place.guild_id, added, who.id)
         await game.record(s, place, who, "filter_add", added)
     return added
 
 
 async def remove_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
     """Unblock a term of the server's filter (typed as added); the term as it was stored."""
+    removed = _filter_term(term)
     async with game.sessions.begin() as s:
-        removed = await content_filters.remove(s, place.guild_id, term)
+        if not await content_filters.remove(s, place.guild_id, removed):
+            raise FilterTermUnknown(removed)
         await game.record(s, place, who, "filter_remove", removed)
     return removed
 

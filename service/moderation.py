@@ -90,7 +90,10 @@ async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | N
     """A turn of the channel's live game by its number, or any of the channel's turns by id."""
     if seq is not None:
         gs = await live_session(s, place.channel_id)
-        return await turn_by_seq(s, gs.id, seq)
+        t = await turn_by_seq(s, gs.id, seq)
+        if t is None:
+            raise TurnNotFound(seq)
+        return t
     t = None if turn_id is None else await get_turn(s, turn_id)
     if t is None or (await sessions.session_by_id(s, t.session_id)).channel_id != place.channel_id:
         raise TurnNotFound(turn_id if turn_id is not None else "?")
