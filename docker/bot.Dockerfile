@@ -14,6 +14,7 @@ RUN pip install --no-cache-dir -r requirements/bot.txt
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
 COPY i18n/ i18n/
+COPY localweb/ localweb/
 COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/

@@ -34,6 +34,7 @@ RUN python3 -m venv /opt/venv \
 COPY pyproject.toml README.md ./
 COPY settings/ settings/
 COPY i18n/ i18n/
+COPY localweb/ localweb/
 COPY contracts/ contracts/
 COPY animegamer/ animegamer/
 COPY game/ game/

@@ -10,8 +10,9 @@ import logging
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from localweb.guard import ACCESS_TOKEN
 from play.errors import errors_middleware
-from play.guard import ACCESS_TOKEN, same_origin_middleware, token_middleware
+from play.guard import same_origin_middleware, token_middleware
 from play.language import add_language_routes, locale_middleware
 from play.metrics import PlayMetrics, add_metrics_route, metrics_middleware
 from play.requests import MAX_BODY
@@ -61,7 +62,7 @@ METRICS = web.AppKey("metrics", PlayMetrics)
 
 
 def build_app(svc: PlayServices, *, token: str | None = None) -> web.Application:
-    """token: what every request must carry (play.guard.token_middleware); None: no token (loopback)."""
+    """token: what every request must carry (localweb.guard.token_guard); None: no token (loopback)."""
     metrics = PlayMetrics()
     app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware,
                                        same_origin_middleware, token_middleware],

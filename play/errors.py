@@ -1,5 +1,5 @@
-"""Every answer that is not a success, in one JSON shape: `{"error": code, "message": text,
-"field"?: name, "params"?: values}`, whichever part refused (a request model, the origin guard, aiohttp's router,
+"""Every answer that is not a success, in one JSON shape (localweb.errors, the local pages'):
+`{"error": code, "message": text, "field"?: name, "params"?: values}`, whichever part refused (a request model, the origin guard, aiohttp's router,
 a game rule). A 500 is only a bug, and it is logged with its traceback. A game's refusal ends
 with the page's hint for what to do next (PAGE_HINTS: its panels and buttons, never the bot's
 commands). Messages render in the request's locale (play.language's middleware runs outside this
@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 
 from aiohttp import web
 
-from game.errors import GameError, InternalError, Param, ServiceDown, new_reference
+from game.errors import GameError, InternalError, ServiceDown, new_reference
 from game.sanitize import InputRefused
 from i18n import L_, Lazy
+from localweb.errors import Refusal, http_refusal, json_error
 from service.runtime import outage
 
 log = logging.getLogger(__name__)
 
-# aiohttp's own refusals (router, body size, methods) by status: the code the page shows.
-HTTP_CODES = {
-    400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 408: "timeout",
-    413: "too_large", 415: "unsupported_media_type", 416: "range_not_satisfiable",
-}
+# The page's own words for aiohttp's refusals (others keep aiohttp's English reason phrase).
 HTTP_MESSAGES = {
     404: L_("There is nothing here."),
     405: L_("This address does not take that method."),
@@ -50,18 +46,12 @@ PAGE_HINTS = {
 }
 
 
-class ApiError(Exception):
+class ApiError(Refusal):
     """A refusal of the request itself (not a game rule): status, code, message, field."""
 
     def __init__(self, status: int, code: str, message: str | Lazy, field: str | None = None,
                  headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.code, self.field, self.headers = status, code, field, headers
-        self._message = message
-
-    @property
-    def message(self) -> str:
-        return str(self._message)
+        super().__init__(status, code, message, headers=headers, field=field or None)
 
 
 def bad_request(message: str | Lazy, field: str | None = None) -> ApiError:
@@ -72,32 +62,20 @@ def not_found(message: str | Lazy | None = None) -> ApiError:
     return ApiError(404, "not_found", HTTP_MESSAGES[404] if message is None else message)
 
 
-def json_error(status: int, code: str, message: str | Lazy, field: str | None = None,
-               headers: dict | None = None, params: Mapping[str, Param] | None = None) -> web.Response:
-    body: dict[str, object] = {"error": code, "message": str(message)}
-    if field:
-        body["field"] = field
-    if params is not None:
-        body["params"] = dict(params)
-    return web.json_response(body, status=status, headers=headers)
-
-
 @web.middleware
 async def errors_middleware(request: web.Request, handler):
     try:
         return await handler(request)
-    except ApiError as e:
-        return json_error(e.status, e.code, e.message, e.field, e.headers)
+    except Refusal as e:
+        return e.response()
     except GameError as e:
-        return json_error(409, e.code, e.shown(PAGE_HINTS), params=e.params)
+        return json_error(409, e.code, e.shown(PAGE_HINTS), params=dict(e.params))
     except InputRefused as e:
-        return json_error(400, "input_refused", str(e), e.field_name)
+        return json_error(400, "input_refused", str(e), field=e.field_name or None)
     except web.HTTPException as e:
         if e.status < 400:  # redirects and the like pass through
             raise
-        headers = {k: v for k, v in e.headers.items() if k in ("Allow", "Content-Range")}
-        message = HTTP_MESSAGES.get(e.status) or e.reason  # (aiohttp's reason phrases stay English)
-        return json_error(e.status, HTTP_CODES.get(e.status, "refused"), message, headers=headers)
+        return http_refusal(e, HTTP_MESSAGES)
     except asyncio.CancelledError:
         raise
     except Exception as e:
@@ -105,8 +83,8 @@ async def errors_middleware(request: web.Request, handler):
         if down_for is not None:
             log.warning("%s %s: database unavailable (%s): %s", request.method, request.path, down_for, e)
             down = ServiceDown()
-            return json_error(503, down.code, down.message, params=down.params)
+            return json_error(503, down.code, down.message, params=dict(down.params))
         ref = new_reference()
         log.exception("%s %s failed (reference %s)", request.method, request.path, ref)
         bug = InternalError(ref)
-        return json_error(500, bug.code, bug.message, params=bug.params)
+        return json_error(500, bug.code, bug.message, params=dict(bug.params))

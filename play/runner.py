@@ -28,9 +28,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from localweb.guard import TOKEN_PARAM, needs_token, new_token
 from play.app import make_runner
 from play.events import EventHub
-from play.guard import TOKEN_PARAM, needs_token, new_token
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from service import runtime
 from settings import Settings
@@ -159,7 +159,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
                     worker.hurry = hurry
                 svc.on_film = worker.set_film
                 await worker.start()
-            token = new_token() if needs_token(options.host) else None  # beyond loopback (play.guard)
+            token = new_token() if needs_token(options.host) else None  # beyond loopback (localweb.guard)
             runner = make_runner(svc, shutdown_timeout=3, token=token)
             await runner.setup()
             site = web.TCPSite(runner, options.host, options.port)

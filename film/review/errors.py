@@ -1,4 +1,4 @@
-"""Every refusal of the review page in one JSON shape, as the play page answers:
+"""Every refusal of the review page in one JSON shape, the local pages' (localweb.errors):
 `{"error": code, "message": text, "problems"?: [{"field", "message"}]}`. An edit's problems name
 the field each is about, so the page shows each one next to its field. A 500 is a bug: logged
 with its traceback."""
@@ -11,37 +11,27 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
+from localweb.errors import Refusal, http_refusal, json_error
+
 log = logging.getLogger(__name__)
 
-HTTP_CODES = {400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-              413: "too_large", 415: "unsupported_media_type", 416: "range_not_satisfiable"}
 
-
-class ApiError(Exception):
+class ApiError(Refusal):
     def __init__(self, status: int, code: str, message: str, problems: Sequence[dict[str, str]] = ()):
-        super().__init__(message)
-        self.status, self.code, self.message, self.problems = status, code, message, list(problems)
-
-
-def json_error(status: int, code: str, message: str, problems: Sequence[dict[str, str]] = (),
-               headers: dict[str, str] | None = None) -> web.Response:
-    body: dict[str, object] = {"error": code, "message": message}
-    if problems:
-        body["problems"] = list(problems)
-    return web.json_response(body, status=status, headers=headers)
+        super().__init__(status, code, message, problems=list(problems) or None)
+        self.problems = list(problems)
 
 
 @web.middleware
 async def errors_middleware(request: web.Request, handler):
     try:
         return await handler(request)
-    except ApiError as e:
-        return json_error(e.status, e.code, e.message, e.problems)
+    except Refusal as e:
+        return e.response()
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        headers = {k: v for k, v in e.headers.items() if k in ("Allow", "Content-Range")}
-        return json_error(e.status, HTTP_CODES.get(e.status, "refused"), e.reason, headers=headers)
+        return http_refusal(e)
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -29,17 +29,9 @@ from aiohttp import web
 from film.cast import CastError
 from film.manifest import LEVELS, STATUSES, TEXT_FIELDS, Clip
 from film.review.errors import ApiError, errors_middleware
-from film.review.guard import (
-    ACCESS_TOKEN,
-    BOUND_HOST,
-    TOKEN_PARAM,
-    needs_token,
-    new_token,
-    same_origin_middleware,
-    security_headers,
-    token_middleware,
-)
+from film.review.guard import BOUND_HOST, same_origin_middleware, security_headers, token_middleware
 from film.review.store import MEDIA_TYPES, EditRefused, Folder
+from localweb.guard import ACCESS_TOKEN, TOKEN_PARAM, needs_token, new_token
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from aiohttp import web
 
 from db.engine import make_sessionmaker
 from db.runtime import Database
+from localweb.guard import needs_token
 from play.app import make_runner
 from play.events import EventHub
-from play.guard import needs_token
 from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
 from service.runtime import Store
 from tests.play.helpers import PlayProcess, play_env
