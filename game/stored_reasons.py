@@ -116,7 +116,7 @@ def removal_reason(code: str | None, note: str | None = None) -> str | Lazy | No
 
 # --- how a vote round ended (vote_rounds.outcome; db.votes)
 
-ROUND_WON = "won"  # its winner became a turn: worded from the round itself (db.votes.RoundView)
+ROUND_WON = "won"  # its winner became a turn: worded from the round itself (service.voting.RoundView)
 NO_PROPOSALS = "no_proposals"
 VOIDED_MODE = "voided_mode"  # the channel left vote mode
 VOIDED_PAUSE = "voided_pause"  # its game was paused

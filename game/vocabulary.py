@@ -97,7 +97,7 @@ def to_model(kind: str, typed: str, film) -> str:
 
 def fields_to_model(film, motion: str, background: str, adverb: str = "", time_of_day: str = "") -> tuple[str, str, str, str]:
     """An instruction's four fields as the model should get them (`to_model` on each): what the
-    one instruction assembly (db.guilds.ChannelConfig.instruction) calls before building it."""
+    one instruction assembly (game.channel_config.ChannelConfig.instruction) calls before building it."""
     return (to_model("motions", motion, film), to_model("backgrounds", background, film),
             to_model("adverbs", adverb, film), to_model("times", time_of_day, film))
 

@@ -206,9 +206,9 @@ async def test_round_outcomes_and_removal_reasons_become_codes_and_still_read():
     """Revision 0016: how a vote round ended and why a shot was taken down were English sentences;
     after it they are codes (a remover's words apart, in removed_note), shown as before in English
     and now in the reader's language; the downgrade writes the sentences back."""
-    from db import votes
     from game.stored_reasons import removal_reason
     from i18n import use_locale
+    from service import voting
 
     outcomes = [  # (status, outcome)
         ("closed", "Option 1 won with 2 vote(s): it is turn #1."),
@@ -261,7 +261,7 @@ async def test_round_outcomes_and_removal_reasons_become_codes_and_still_read():
             assert removed == [("removed", None), ("privacy_deleted", None), ("remover_words", "spoilers: all of them"),
                                (None, None)]
             async with AsyncSession(engine) as s:
-                views = [await votes.view(s, rid) for rid in range(1, len(outcomes) + 1)]
+                views = [await voting.view(s, rid) for rid in range(1, len(outcomes) + 1)]
             shown = [v.outcome_text() for v in views]
             assert shown == [
                 "Option 1 won with 2 votes: it is turn #1.",
