@@ -48,6 +48,7 @@ from db.models import (
     VoteRound,
 )
 from db.removal import take_down_turns
+from game.member_data import Counts, Stored
 from game.stored_reasons import CANCEL_CODES, PRIVACY_DELETED
 from i18n import N_
 
@@ -56,28 +57,6 @@ from i18n import N_
 DELETED_NAME = N_("deleted member")
 STEPS = 5  # collect, turns, votes, ids and names, done
 MIN_QUOTED_NAME = 3
-
-
-@dataclass(frozen=True)
-class Counts:
-    games: int = 0  # games joined
-    turns: int = 0
-    clips: int = 0  # turns whose clip is still stored
-    votes: int = 0  # ballots cast and actions proposed
-    audit: int = 0  # audit entries as actor or target
-    notices: int = 0  # one-time notices shown to them (member_notices; in no server: counted everywhere only)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.games or self.turns or self.clips or self.votes or self.audit or self.notices)
-
-
-@dataclass(frozen=True)
-class Stored:
-    here: Counts
-    everywhere: Counts
-    servers: int  # servers with any of it
-    pending: bool  # a deletion is under way
 
 
 def _in_guild(column, guild_id: int | None):

@@ -5,10 +5,11 @@ itself, and that of a server's data some days after the bot leaves it, are sched
 from __future__ import annotations
 
 from db import privacy as member_data
+from game.member_data import Stored
 from service.game import Game
 
 
-async def stored(game: Game, user_id: int, guild_id: int) -> member_data.Stored:
+async def stored(game: Game, user_id: int, guild_id: int) -> Stored:
     """What is stored about member `user_id`: in server `guild_id`, in all servers, and whether a
     deletion is under way."""
     async with game.sessions() as s:

@@ -22,7 +22,7 @@ from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
 from bot.game import game_of
 from bot.interaction_locale import LocalizedItem
-from db import privacy as member_data
+from game.member_data import Counts, Stored
 from i18n import L_, _, ngettext, pgettext
 from service import maintenance, privacy
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 POLICY_NOTE = L_("Details: the operator's privacy policy (docs/privacy.md).")
 
 
-def _counts_line(c: member_data.Counts) -> str:
+def _counts_line(c: Counts) -> str:
     if c.empty:
         return _("nothing")
     # TRANSLATORS: what the bot stores about a member, e.g. "2 games joined, 5 turns (3 clips still
@@ -44,7 +44,7 @@ def _counts_line(c: member_data.Counts) -> str:
              audit=ngettext("%(n)s audit entry", "%(n)s audit entries", c.audit))
 
 
-def stored_embed(found: member_data.Stored) -> discord.Embed:
+def stored_embed(found: Stored) -> discord.Embed:
     e = discord.Embed(title=_("What this bot stores about you"), colour=INFO)
     e.add_field(name=_("In this server"), value=fit(_counts_line(found.here), FIELD_VALUE_MAX), inline=False)
     e.add_field(name=_("In all servers (%(servers)s)", servers=found.servers),
