@@ -153,7 +153,7 @@ def record_accuracy(run: Path, scores: dict[str, float]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("prepared", type=Path, help="the reviewed training set (animegamer film prepare/review/games)")
     p.add_argument("--out", type=Path, required=True, help="the runs (a, b, c) and the tiny models")
     p.add_argument("--models", type=Path, required=True, help="the models folder the worker reads")

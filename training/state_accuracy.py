@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from inference.mllm.instruction import InstructionEncoder
+from inference.mllm.model import PredictModel
 from inference.mllm.predict import MLLMPredictor
 from inference.mllm.prompt import HistoryItem, PromptBuilder
 
@@ -24,7 +25,7 @@ Values = tuple[int, int, int, int]  # motion level, social, entertainment, stami
 
 
 @torch.no_grad()
-def predicted_values(mllm: torch.nn.Module, special, tokenizer, games: Sequence[Sequence[Turn]],
+def predicted_values(mllm: PredictModel, special, tokenizer, games: Sequence[Sequence[Turn]],
                      representation: Callable[[Turn], np.ndarray], history_window: int = 2) -> list[tuple[Values, Values]]:
     """(predicted, annotated) values of every turn of `games`, in order."""
     builder = PromptBuilder(InstructionEncoder(tokenizer, special), special, history_window=history_window)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import pytest
 
 from animegamer.cli import main
 from film.review.store import Folder
@@ -124,12 +123,3 @@ def test_a_film_from_video_to_a_played_turn(tmp_path):
         assert stream["codec_name"] == "h264" and int(stream["nb_read_frames"]) == 17
     print(f"trained and installed in {trained:.0f} s, played in {time.monotonic() - started - trained:.0f} s")
 
-
-@pytest.fixture(autouse=True)
-def _one_core():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
