@@ -34,7 +34,7 @@ from tests.i18n.helpers import catalogs_in
 
 SOURCES = ("bot/hints.py", "game/errors.py", "game/session_errors.py", "game/turn_errors.py", "game/content_errors.py",
            "game/stored_reasons.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
-           "db/sessions.py", "db/votes.py", "db/bounds.py", "db/turns.py", "db/removal.py", "db/privacy.py")
+           "db/sessions.py", "service/voting.py", "service/configs.py", "db/bounds.py", "db/removal.py", "db/privacy.py")
 
 JA = {
     "%(character)s is already played by %(player)s. Pick another character.":
