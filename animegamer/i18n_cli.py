@@ -26,7 +26,7 @@ from babel.messages.pofile import read_po, write_po
 from i18n import locales
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE_DIRS = ("bot", "play", "game", "db")
+SOURCE_DIRS = ("bot", "play", "game", "service", "db")
 KEYWORDS = {
     "_": None, "N_": None, "L_": None, "t": None,
     "ngettext": (1, 2), "Ln_": (1, 2), "tn": (1, 2),
