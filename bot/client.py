@@ -18,7 +18,6 @@ from bot import ack_order, health, locale
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
-from bot.game import game_of
 from bot.hosting import VoteRounds
 from bot.interaction_meter import InteractionMeter
 from bot.maintenance import Maintenance
@@ -121,7 +120,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.privacy refreshes rounds)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
-        self.queue_watch = QueueWatch(game_of(self), metrics)  # the queue gauges and database_up
+        self.queue_watch = QueueWatch(self, metrics)  # the queue gauges and database_up
         metrics.watch_edit_queue(self.edits.pending_count)
         metrics.watch_gateway(self)
         self._sync_commands = sync_commands

@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 import logging
 
+from bot.game import game_of
+from bot.hosting import Stored
 from bot.metrics import BotMetrics
 from game.catalogue import FILMS
-from service.game import Game
 from service.queue_stats import waiting_by_film
 from service.runtime import outage
 
@@ -27,8 +28,8 @@ TIMEOUT = 10.0  # seconds for one refresh's query
 
 
 class QueueWatch:
-    def __init__(self, game: Game, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
-        self.game, self.metrics = game, metrics
+    def __init__(self, bot: Stored, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
+        self.bot, self.metrics = bot, metrics  # the game service is made at each refresh: a bot may have no database yet
         self.interval = interval
         self.refreshes = 0  # successful refreshes so far (tests)
         self._task: asyncio.Task | None = None
@@ -50,7 +51,7 @@ class QueueWatch:
         metrics = self.metrics
         try:
             async with asyncio.timeout(TIMEOUT):
-                waiting = await waiting_by_film(self.game)
+                waiting = await waiting_by_film(game_of(self.bot))
         except asyncio.CancelledError:
             raise
         except Exception as e:

@@ -472,7 +472,8 @@ async def test_the_queue_gauges_say_when_the_database_is_unreachable():
         async def __aexit__(self, *exc):
             return False
 
-    watch = QueueWatch(types.SimpleNamespace(sessions=Down), m, interval=0.01)  # type: ignore[arg-type]
+    bot = types.SimpleNamespace(settings=None, db=types.SimpleNamespace(sessions=Down), queue=None)
+    watch = QueueWatch(bot, m, interval=0.01)  # type: ignore[arg-type]
     assert not await watch.refresh()
     assert _value(m, "animegamer_database_up") == 0
     tries = Passes(watch, "refresh")
