@@ -65,8 +65,3 @@ async def to_post(game: Game, audit_id: int) -> tuple[AuditEntry, int] | None:
         channel_id = None if row is None else await modlog.log_channel(s, row.guild_id)
         return None if row is None or channel_id is None else (AuditEntry.of(row), channel_id)
 
-
-async def recent(game: Game, guild_id: int, limit: int = 20) -> list[AuditEntry]:
-    """The server's latest entries, newest first."""
-    async with game.sessions() as s:
-        return [AuditEntry.of(r) for r in await audit.recent(s, guild_id, limit)]
