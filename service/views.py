@@ -3,8 +3,7 @@ configuration, the live game with its players, states and waiting turns), a page
 turn, and the vote mode with its latest round (service.voting's frozen RoundView).
 
 Each reads through service.reads (the one place these reads are written) and copies what a face
-renders out of the rows, in the read's own session, so a face never holds a database row (nor
-loads one lazily after its session closed)."""
+renders out of the rows it returns (loaded there), so a face never holds a database row."""
 
 from __future__ import annotations
 
