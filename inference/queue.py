@@ -40,6 +40,7 @@ from db.transient import DatabaseStatus, is_transient
 from db.turns import Enqueue
 from game import turn_texts
 from game.stored_reasons import CANCELLED
+from inference import job_manager
 from inference import procrastinate_adapter as adapter
 
 log = logging.getLogger(__name__)
@@ -254,7 +255,7 @@ def make_app(url: str, *, pool_size: int = 4, status: DatabaseStatus | None = No
     """A procrastinate App on `url` with the turn task (open it with `async with
     app.open_async()`). Each process builds its own. `order`: "fair" (docs/queue.md) or "fifo"
     (first come, first served: procrastinate's own order, kept for comparison)."""
-    app = adapter.make_app(libpq_url(url), pool_size=pool_size, status=status or DatabaseStatus("job queue"),
+    app = job_manager.make_app(libpq_url(url), pool_size=pool_size, status=status or DatabaseStatus("job queue"),
                            give_up=give_up, fair=order != "fifo")
     app.task(name=GENERATE_TURN, queue=film_queue("default"), pass_context=True, retry=TurnRetry())(_generate_turn)
     return app
