@@ -184,7 +184,9 @@ def precompute(data: Path, settings: PhaseC, device: str | None = None, dtype: s
                 tensors[f"{games[gid][k]['clip']}/predicted"] = torch.from_numpy(result.representation).to(torch.bfloat16)
         return tensors
 
+    agent = Path(settings.agent).stat()  # a retrained agent under the same name is another MLLM
     made_by = {"format": PREDICTIONS_FORMAT, "agent": str(settings.agent), "mistral": str(settings.mistral),
+               "agent_file": [agent.st_size, agent.st_mtime_ns],
                "encoder": str(settings.encoder or Path(settings.decoder) / ENCODER_FILE), "history_window": window,
                "readout": settings.readout, "shard_clips": shard_clips,
                "turns": [games[gid][k]["clip"] for gid, k in turns]}

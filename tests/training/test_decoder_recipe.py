@@ -434,10 +434,17 @@ def test_precompute_interrupted_continues_to_the_same_bytes(folders, phase_c, tm
     assert files == sorted(p.name for p in again.iterdir()) and "shard-00002.safetensors" in files
     for name in files:
         assert (whole / name).read_bytes() == (again / name).read_bytes(), name
-    # another MLLM's predictions are not continued: the folder starts over
+    # another MLLM's predictions are not continued: the folder starts over (other settings, or an
+    # agent retrained under the same name)
     other = dataclasses.replace(cut, history_window=1)
     precompute(folders["data"], other, device="cpu", dtype="float32", shard_clips=2)
     assert json.loads((again / "done.json").read_text())["history_window"] == 1
+    (again / "done.json").unlink()  # as if that run had been interrupted too
+    agent = Path(cut.agent)
+    os.utime(agent, ns=(agent.stat().st_atime_ns, agent.stat().st_mtime_ns + 10**9))
+    predicted.clear()
+    precompute(folders["data"], cut, device="cpu", dtype="float32", shard_clips=2)
+    assert len(predicted) == 6
 
 
 def test_describe_phase_c_full_size():
