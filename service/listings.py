@@ -1,6 +1,7 @@
-"""What a face's read commands show of a channel (the bot's /games, /status and /history), as
-frozen values copied out of service.reads' rows: the channel's games, the live game's characters
-with who plays them, and a game's latest turns."""
+"""What a face's read commands show of a channel (the bot's /games, /status, /history, /queue and
+/export), as frozen values copied out of service.reads' rows: the channel's games, the live game's
+characters with who plays them, a game's latest turns, the waiting turns with their places in the
+queue, and the game to export."""
 
 from __future__ import annotations
 
@@ -78,3 +79,31 @@ async def history(game: Game, place: Place, count: int, number: int | None = Non
     """The latest `count` turns of the live game, or of game `number`."""
     gs, turns = await reads.history(game, place, count, number)
     return History(gs.film_id, [Line(t.seq, t.author_name, t.status, t.instruction) for t in turns])
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A queued or running turn of the live game, as /queue lists it."""
+
+    seq: int
+    author_name: str
+    position: int | None  # its place in the film's queue (None: no job; 0: being made)
+
+
+async def waiting(game: Game, place: Place) -> list[Waiting]:
+    """The live game's queued and running turns (NoSession if no live game)."""
+    return [Waiting(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(game, place)]
+
+
+@dataclass(frozen=True)
+class Exportable:
+    """A game with a finished shot to export."""
+
+    session_id: int
+    film_id: str
+
+
+async def exportable(game: Game, place: Place, number: int | None = None) -> Exportable:
+    """The live game, or game `number`, if it has a finished shot (NothingToExport if not)."""
+    gs = await reads.exportable(game, place, number)
+    return Exportable(gs.id, gs.film_id)

@@ -38,7 +38,7 @@ from bot.notices import english_note
 from bot.status import position_text
 from game.catalogue import display_film
 from i18n import _, ngettext
-from service import listings, players, reads
+from service import listings, players
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +131,9 @@ class Play(GameCog):
     @app_commands.guild_only()
     async def queue(self, interaction: Interaction) -> None:
         # TRANSLATORS: a waiting turn in /queue: "#3 by alice: position 2 in the queue"
-        lines = [_("#%(seq)s by %(author)s: %(position)s", seq=w.turn.seq, author=person(w.turn.author_name),
+        lines = [_("#%(seq)s by %(author)s: %(position)s", seq=w.seq, author=person(w.author_name),
                    position=position_text(w.position))
-                 for w in await reads.waiting(self.service, place(interaction))]
+                 for w in await listings.waiting(self.service, place(interaction))]
         await interaction.followup.send(lines_within(lines) or _("No turns are waiting in this channel."), ephemeral=True)
 
     @app_commands.command(name="export", description="This game's shots (or a past game's) stitched into one video")
@@ -141,17 +141,17 @@ class Play(GameCog):
     @app_commands.describe(game="A game's number from /games (default: the current game)")
     async def export(self, interaction: Interaction, game: app_commands.Range[int, 1] | None = None) -> None:
         # What cannot be served says why before the rate limit applies: no game, no finished shot.
-        gs = await reads.exportable(self.service, place(interaction), game)
+        gs = await listings.exportable(self.service, place(interaction), game)
         async with self.exports.hold(interaction.user.id):
             film = display_film(gs.film_id)
             with tempfile.TemporaryDirectory(prefix="animegamer-export-") as tmp:
-                done = await export_session(self.service, gs.id, count=EXPORT_MAX,
+                done = await export_session(self.service, gs.session_id, count=EXPORT_MAX,
                                             limit=interaction.filesize_limit, out_dir=Path(tmp))
                 await interaction.followup.send(
                     ngettext("%(film)s: %(n)s shot, turns #%(first)s to #%(last)s.",
                              "%(film)s: %(n)s shots, turns #%(first)s to #%(last)s.", done.shots,
                              film=film.title_in(), first=done.first_seq, last=done.last_seq),
-                    file=discord.File(done.path, filename=f"{film.id}-game-{gs.id}.mp4"),
+                    file=discord.File(done.path, filename=f"{film.id}-game-{gs.session_id}.mp4"),
                     ephemeral=True,
                 )
 
