@@ -71,7 +71,7 @@ async def defer_turn(s: AsyncSession, turn_id: int, session_id: int, film_id: st
 
 
 def make_enqueue(priority: int = TURN_PRIORITY) -> Enqueue:
-    """The `enqueue` hook for db.turns.submit_turn and regenerate_latest."""
+    """The `enqueue` hook for db.turns.insert_turn and requeue_finished (service.turn_queue)."""
 
     async def enqueue(s: AsyncSession, turn: Turn, gs: GameSession) -> int:
         return await defer_turn(s, turn.id, gs.id, gs.film_id, priority)
