@@ -381,7 +381,7 @@ def test_the_alert_rules():
         assert r["labels"]["severity"] in ("critical", "warning"), name
         assert r["annotations"]["summary"], name
     # The label values the rules match are the ones the processes use.
-    worker_source = (ROOT / "inference" / "worker.py").read_text()
+    worker_source = (ROOT / "inference" / "turn_runner.py").read_text()  # where a turn's outcome is counted
     for status in re.findall(r'animegamer_turns_total\{status="(\w+)"\}', RULES.read_text()):
         assert f'turns.labels(status="{status}"' in worker_source, status
     jobs = {j["job_name"] for j in yaml.safe_load(PROMETHEUS.read_text())["scrape_configs"]}
