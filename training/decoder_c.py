@@ -5,7 +5,8 @@ runs the worker's own prediction code (inference.mllm: PromptBuilder, MLLMPredic
 worker's readout) once over every game of the training set, each turn with teacher-forced history
 (the earlier turns' instructions, their annotated values and the phase-(a) encoder's
 representation of their clips), and writes each clip's predicted 226 x 1920 representation to
-safetensors shards. Training then reconstructs each clip's latents from that prediction and the
+safetensors shards (a run stopped midway continues where it stopped; training starts only once
+`done.json` says every turn is predicted). Training then reconstructs each clip's latents from that prediction and the
 clip's motion scope, as in phase (a) but with the prediction in place of the encoder's output;
 a dropped condition takes the unconditional tokens' rows (training.diffusion).
 
