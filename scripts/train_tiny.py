@@ -142,8 +142,9 @@ def state_accuracy(data: Path, sets: list[str], agent: Path, files: dict[str, Pa
 def record_accuracy(run: Path, scores: dict[str, float]) -> None:
     (run / "state_accuracy.json").write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     card = run / "MODEL_CARD.md"
-    text = card.read_text(encoding="utf-8") if card.is_file() else ""
-    text += ("\n## State predictions on the training games\n\n"
+    heading = "\n## State predictions on the training games\n"
+    text = (card.read_text(encoding="utf-8") if card.is_file() else "").split(heading)[0]  # a rerun's replaces it
+    text += (heading + "\n"
              f"- turns: {int(scores['turns'])}, each after its game's earlier turns (teacher-forced)\n"
              f"- ACC-S (social, entertainment, stamina): {scores['acc_s_before']:.3f} untrained, "
              f"{scores['acc_s_after']:.3f} trained\n"
