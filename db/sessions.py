@@ -16,7 +16,7 @@ from db.claims import GuildClaim, claimed
 from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
 from game.catalogue import Film, session_film
-from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
+from game.session_errors import CharacterTaken, SessionExists
 from game.states import CharacterState
 from game.stored_reasons import MODERATOR_WORDS, PAUSE_REASONS, RESET
 from i18n import L_
@@ -41,28 +41,20 @@ async def live_session(s: AsyncSession, channel_id: int, *, lock: bool = False) 
     return (await s.scalars(q)).first()
 
 
-async def require_session(s: AsyncSession, channel_id: int, *, lock: bool = False, active: bool = False) -> GameSession:
-    gs = await live_session(s, channel_id, lock=lock)
-    if gs is None:
-        raise NoSession()
-    if active and gs.status == "paused":
-        raise SessionPaused(gs.paused_reason, gs.paused_note)
-    return gs
-
-
 async def start_session(s: AsyncSession, guild_id: int, channel_id: int, film: Film, created_by: int | None) -> GameSession:
+    """A new game in the channel. The service refuses a second game (SessionExists, in
+    service.players.start); a start racing it past that check is refused here, where the unique
+    index on the channel's live game decides."""
     require_id(guild_id, "server id")
     require_id(channel_id, "channel id")
     if created_by is not None:
         require_id(created_by, "user id")
-    if await live_session(s, channel_id) is not None:
-        raise SessionExists()
     gs = GameSession(guild_id=guild_id, channel_id=channel_id, film_id=film.id, created_by=created_by)
-    s.add(gs)
     try:
-        async with s.begin_nested():
+        async with s.begin_nested():  # added inside: begin_nested flushes what is pending outside it
+            s.add(gs)
             await s.flush()
-    except IntegrityError:  # another start won the race for this channel
+    except IntegrityError:  # another start won the race (a refusal db/ keeps: only the index sees it)
         raise SessionExists() from None
     await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=channel_id, event="started")
     return gs
@@ -80,26 +72,27 @@ async def player_of(s: AsyncSession, session_id: int, user_id: int) -> Player | 
     return (await s.scalars(q)).first()
 
 
+async def player_of_character(s: AsyncSession, session_id: int, character_id: str) -> Player | None:
+    """Who plays `character_id` in the game, if anyone."""
+    q = select(Player).where(Player.session_id == session_id, Player.character_id == character_id,
+                             Player.left_at.is_(None))
+    return (await s.scalars(q)).first()
+
+
 async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_name: str, character_id: str) -> Player:
-    """Take control of a character (one player per character, one character per player)."""
+    """Take control of a character (one player per character, one character per player). The
+    service checks both under the game's lock (service.players.join); a join racing past them is
+    refused here, where the unique indexes decide."""
     ch = film.character(character_id)
     assert ch is not None, "the caller checks the character against the cast"
     require_id(user_id, "player id")
     user_name = name_text(user_name)
-    mine = await player_of(s, gs.id, user_id)
-    if mine is not None:
-        playing = film.character(mine.character_id)
-        raise AlreadyJoined(playing.name if playing else mine.character_id)
-    q = select(Player).where(Player.session_id == gs.id, Player.character_id == ch.id, Player.left_at.is_(None))
-    taken = (await s.scalars(q)).first()
-    if taken is not None:
-        raise CharacterTaken(ch.name, taken.user_name)
     p = Player(session_id=gs.id, user_id=user_id, user_name=user_name, character_id=ch.id)
-    s.add(p)
     try:
-        async with s.begin_nested():
+        async with s.begin_nested():  # added inside: begin_nested flushes what is pending outside it
+            s.add(p)
             await s.flush()
-    except IntegrityError:  # a concurrent join took it
+    except IntegrityError:  # a concurrent join won the race (a refusal db/ keeps: only the index sees it)
         raise CharacterTaken(ch.name, L_("another player")) from None
     await ensure_states(s, gs.id, [ch.id])
     await touch(s, gs.id)
@@ -107,10 +100,8 @@ async def join(s: AsyncSession, gs: GameSession, film: Film, user_id: int, user_
     return p
 
 
-async def leave(s: AsyncSession, gs: GameSession, user_id: int) -> Player:
-    p = await player_of(s, gs.id, user_id)
-    if p is None:
-        raise NotJoined()
+async def leave(s: AsyncSession, gs: GameSession, p: Player) -> Player:
+    """`p` stops playing in `gs` (the caller found them playing: service.players.leave)."""
     p.left_at = func.now()
     await s.flush()
     await notify.notify(s, notify.SESSION_CHANGED, session_id=gs.id, channel_id=gs.channel_id, event="left")

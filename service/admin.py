@@ -34,7 +34,7 @@ async def set_film(game: Game, place: Place, who: Member, film: str, *, channel_
         if gs is not None and gs.film_id != chosen.id:
             fresh = (await reset_session(game, s, gs, who)).fresh
             for p in await sessions.players(s, fresh.id):
-                await sessions.leave(s, fresh, p.user_id)
+                await sessions.leave(s, fresh, p)
             fresh.film_id = chosen.id
             await s.flush()
     return chosen

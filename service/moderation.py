@@ -170,11 +170,13 @@ async def turn_id_of(game: Game, place: Place, seq: int, reason: str | None = No
 
 
 async def kick(game: Game, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
-    """Remove a player from the game: their character is free to join."""
+    """Remove a player from the game (PlayerNotInGame if they play no character, checked with the
+    game locked): their character is free to join."""
     async with game.sessions.begin() as s:
-        gs = await live_session(s, place.channel_id)
-        if await sessions.player_of(s, gs.id, player.id) is None:
+        gs = await live_session(s, place.channel_id, lock=True)
+        p = await sessions.player_of(s, gs.id, player.id)
+        if p is None:
             raise PlayerNotInGame(player.name or "")
-        p = await sessions.leave(s, gs, player.id)
+        await sessions.leave(s, gs, p)
         await game.record(s, place, who, "kick", str(player.id), player=player.name, character=p.character_id)
     return gs, p

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from db import sessions
 from db.models import GameSession, Player, Turn
 from game.catalogue import Film, session_film
 from game.content_rules import RuleSet
 from game.errors import FilmFixed, NoFilm
+from game.film import Character
 from game.instruction import Instruction
-from game.session_errors import UnknownCharacter
+from game.session_errors import AlreadyJoined, CharacterTaken, SessionExists, UnknownCharacter
 from service import refusals
 from service.configs import config, film_or_error
 from service.game import Game, Member, Place
@@ -58,7 +61,9 @@ class Acted:
 
 async def start(game: Game, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
                 extra_rules: Sequence[RuleSet] = ()) -> Started:
-    """A game of the configured film, or of `film` (another one only for an admin)."""
+    """A game of the configured film, or of `film` (another one only for an admin); refused where
+    the channel has one (SessionExists: there is no row to lock yet, so a start racing this one
+    is refused by db.sessions.start_session's unique index)."""
     async with game.sessions.begin() as s:
         cfg = await config(game, s, place)
         chosen = film_or_error(film) if film else cfg.film
@@ -66,30 +71,46 @@ async def start(game: Game, place: Place, who: Member, film: str | None = None, 
             raise NoFilm()
         if (cfg.film is None or chosen.id != cfg.film.id) and not admin:
             raise FilmFixed(cfg.film.title_in()) if cfg.film else NoFilm()
+        if await sessions.live_session(s, place.channel_id) is not None:
+            raise SessionExists()
         gs = await sessions.start_session(s, place.guild_id, place.channel_id, chosen, who.id)
     return Started(gs, chosen, cfg.name_to_show(who.name or "", extra_rules))
 
 
 async def join(game: Game, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
-    """Play a free character of the channel's cast."""
+    """Play a free character of the channel's cast: with the game locked, refused for a character
+    not in the cast, for a member who plays one already and for a character someone plays."""
     async with game.sessions.begin() as s:
-        gs = await refusals.live_session(s, place.channel_id)
+        gs = await refusals.live_session(s, place.channel_id, lock=True)
         film = session_film(gs.film_id)
         cfg = await config(game, s, place)
         cast = cfg.cast_for(film)
         ch = film.character(character)
         if ch is None or ch not in cast:
             raise UnknownCharacter(character, [film.character_name_in(c.id) for c in cast])
+        await _require_free(s, gs, film, who.id, ch)
         p = await sessions.join(s, gs, film, who.id, cfg.name_to_show(who.name or "", extra_rules), ch.id)
     return Joined(gs, film, p)
 
 
 async def leave(game: Game, place: Place, user_id: int) -> Joined:
-    """Stop playing; returns the player as they were."""
+    """Stop playing (NotJoined for a member who plays no character); returns the player as they were."""
     async with game.sessions.begin() as s:
-        gs = await refusals.live_session(s, place.channel_id)
-        p = await sessions.leave(s, gs, user_id)
+        gs = await refusals.live_session(s, place.channel_id, lock=True)
+        p = await sessions.leave(s, gs, await refusals.player(s, gs, user_id))
     return Joined(gs, session_film(gs.film_id), p)
+
+
+async def _require_free(s: AsyncSession, gs: GameSession, film: Film, user_id: int, ch: Character) -> None:
+    """AlreadyJoined for a member who plays a character of `gs`, CharacterTaken for `ch` played by
+    another; the caller holds the game's lock (db.sessions.join still refuses a join racing past)."""
+    mine = await sessions.player_of(s, gs.id, user_id)
+    if mine is not None:
+        playing = film.character(mine.character_id)
+        raise AlreadyJoined(playing.name if playing else mine.character_id)
+    taken = await sessions.player_of_character(s, gs.id, ch.id)
+    if taken is not None:
+        raise CharacterTaken(ch.name, taken.user_name)
 
 
 async def act(game: Game, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:

@@ -22,7 +22,7 @@ from game.catalogue import FILMS
 from game.channel_config import Limits
 from game.errors import GameError, OutOfRange
 from game.instruction import build_instruction
-from service import configs
+from service import configs, refusals
 
 QIQI = FILMS["qiqi"]
 GUILD, CHANNEL = 100, 200
@@ -103,10 +103,10 @@ ROWS = [
     Row("turn_by_seq -2^63", lambda c: turn_reads.turn_by_seq(c.s, c.gs.id, -TOP - 1), NOTHING),
     Row("channel_config 2^64/2^64", lambda c: guilds.channel_config(c.s, c.settings, BIG, BIG), _default_config),
     # refusals with a message
-    Row("require_session 2^64", lambda c: gsess.require_session(c.s, BIG), GameError),
+    Row("live game of channel 2^64", lambda c: refusals.live_session(c.s, BIG), GameError),
     Row("join user 2^63", lambda c: gsess.join(c.s, c.gs, QIQI, TOP, "x", "tombo"), OutOfRange),
     Row("join user True", lambda c: gsess.join(c.s, c.gs, QIQI, True, "x", "tombo"), OutOfRange),
-    Row("leave user 2^64", lambda c: gsess.leave(c.s, c.gs, BIG), GameError),
+    Row("player 2^64", lambda c: refusals.player(c.s, c.gs, BIG), GameError),
     Row("insert_turn author 2^64", lambda c: turns.insert_turn(
         c.s, c.gs, author_id=BIG, author_name="x", instruction=ins(), enqueue=None), OutOfRange),
     Row("start_session guild 2^63", lambda c: gsess.start_session(c.s, TOP, 1, QIQI, created_by=1), OutOfRange),

@@ -21,10 +21,10 @@ from game import stored_reasons
 from game.catalogue import FILMS
 from game.errors import GameError
 from game.instruction import build_instruction
-from game.session_errors import AlreadyJoined, CharacterTaken, NoSession, NotJoined, SessionExists, SessionPaused
+from game.session_errors import CharacterTaken, NotJoined, SessionExists, SessionPaused
 from game.states import CharacterState, Prediction
 from game.turn_errors import BacklogFull, Cooldown, TurnNotCancellable
-from service import configs, turn_queue
+from service import configs, refusals, turn_queue
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)
@@ -67,6 +67,7 @@ async def _run(sessions, turn_id, result=None, window=2):
 
 
 async def test_one_live_session_per_channel(sessions):
+    """The unique index refuses a second live game (a start racing the service's check)."""
     await _game(sessions)
     with pytest.raises(SessionExists):
         async with sessions.begin() as s:
@@ -88,22 +89,22 @@ async def test_concurrent_starts_make_one_session(sessions):
     assert results.count("ok") == 1
 
 
-async def test_join_rules(sessions):
+async def test_the_unique_indexes_refuse_a_join_racing_past_the_checks(sessions):
+    """service.players.join checks who plays what; a join that raced past it meets the indexes
+    (one player per character, one character per player), and the transaction stays usable."""
     gs = await _game(sessions, players=(("1", "alice", "qiqi"),))
     async with sessions.begin() as s:
-        with pytest.raises(CharacterTaken, match="alice"):
+        with pytest.raises(CharacterTaken, match="another player"):
             await gsess.join(s, gs, QIQI, 2, "bob", "qiqi")
-    async with sessions.begin() as s:
-        with pytest.raises(AlreadyJoined, match="Qiqi"):
+        with pytest.raises(CharacterTaken):  # alice plays already: the index cannot tell the two apart
             await gsess.join(s, gs, QIQI, 1, "alice", "jiji")
-    async with sessions.begin() as s:
-        await gsess.leave(s, gs, 1)
+        assert await gsess.player_of_character(s, gs.id, "jiji") is None
+        alice = await gsess.player_of_character(s, gs.id, "qiqi")
+        assert alice is not None and alice.user_id == 1
+        await gsess.leave(s, gs, alice)
         await gsess.join(s, gs, QIQI, 2, "bob", "qiqi")  # free again
         assert [(p.user_id, p.character_id) for p in await gsess.players(s, gs.id)] == [(2, "qiqi")]
         assert (await gsess.states(s, gs.id))["qiqi"] == CharacterState()
-    async with sessions.begin() as s:
-        with pytest.raises(NotJoined):
-            await gsess.leave(s, gs, 1)
 
 
 async def test_submit_numbers_turns_and_builds_context(sessions):
@@ -321,12 +322,6 @@ async def test_pause_idle(sessions):
         await _submit(sessions, gs)
 
 
-async def test_require_session(sessions):
-    async with sessions.begin() as s:
-        with pytest.raises(NoSession):
-            await gsess.require_session(s, 12345)
-
-
 async def test_guild_and_channel_config(sessions, settings):
     async with sessions.begin() as s:
         cfg = await guilds.channel_config(s, settings, GUILD, CHANNEL)
@@ -414,7 +409,7 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions, sett
         assert queued.status == "queued" and len(kept) == 2
         with pytest.raises(SessionPaused, match="film withdrawn"):
             async with sessions() as s:
-                await gsess.require_session(s, CHANNEL, active=True)
+                await refusals.running_session(s, CHANNEL)
         with pytest.raises(FilmWithdrawn):
             session_film(row.film_id)
         with pytest.raises(FilmWithdrawn):  # a moderator cannot resume it while the film is away

@@ -11,7 +11,16 @@ from game.content_errors import ContentRefused
 from game.content_rules import OPERATOR, RuleSet
 from game.errors import FilmFixed
 from game.sanitize import InputRefused
-from game.session_errors import NoSession, NotJoined, PlayerNotInGame, SessionPaused, UnknownCharacter
+from game.session_errors import (
+    AlreadyJoined,
+    CharacterTaken,
+    NoSession,
+    NotJoined,
+    PlayerNotInGame,
+    SessionExists,
+    SessionPaused,
+    UnknownCharacter,
+)
 from game.turn_errors import NotTurnAuthor, TurnNotFinished, TurnNotFound, VoteModeOn
 from service import admin, moderation, players, voting
 from service.game import Game, Member, Place
@@ -57,6 +66,28 @@ async def test_start_join_act_queue_a_job_with_its_place(game, sessions):
     assert left.player.character_id == "qiqi"
     with pytest.raises(NotJoined):
         await players.leave(game, HERE, ALICE.id)
+
+
+async def test_start_join_leave_kick_refusals_leave_the_game_as_it_was(game, sessions):
+    await _playing(game)
+    with pytest.raises(SessionExists):
+        await players.start(game, HERE, BOB)
+    with pytest.raises(AlreadyJoined, match="Qiqi"):
+        await players.join(game, HERE, ALICE, "jiji")
+    with pytest.raises(CharacterTaken, match="alice"):
+        await players.join(game, HERE, Member(3, "carol"), "qiqi")
+    with pytest.raises(NotJoined):
+        await players.leave(game, HERE, 3)
+    with pytest.raises(PlayerNotInGame, match="carol"):
+        await moderation.kick(game, HERE, MOD, Member(3, "carol"))
+    async with sessions() as s:
+        games = (await s.scalars(select(GameSession.id))).all()
+        playing = (await s.execute(select(Player.user_id, Player.character_id).where(Player.left_at.is_(None))
+                                   .order_by(Player.user_id))).all()
+    assert len(games) == 1 and [tuple(p) for p in playing] == [(1, "qiqi"), (2, "jiji")]
+    await moderation.kick(game, HERE, MOD, BOB)
+    joined = await players.join(game, HERE, Member(3, "carol"), "jiji")  # bob's character is free again
+    assert (joined.player.user_id, joined.player.character_id) == (3, "jiji")
 
 
 async def test_a_page_player_acts_under_the_name_they_joined_with(sessions, settings):
