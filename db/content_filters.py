@@ -40,11 +40,6 @@ def as_rule_set(found: Sequence[str]) -> RuleSet | None:
     return RuleSet(SERVER_FILTER, tuple(found)) if found else None
 
 
-async def rule_set(s: AsyncSession, guild_id: int) -> RuleSet | None:
-    """The server's filter as a rule set; None when it has no terms."""
-    return as_rule_set(await terms(s, guild_id))
-
-
 async def lock_terms(s: AsyncSession, guild_id: int) -> None:
     """One writer of the server's filter at a time, until the transaction ends: two adds cannot
     both find room for one more term."""

@@ -24,7 +24,3 @@ CHANNELS = (TURN_FINISHED, TURN_PROGRESS, TURN_QUEUED, SESSION_CHANGED, CONFIG_C
 async def notify(s: AsyncSession, channel: str, **payload) -> None:
     """Queue a NOTIFY in the current transaction (delivered at commit, dropped on rollback)."""
     await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": channel, "p": json.dumps(payload)})
-
-
-def parse(payload: str) -> dict:
-    return json.loads(payload)

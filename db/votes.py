@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
@@ -283,7 +283,3 @@ async def finish(s: AsyncSession, rnd: VoteRound, status: str, outcome: str) -> 
 
 async def _changed(s: AsyncSession, rnd: VoteRound) -> None:
     await notify.notify(s, notify.SESSION_CHANGED, session_id=rnd.session_id, channel_id=rnd.channel_id, event="vote", round_id=rnd.id)
-
-
-def seconds_left(rnd: VoteRound, now: datetime) -> float:
-    return max(0.0, (rnd.deadline - now).total_seconds())
