@@ -14,7 +14,7 @@ from i18n import _
 
 FAILED = "failed"  # no reason given
 LOST = "lost"  # its worker stopped with an error (inference.queue's sweep)
-GENERATOR_FAILED = "generator_failed"  # the backend raised (inference.worker): generator_failed(kind)
+GENERATOR_FAILED = "generator_failed"  # the backend raised (inference.turn_runner): generator_failed(kind)
 
 
 def generator_failed(kind: str) -> str:

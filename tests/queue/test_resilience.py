@@ -1,4 +1,4 @@
-"""The worker's job manager (inference.procrastinate_adapter.ResilientJobManager) repairs what a
+"""The worker's job manager (inference.job_manager.ResilientJobManager) repairs what a
 database fault can leave on its side: a worker row a sweep removed, a fetch whose answer was lost."""
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ def test_gpu_memory_is_a_no_op_without_cuda(monkeypatch):
     assert _value(m, "animegamer_gpu_memory_reserved_bytes", device="cuda:0") == 1000
 
 
-# --- the worker itself (inference/worker.py records them)
+# --- a running worker: its preset and GPU memory after loading (inference/worker.py), each turn's
+# stages and GPU peak (inference/turn_runner.py)
 
 
 def test_the_decoder_preset_of_a_backend():
