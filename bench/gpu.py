@@ -391,6 +391,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated presets to run (e.g. exact,fastest)")
     ap.add_argument("--budget", type=float, default=420.0,
                     help="seconds: a row that needs more than what is left is skipped and said so")
+    ap.add_argument("--train", action="store_true",
+                    help="training steps per phase against the training memory plan instead (bench/gpu_train.py)")
+    ap.add_argument("--train-phases", default="a,b", help="--train: the phases to run")
+    ap.add_argument("--train-steps", type=int, default=2, help="--train: timed optimizer steps per phase")
+    ap.add_argument("--train-accum", type=int, default=4, help="--train: micro-steps per optimizer step")
     args = ap.parse_args(argv)
     if args.tiny:
         torch.set_num_threads(min(2, torch.get_num_threads()))
@@ -399,6 +404,12 @@ def main(argv=None) -> int:
         if not torch.cuda.is_available():
             ap.error("no CUDA GPU: use --tiny for the CPU run")
         device = "cuda"
+    if args.train:
+        from gpu_train import main_train
+
+        out = Path(args.out or ("bench-gpu-train-tiny.md" if args.tiny else "bench-gpu-train.md"))
+        return main_train(args.tiny, args.train_phases.split(","), args.train_steps, args.train_accum,
+                          environment(torch.device(device)), out)
     out = Path(args.out or ("bench-gpu-tiny.md" if args.tiny else "bench-gpu.md"))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:

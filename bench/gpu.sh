@@ -6,6 +6,8 @@
 #   bench/gpu.sh                 # full size, needs a CUDA GPU
 #   bench/gpu.sh --tiny          # the same code, tiny configs, CPU, under a minute
 #   bench/gpu.sh --only exact,fastest --out /tmp/t.md
+#   bench/gpu.sh --train         # training: phases (a) and (b) at full size, steps/s and peak memory
+#   bench/gpu.sh --train --tiny  # the same code, tiny configs, CPU, seconds
 #
 # Packages the GPU machine lacks (diffusers, torchao, ffmpeg-python, imageio-ffmpeg) are installed
 # from wheels in .whl/ when that folder exists (bench/gpu_wheels.sh downloads them).

@@ -15,6 +15,7 @@ than CLIP's 768, which neither the converter nor this encoder supports: there is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from inference.decoder.uncond import UNCOND_IP_TOKENS, UNCOND_TEXT_TOKENS
 
 from .config import RunConfig
 from .decoder_recipe import (
+    LORA_TARGETS,
     ClipFeatures,
     DecoderDataError,
     DecoderTrainee,
@@ -208,4 +210,10 @@ def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
     s = phase_settings(PhaseA, phase, "a")
     config = dit_config_of(s.decoder)
     features = 2 * (T5_TOKENS * T5_WIDTH + UNCOND_IP_TOKENS * CLIP_WIDTH)  # bf16, as film.features stores them
-    return decoder_shape("a", run, config, s.lora_rank, True, JOINT_PARTS, features)
+    shape = decoder_shape("a", run, config, s.lora_rank, True, JOINT_PARTS, features)
+    # each LoRA's A output; the encoder keeps its inputs cast to fp32 (2x the stored bf16), the
+    # condition drop's copies live through the forward; the largest trainable tensor is the encoder's
+    # T5 projection
+    return dataclasses.replace(shape, lora_outputs=len(LORA_TARGETS) * s.lora_rank,
+                               sample_bytes=shape.sample_bytes + 2 * features, forward_bytes=features,
+                               largest_trainable=T5_WIDTH * int(config["text_embed_dim"]))

@@ -3,24 +3,27 @@
 Tracing a training step on the meta device, as inference/memory/plan.py traces a turn, would need
 fake tensors through peft, accelerate and the optimizers; this is an analytic model instead, with
 each term counted from the phase's real modules built on the meta device (parameter counts) and
-checked against a measured CPU step of a tiny model (tests/training/test_memory.py, with the live
-storage counter inference/memory/live.py uses):
+checked against measured CPU steps (bench/train_memory.py: full width at 1 and 2 layers, within
+0.2 %; tests/training/test_memory.py: the tiny models), with the live storage counter
+inference/memory/live.py uses:
 
     weights      frozen parameters x bytes per parameter (bf16 2, int8 1, int4 ~0.53, fp32 4)
-    trainable    fp32 masters + fp32 gradients: 8 bytes per trainable parameter
-    optimizer    adamw 8 bytes per trainable parameter (two fp32 moments), adamw8bit ~2.06
+    trainable    fp32 masters + fp32 gradients: 8 bytes per trainable parameter (the gradients are
+                 held through the micro-steps of gradient accumulation)
+    optimizer    adamw 8 bytes per trainable parameter (two fp32 moments), adamw8bit ~2.03
                  (two int8 moments and a scale per 256), cpu_offload 0 (states in host memory)
-    activations  per token and layer, in the compute dtype: without gradient checkpointing
-                 c_w * width + c_f * ffn + the LoRA layers' dropped-out inputs; with it, one
-                 layer input per layer plus one layer's activations during its recompute
-    transient    gradients of the activations in flight: two widths and one ffn per token
-    logits       the positions scored over the vocabulary, in fp32 (phase (b): four)
+    activations  what each layer keeps for its backward, per token, by architecture (`Block`:
+                 Mistral's layer, CogVideoX's block; the LoRA dropout's output and mask apart), or
+                 with gradient checkpointing each layer's input and one layer recomputed; at the
+                 largest of the end of the forward, the start of the backward (the head's gradient
+                 computed whole, phase (b): 32,284 x 4096 in fp32) and the last layer's backward
+    fixed        the 4D mask, the scored logits in fp32, the sample's tensors
 
 The optimizer step runs after the activations are freed: its peak (weights, trainable, states and
-one fp32 temporary per trainable parameter for the foreach update) is compared with the backward's
-and the larger one counts. A card of N GB offers `usable_gib(N)` (inference.memory.plan) less the
-CUDA context and kernels' workspaces (CUDA_OVERHEAD_GIB); predictions carry a 10 % margin for the
-allocator's fragmentation.
+the update's temporaries: one fp32 copy of every trainable parameter for CUDA's foreach update)
+is compared with the backward's and the larger one counts. A card of N GB offers `usable_gib(N)`
+(inference.memory.plan) less the CUDA context and kernels' workspaces (CUDA_OVERHEAD_GIB);
+predictions carry a 10 % margin for the allocator's fragmentation.
 """
 
 from __future__ import annotations
@@ -35,23 +38,55 @@ from inference.memory.plan import usable_gib
 from training.config import RunConfig
 
 GiB = 2**30
-CARDS_GB = (12, 16, 24, 48, 80)
+CARDS_GB = (8, 12, 16, 24, 48, 80)
 CUDA_OVERHEAD_GIB = 0.75  # CUDA context, cuBLAS/cuDNN workspaces: outside torch's allocator
 MARGIN = 1.10  # fragmentation of the caching allocator
 
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.53}
 STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0 + 8.0 / 256, "cpu_offload": 0.0}
-# Saved activations per token and layer, in units of the compute dtype (see the module docstring):
-# the attention block keeps its normed input, q, k, v, their rotated copies and its output; the
-# MLP its normed input, gate, up, the activation and the product; the norms their fp32 inputs.
-C_WIDTH = 12.0
-C_FFN = 4.0
+
+
+@dataclass(frozen=True)
+class Block:
+    """One transformer layer's activations per token, in elements of the compute dtype, as counted
+    on the real layer (the tensors autograd saves, bench/train_memory.py) and checked against a
+    measured step at full width (docs/training.md):
+
+    saved       what the layer keeps for its backward: saved_width x width + saved_ffn x ffn
+                + saved_kv x kv_width + saved_heads x heads (+ the LoRA dropout's copies, counted
+                apart from `lora_inputs`)
+    transient   what the backward of the last layer adds at the step's peak, beyond what it saved
+    checkpoint  what a checkpointed layer keeps: its inputs
+    outside     what the model keeps outside its layers at the start of the backward (the final norm)"""
+
+    saved_width: float
+    saved_ffn: float
+    transient_ffn: float
+    checkpoint_width: float
+    saved_kv: float = 0.0
+    saved_heads: float = 0.0
+    outside_width: float = 0.0
+
+
+# Mistral's decoder layer (phase (b)): the two RMSNorms keep their input, normed value and output
+# (6 widths) and a 1/rms per token each; attention keeps q, the repeated k and v, the output and
+# its transposed copy (4 widths), k before the repeat (one kv width) and a log-sum-exp per head;
+# the MLP keeps gate, SiLU(gate) and up (3 ffn); each LoRA keeps its rank-wide A output. The final
+# RMSNorm keeps three widths and the output resampler's input one more when the backward begins.
+MISTRAL = Block(saved_width=8.0, saved_ffn=3.0, transient_ffn=2.0, checkpoint_width=1.0, saved_kv=1.0,
+                saved_heads=1.0, outside_width=4.0)
+# CogVideoX's block (phases (a) and (c)): norm1 and norm2 keep input and normed value (4 widths),
+# attention the joint normed input, q and k before and after their norms, v, the output and the
+# projected output (9 widths); the MLP its normed input (a width) and the GELU's input (one ffn).
+# The backward of the MLP holds two ffn-wide gradients at the peak.
+DIT = Block(saved_width=13.0, saved_ffn=1.0, transient_ffn=2.0, checkpoint_width=1.0)
+BLOCKS = {"a": DIT, "b": MISTRAL, "c": DIT}
 
 
 @dataclass(frozen=True)
 class PhaseShape:
-    """What the memory model needs of a phase, at its configured sizes (T2's phases (a) and (c)
-    fill one with their DiT's counts: `phase_shape(run, phase_table)` in their recipe module)."""
+    """What the memory model needs of a phase, at its configured sizes (the phases' recipe
+    modules fill one: `phase_shape(run, phase_table)`)."""
 
     phase: str
     frozen: int  # frozen parameters
@@ -62,10 +97,16 @@ class PhaseShape:
     ffn: int  # MLP hidden width
     frozen_dtype: str = "bf16"  # one of WEIGHT_BYTES
     compute_bytes: int = 2  # bf16/fp16 activations (4 for fp32)
-    lora_inputs: int = 0  # per layer: summed input widths of the LoRA-wrapped linears
+    lora_inputs: int = 0  # per layer: summed input widths of the LoRA-wrapped linears with dropout
     logits: int = 0  # logits elements per sample kept in fp32
     fixed_bytes: int = 0  # anything else held through the step (a frozen encoder, buffers)
     sample_bytes: int = 0  # one sample's input tensors
+    kv_width: int = 0  # key/value heads x head width (grouped-query attention)
+    heads: int = 0
+    lora_outputs: int = 0  # per layer: summed ranks of the LoRA-wrapped linears (their A outputs)
+    mask: bool = False  # a 4D attention mask (tokens x tokens, compute dtype) shared by the layers
+    largest_trainable: int = 0  # elements of the largest trainable tensor (its gradient, whole, in flight)
+    forward_bytes: int = 0  # per sample: tensors alive in the forward only (a condition drop's copies)
 
 
 @dataclass(frozen=True)
@@ -95,25 +136,48 @@ class Peak:
         return self.total * MARGIN / GiB + CUDA_OVERHEAD_GIB
 
 
-def activation_bytes(shape: PhaseShape, batch: int, checkpointing: bool) -> int:
-    tokens = shape.tokens * batch
+def activation_bytes(shape: PhaseShape, batch: int, checkpointing: bool, device: str = "cuda") -> int:
+    """The forward and backward's peak above the weights, gradients and states (module docstring).
+    `device`: dropout keeps a bool mask on CUDA, a mask in the compute dtype on the CPU."""
+    block = BLOCKS[shape.phase]
     b = shape.compute_bytes
-    per_layer = b * (C_WIDTH * shape.width + C_FFN * shape.ffn) + (b + 1) * shape.lora_inputs  # dropout: copy + mask
-    transient = b * (2 * shape.width + shape.ffn)
-    # checkpointed: each layer's input, and one layer's activations while it is recomputed
-    saved = shape.layers * b * shape.width + per_layer if checkpointing else shape.layers * per_layer
-    return int(tokens * (saved + transient) + 4 * shape.logits * batch + shape.sample_bytes * batch)
+    tokens = shape.tokens * batch
+    mask_bytes = 1 if device == "cuda" else b
+    saved = (b * (block.saved_width * shape.width + block.saved_ffn * shape.ffn + block.saved_kv * shape.kv_width
+                  + block.saved_heads * shape.heads + shape.lora_outputs)
+             + (b + mask_bytes) * shape.lora_inputs)  # the LoRA dropout's output and its mask
+    transient = b * block.transient_ffn * shape.ffn
+    kept = b * block.checkpoint_width * shape.width  # a checkpointed layer's input
+    if checkpointing:
+        # the head's gradient comes first, over the layers' inputs; then the last layer is
+        # recomputed (its input now inside its saved tensors) and its backward runs
+        head, last = shape.layers * kept, (shape.layers - 1) * kept + saved + transient
+    else:
+        head, last = shape.layers * saved, shape.layers * saved + transient
+    # The head's gradient (phase (b): the grown vocabulary x width, fp32) is computed whole before it
+    # is added into the held one, while every layer's activations are alive.
+    outside = b * block.outside_width * shape.width
+    end_of_forward = tokens * (head + outside) + shape.forward_bytes * batch  # before the backward's first op
+    peak = max(tokens * (head + outside) + 4 * shape.largest_trainable, tokens * last, end_of_forward)
+    mask = b * tokens * shape.tokens if shape.mask else 0
+    return int(peak + mask + 4 * shape.logits * batch + shape.sample_bytes * batch)
 
 
-def predict(shape: PhaseShape, run: RunConfig, micro_batch: int | None = None) -> Peak:
+def predict(shape: PhaseShape, run: RunConfig, micro_batch: int | None = None, device: str = "cuda") -> Peak:
     """The peak of one optimizer step with the run's settings (micro_batch: samples per process
-    per micro-step; default the run's batch on one process)."""
+    per micro-step; default the run's batch on one process; device: "cuda", or "cpu" for a
+    measured CPU step)."""
     batch = micro_batch or run.batch_size
     weights = int(shape.frozen * WEIGHT_BYTES[shape.frozen_dtype]) + shape.fixed_bytes
     trainable = 8 * shape.trainable
     optimizer = int(STATE_BYTES[run.optimizer] * shape.trainable)
-    step_extra = 0 if run.optimizer == "cpu_offload" else 4 * shape.trainable
-    return Peak(weights, trainable, optimizer, activation_bytes(shape, batch, run.gradient_checkpointing), step_extra)
+    # torch's AdamW on CUDA updates every tensor at once (foreach): one fp32 temporary per trainable
+    # parameter; on the CPU it goes one tensor at a time: two temporaries of the largest
+    step_extra = 4 * shape.trainable if device == "cuda" else 8 * shape.largest_trainable
+    if run.optimizer == "cpu_offload":
+        step_extra = 0
+    activations = activation_bytes(shape, batch, run.gradient_checkpointing, device)
+    return Peak(weights, trainable, optimizer, activations, step_extra)
 
 
 # ---------------------------------------------------------------------------------------------

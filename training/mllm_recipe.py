@@ -39,7 +39,14 @@ from torch.utils.data import Dataset
 from film.cast import CastError, read_cast
 from film.manifest import GAMES, MANIFEST, read_features_index
 from inference.mllm.instruction import InstructionEncoder
-from inference.mllm.loading import CheckpointError, load_agent_checkpoint, load_base, lora_config, wrap_released
+from inference.mllm.loading import (
+    LORA_TARGETS,
+    CheckpointError,
+    load_agent_checkpoint,
+    load_base,
+    lora_config,
+    wrap_released,
+)
 from inference.mllm.mask import attention_mask_4d, position_ids
 from inference.mllm.model import AnimeGamerMLLM, input_embeddings
 from inference.mllm.prompt import NUM_QUERY, TAIL, HistoryItem, PromptBuilder
@@ -464,9 +471,13 @@ def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
     half = run.mixed_precision in ("bf16", "fp16")
     frozen_dtype = "int8" if s.quantize == "int8" else ("bf16" if half else "fp32")
     tokens = s.max_turns * s.max_turn_tokens
+    width, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
+    kv_width = int(config.get("num_key_value_heads", heads)) * (width // heads)
     return PhaseShape(
-        phase="b", frozen=frozen, trainable=trainable, tokens=tokens, width=int(config["hidden_size"]),
+        phase="b", frozen=frozen, trainable=trainable, tokens=tokens, width=width,
         layers=int(config["num_hidden_layers"]), ffn=int(config["intermediate_size"]), frozen_dtype=frozen_dtype,
-        compute_bytes=2 if half else 4, lora_inputs=lora_inputs, logits=4 * int(config.get("vocab_size", 32284)),
-        sample_bytes=4 * s.max_turns * NUM_QUERY * rep_dim,
+        compute_bytes=2 if half else 4, lora_inputs=lora_inputs, logits=4 * VOCAB_SIZE,
+        sample_bytes=4 * s.max_turns * NUM_QUERY * rep_dim, kv_width=kv_width, heads=heads,
+        lora_outputs=len(LORA_TARGETS) * s.lora_rank, mask=True,
+        largest_trainable=VOCAB_SIZE * width,  # the head (and the embeddings): the grown vocabulary x width
     )

@@ -1,70 +1,62 @@
-"""training/memory.py: the analytic peak against a measured CPU step of tiny phase (b) (the live
-storage counter of inference/memory/live.py), and the settings it picks for 12/16/24 GB cards."""
+"""training/memory.py: the analytic peak against measured CPU steps of tiny phases (a) and (b)
+through bench/train_memory.py's measurement (the live storage counter of inference/memory/live.py),
+and the settings it picks for 12/16/24 GB cards. The full-width check is the bench itself
+(docs/training.md has its table)."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from accelerate import Accelerator
 
-from inference.memory.live import LiveBytes
 from inference.memory.plan import usable_gib
-from tests.training.film_set import models, phase_b_table, training_set
 from training.config import RunConfig, default_config_path, load_config
-from training.engine import make_optimizer
-from training.memory import fit, parse_size, predict, table
-from training.mllm_recipe import make, phase_shape
+from training.memory import fit, parse_size, table
+from training.mllm_recipe import phase_shape
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.append(str(ROOT / "bench"))
+import train_memory  # noqa: E402  # pyright: ignore[reportMissingImports]  (bench/: the docs table's measurement)
 
 torch.set_num_threads(2)
 MiB = 2**20
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, Path]:
+def cases(tmp_path_factory) -> dict[str, list]:
     root = tmp_path_factory.mktemp("memory")
-    out = models(root / "models")
-    out["data"] = training_set(root / "film", clips=4)
-    return out
+    return {"a": train_memory.phase_a_cases(root, True, [1, 2], [17]),
+            "b": train_memory.phase_b_cases(root, True, [2], [1, 5])}
 
 
-@pytest.mark.parametrize("checkpointing", [False, True])
-def test_prediction_matches_a_measured_step(files, checkpointing):
-    """One steady-state step (optimizer states present) of tiny phase (b), fp32 on the CPU:
-    the peak within 5 %; the activations within 20 % (kept) and 50 % (checkpointed: the model
-    counts a whole layer's recompute, which is an upper bound)."""
-    run = RunConfig(max_steps=1, batch_size=1, gradient_checkpointing=checkpointing, optimizer="adamw")
-    table_b = phase_b_table(files, max_turns=4)
-    recipe = make(files["data"], table_b, run)
-    model = recipe.build_model(Accelerator(cpu=True)).train()
-    optimizer = make_optimizer(run, recipe.param_groups(model))
-    batch = recipe.collate([recipe.dataset()[3]])  # the 4-turn sample
-    recipe.loss(model, batch, 0)["loss"].backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    live = LiveBytes("cpu")
-    states = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
-    with live:
-        start = live.adopt([*model.parameters(), *model.buffers(), *states])
-        with live.stage("backward"):
-            recipe.loss(model, batch, 0)["loss"].backward()
-        with live.stage("step"):
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-    measured = max(live.peak("backward").peak, live.peak("step").peak)
-    shape = dataclasses.replace(phase_shape(run, table_b), tokens=batch["input_ids"].shape[1])
-    predicted = predict(shape, run)
-    grads = 4 * shape.trainable
-    measured_act = live.peak("backward").peak - start - grads
-    print(f"checkpointing={checkpointing}: measured {measured / MiB:.1f} MiB, predicted {predicted.total / MiB:.1f}; "
-          f"activations measured {measured_act / MiB:.1f}, predicted {predicted.activations / MiB:.1f}")
-    assert predicted.total == pytest.approx(measured, rel=0.05)
-    if checkpointing:
-        assert measured_act <= predicted.activations <= 1.5 * measured_act
-    else:
-        assert predicted.activations == pytest.approx(measured_act, rel=0.20)
+def check(case) -> None:
+    measured = train_memory.measure(case)
+    _, predicted = train_memory.predict_case(case, measured)
+    print(f"{case.phase} {case.label}: measured {measured.peak / MiB:.2f} MiB, predicted {predicted.total / MiB:.2f}; "
+          f"activations measured {measured.activations / MiB:.2f}, predicted {predicted.activations / MiB:.2f}")
+    # Tiny phase (a)'s peak is mostly its non-layer parts (the encoder on 4096-wide T5 features, the
+    # embeddings, the loss at 256 tokens of width 32), which the plan counts coarsely: within 7 %;
+    # at full width they are under 1 % and the plan is within 0.2 % (bench/train_memory.py).
+    assert predicted.total == pytest.approx(measured.peak, rel=0.07 if case.phase == "a" else 0.05)
+    if case.phase == "b":  # tiny phase (a)'s "activations" are mostly its batch, adopted at the start when measured
+        assert predicted.activations == pytest.approx(measured.activations, rel=0.10)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_phase_a_prediction_matches_a_measured_step(cases, index):
+    """A later micro-step of gradient accumulation and the optimizer step of tiny phase (a), fp32
+    on the CPU, 1 and 2 blocks, with and without checkpointing: the peak within 7 % (see check)."""
+    check(cases["a"][index])
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_phase_b_prediction_matches_a_measured_step(cases, index):
+    """The same for tiny phase (b) (2 layers, 1- and 5-turn samples, with and without
+    checkpointing): the peak within 5 %, the activations within 10 %."""
+    check(cases["b"][index])
 
 
 def full_size(**phase) -> tuple[RunConfig, dict]:
