@@ -35,27 +35,30 @@ def cases(tmp_path_factory) -> dict[str, list]:
 def check(case) -> None:
     measured = train_memory.measure(case)
     _, predicted = train_memory.predict_case(case, measured)
-    print(f"{case.phase} {case.label}: measured {measured.peak / MiB:.2f} MiB, predicted {predicted.total / MiB:.2f}; "
+    peak = train_memory.peak_of(measured, predicted)
+    print(f"{case.phase} {case.label}: measured {measured.peak / MiB:.2f} MiB, predicted {peak / MiB:.2f}; "
           f"activations measured {measured.activations / MiB:.2f}, predicted {predicted.activations / MiB:.2f}")
     # Tiny phase (a)'s peak is mostly its non-layer parts (the encoder on 4096-wide T5 features, the
     # embeddings, the loss at 256 tokens of width 32), which the plan counts coarsely: within 7 %;
     # at full width they are under 1 % and the plan is within 0.2 % (bench/train_memory.py).
-    assert predicted.total == pytest.approx(measured.peak, rel=0.07 if case.phase == "a" else 0.05)
+    assert peak == pytest.approx(measured.peak, rel=0.07 if case.phase == "a" else 0.05)
     if case.phase == "b":  # tiny phase (a)'s "activations" are mostly its batch, adopted at the start when measured
         assert predicted.activations == pytest.approx(measured.activations, rel=0.10)
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(6))
 def test_phase_a_prediction_matches_a_measured_step(cases, index):
     """A later micro-step of gradient accumulation and the optimizer step of tiny phase (a), fp32
-    on the CPU, 1 and 2 blocks, with and without checkpointing: the peak within 7 % (see check)."""
+    on the CPU, 1 and 2 blocks, with and without checkpointing, and with adamw8bit (its step not
+    counted: the backward's peak): the peak within 7 % (see check)."""
     check(cases["a"][index])
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_phase_b_prediction_matches_a_measured_step(cases, index):
     """The same for tiny phase (b) (2 layers, 1- and 5-turn samples, with and without
-    checkpointing): the peak within 5 %, the activations within 10 %."""
+    checkpointing; and the default config's int8 base, adamw8bit and checkpointing): the peak
+    within 5 %, the activations within 10 %."""
     check(cases["b"][index])
 
 
