@@ -32,9 +32,9 @@ from db.models import Turn
 from db.runtime import open_database
 from inference.worker import Worker
 from settings import Settings
-from tests.fake_discord import FakeDiscord, patch_discord, start_client, stop_client
-from tests.pg import fresh_database
-from tests.queue.helpers import wait_started
+from testkit.fake_discord import FakeDiscord, patch_discord, start_client, stop_client
+from testkit.pg import fresh_database
+from testkit.queue import wait_started
 
 
 async def slash(server, guild, channel, member, name: str, options: dict | None = None) -> str:

@@ -55,8 +55,8 @@ from db.engine import make_engine
 from db.migrate import upgrade
 from db.models import Turn
 from db.runtime import open_database
-from tests.fake_discord import FakeDiscord
-from tests.pg import fresh_database
+from testkit.fake_discord import FakeDiscord
+from testkit.pg import fresh_database
 
 STEPS = (
     ("game start", {}, "has started"),

@@ -96,7 +96,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     if args.mode == "tiny":
-        from tests.tiny.decoder import random_tiny_decoder
+        from testkit.tiny.decoder import random_tiny_decoder
 
         torch.set_num_threads(args.threads)
         decoder = random_tiny_decoder(steps=args.steps or 10, sampler=args.sampler)

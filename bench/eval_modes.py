@@ -47,11 +47,11 @@ def _tiny(root: Path) -> dict:
     from game.catalogue import FILMS
     from inference.decoder.latent_preview import LatentRGB
     from inference.model_paths import film_paths
-    from tests.evaluation.helpers import write_games, write_references
-    from tests.evaluation.tiny_clip import build_clip
-    from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG
-    from tests.tiny.encoders import build_vae
-    from tests.tiny.models_dir import build_models_dir
+    from testkit.evaluation_set import write_games, write_references
+    from testkit.tiny.clip import build_clip
+    from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG
+    from testkit.tiny.encoders import build_vae
+    from testkit.tiny.models_dir import build_models_dir
 
     models = build_models_dir(root / "models", {"qiqi": (1, 0)})
     decoder = film_paths(models, FILMS["qiqi"]).decoder

@@ -29,8 +29,8 @@ from db.engine import make_engine, make_sessionmaker
 from db.migrate import upgrade
 from db.models import Turn
 from inference.mp4 import encode_mp4
-from tests.pg import fresh_database
-from tests.queue.helpers import new_session, submit
+from testkit.pg import fresh_database
+from testkit.queue import new_session, submit
 
 
 def noisy_clip(kb: int) -> bytes:

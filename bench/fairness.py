@@ -43,7 +43,7 @@ from game.instruction import build_instruction  # noqa: E402
 from game.turn_errors import BacklogFull  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
 from service import turn_queue as turn_service  # noqa: E402
-from tests.pg import fresh_database  # noqa: E402
+from testkit.pg import fresh_database  # noqa: E402
 
 FLOOD, STEADY, LONE = 1, 2, 3
 NAMES = {FLOOD: "flood", STEADY: "steady", LONE: "lone"}

@@ -4,7 +4,7 @@ of wall time, for the cut, clip and motion stages (captioning excluded), on a sy
     python bench/film_prepare.py                      # a 10-minute 720x480 film, made once in --work
     python bench/film_prepare.py --minutes 20 --size 1280x720
 
-The film is made by ffmpeg's lavfi sources (tests/film/lavfi.py): shots of 2-8 s joined by hard
+The film is made by ffmpeg's lavfi sources (testkit/lavfi.py): shots of 2-8 s joined by hard
 cuts, textured pans and sprites at known speeds from still to 40 px a clip frame, and a few
 stills and black shots that are skipped, as a film has. First each stage is timed on its own
 (the library calls prepare makes), then `film prepare --captioner none` end to end into a fresh
@@ -34,7 +34,7 @@ from film.cut import find_cuts
 from film.frames import CLIP_FRAMES, sample_spans
 from film.motion import measure_frames
 from film.prepare import prepare
-from tests.film.lavfi import Shot, make_video
+from testkit.lavfi import Shot, make_video
 
 SPEEDS = (4, 12, 20, 40, 80, 120, 160)  # px/s at 24 fps (/8: px a clip frame)
 

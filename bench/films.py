@@ -47,7 +47,7 @@ INSTRUCTIONS = {
 
 
 def build_tiny(root: Path) -> None:
-    from tests.tiny.models_dir import build_models_dir
+    from testkit.tiny.models_dir import build_models_dir
 
     build_models_dir(root, {film: (10 + i, i) for i, film in enumerate(FILMS)})
 
@@ -83,8 +83,8 @@ def random_backend(films: list[str], size: str, device: str, steps: int, budget_
     from inference.mllm.predict import MLLMPredictor
     from inference.mllm.prompt import PromptBuilder
     from inference.mllm.tokens import SPECIAL
-    from tests.tiny import mllm as tiny
-    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+    from testkit.tiny import mllm as tiny
+    from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
     dev, dt = default_device_dtype(device)
     if size == "7b":

@@ -59,8 +59,8 @@ from inference.mllm.loading import LoadedMLLM, LoadReport
 from inference.mllm.model import MISTRAL_7B_SHAPE
 from inference.mllm.quantize import quantize_weights
 from inference.mllm.tokens import SPECIAL, verify
-from tests.tiny import mllm as tiny_mllm
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from testkit.tiny import mllm as tiny_mllm
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
 INSTRUCTIONS = (
     "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",

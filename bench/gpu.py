@@ -42,8 +42,8 @@ from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransf
 from inference.decoder.vae import COGVIDEOX_VAE_CONFIG, decode_latents
 from inference.mllm.loading import LoadedMLLM, LoadReport
 from inference.mllm.tokens import SPECIAL, verify
-from tests.tiny import mllm as tiny_mllm
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from testkit.tiny import mllm as tiny_mllm
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
 INSTRUCTIONS = [
     "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",

@@ -69,7 +69,7 @@ def build_case(phase: str, root: Path, tiny: bool, run: Any, table: dict[str, An
         return make(data, table, run), table
     files = tm.phase_b_files(root, tiny, None, dtype=torch.float32 if tiny else torch.bfloat16)
     data = tm.phase_b_set(root)
-    from tests.training.film_set import phase_b_table
+    from testkit.film_set import phase_b_table
     from training.mllm_recipe import make
 
     table = {**table, **phase_b_table(files, max_turns=5, quantize=table.get("quantize", "none"))}

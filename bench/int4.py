@@ -47,7 +47,7 @@ from inference.mllm.predict import MLLMPredictor
 from inference.mllm.prompt import HistoryItem, PromptBuilder
 from inference.mllm.quantize import quantize_weights
 from inference.mllm.tokens import SPECIAL
-from tests.tiny import mllm as tiny_mllm
+from testkit.tiny import mllm as tiny_mllm
 
 INSTRUCTIONS = (
     "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",

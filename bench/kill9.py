@@ -27,8 +27,8 @@ from sqlalchemy import text
 from db.engine import make_engine, make_sessionmaker  # noqa: E402
 from db.migrate import upgrade  # noqa: E402
 from settings import Settings  # noqa: E402
-from tests.pg import fresh_database  # noqa: E402
-from tests.queue.helpers import new_session, start_worker_process, stop_processes, submit  # noqa: E402
+from testkit.pg import fresh_database  # noqa: E402
+from testkit.queue import new_session, start_worker_process, stop_processes, submit  # noqa: E402
 
 
 async def poll(fn, timeout: float, interval: float = 0.05):

@@ -26,7 +26,7 @@ from inference.mllm.loading import default_device_dtype, load_mllm  # noqa: E402
 from inference.mllm.predict import MLLMPredictor, PredictOptions  # noqa: E402
 from inference.mllm.prompt import HistoryItem, PromptBuilder  # noqa: E402
 from inference.mllm.tokens import SPECIAL, verify  # noqa: E402
-from tests.tiny import mllm as tiny  # noqa: E402
+from testkit.tiny import mllm as tiny  # noqa: E402
 
 INSTRUCTIONS = [
     "Character: Qiqi; Motion: quickly fly on the broomstick; Background: night sky.",

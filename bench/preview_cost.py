@@ -91,7 +91,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} CPU threads")
 
-    from tests.tiny.decoder import TINY_VAE_CONFIG
+    from testkit.tiny.decoder import TINY_VAE_CONFIG
 
     torch.manual_seed(0)
     tiny = AutoencoderKLCogVideoX(**TINY_VAE_CONFIG).eval()

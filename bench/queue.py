@@ -44,7 +44,7 @@ from game.catalogue import FILMS  # noqa: E402
 from game.instruction import build_instruction  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
 from service import turn_queue as turn_service  # noqa: E402
-from tests.pg import fresh_database  # noqa: E402
+from testkit.pg import fresh_database  # noqa: E402
 
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=100)
 MOTIONS = ("walk", "run", "talk", "eat", "sleep", "fly on broomstick")

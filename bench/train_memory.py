@@ -6,7 +6,7 @@
 
 Each case builds the phase through its own recipe (`build_model`, `param_groups`, `collate`,
 `loss`) and the engine's optimizer (`make_optimizer`) from files on disk: a training set in the
-film pipeline's format (tests/training/film_set.py, its features widened to the case's sizes),
+film pipeline's format (testkit/film_set.py, its features widened to the case's sizes),
 and for phase (a) a converted decoder folder holding a random DiT, for phase (b) a random Mistral
 folder, the tiny AnimeGamer tokenizer (Mistral's real 32,000 + 284 vocabulary) and a random
 phase-(a) encoder. The plan (`training.memory.predict`) reads the same folders through the phase's
@@ -170,8 +170,8 @@ def phase_a_folders(root: Path, tiny: bool, layers: int | None, frames: int) -> 
     """A training set with features at the DiT's sizes and a converted decoder folder holding a
     random DiT of `layers` blocks (None: the config's own depth)."""
     from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
-    from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG
-    from tests.training.film_set import training_set
+    from testkit.film_set import training_set
+    from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG
     from training.encoder import CLIP_WIDTH, T5_WIDTH
 
     base = dict(TINY_TRANSFORMER_CONFIG if tiny else ANIMEGAMER_2B_CONFIG)
@@ -220,8 +220,8 @@ def phase_b_files(root: Path, tiny: bool, layers: int | None, dtype: torch.dtype
 
     from inference.mllm.model import MISTRAL_7B_SHAPE
     from inference.mllm.tokens import BASE_VOCAB
-    from tests.tiny import mllm as tiny_mllm
-    from tests.training.film_set import IMAGE_DIM, TEXT_DIM
+    from testkit.film_set import IMAGE_DIM, TEXT_DIM
+    from testkit.tiny import mllm as tiny_mllm
     from training.encoder import RepresentationEncoder
 
     shape = {} if tiny else dict(MISTRAL_7B_SHAPE)
@@ -248,7 +248,7 @@ def phase_b_files(root: Path, tiny: bool, layers: int | None, dtype: torch.dtype
 def phase_b_set(root: Path) -> Path:
     """The film pipeline's training set with one 5-turn game: its prefixes are the 1- to 5-turn
     samples (dataset index k-1)."""
-    from tests.training.film_set import training_set
+    from testkit.film_set import training_set
 
     data = root / "film-b"
     if not data.exists():
@@ -260,7 +260,7 @@ def phase_b_set(root: Path) -> Path:
 
 
 def phase_b_cases(root: Path, tiny: bool, layers: list[int], turns: list[int]) -> list[Case]:
-    from tests.training.film_set import phase_b_table
+    from testkit.film_set import phase_b_table
     from training.config import RunConfig
     from training.mllm_recipe import make
 

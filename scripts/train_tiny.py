@@ -32,9 +32,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # The tests' tiny builders, imported here and nowhere else in this script.
-from tests.tiny import mllm as tiny_mllm  # noqa: E402
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG  # noqa: E402
-from tests.tiny.encoders import build_clip, build_t5, build_vae  # noqa: E402
+from testkit.tiny import mllm as tiny_mllm  # noqa: E402
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG  # noqa: E402
+from testkit.tiny.encoders import build_clip, build_t5, build_vae  # noqa: E402
 
 STEPS = {"a": 16, "b": 30, "c": 8}
 

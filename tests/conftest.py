@@ -12,7 +12,7 @@ from animegamer.quiet_start import filterwarnings_lines, quiet_start
 from db.engine import make_engine, make_sessionmaker
 from db.models import Base
 from settings import Settings
-from tests.pg import fresh_database, migrate_to_head
+from testkit.pg import fresh_database, migrate_to_head
 
 # Every table of the app's models (a new one is emptied too: a listed copy once missed one).
 APP_TABLES = tuple(t.name for t in Base.metadata.sorted_tables)
@@ -33,7 +33,7 @@ def pytest_configure(config):
 
 def pytest_sessionstart(session):
     """Say which Postgres the tests use (shown with -q too)."""
-    from tests import pg
+    from testkit import pg
 
     line = f"postgres: {pg.describe()}"
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -16,7 +16,8 @@ inference/memory/live.py uses:
                  Mistral's layer, CogVideoX's block; the LoRA dropout's output and mask apart), or
                  with gradient checkpointing each layer's input and one layer recomputed; at the
                  largest of the end of the forward, the start of the backward (the head's gradient
-                 computed whole, phase (b): 32,284 x 4096 in fp32) and the last layer's backward
+                 computed whole, phase (b): 32,284 x 4096 in fp32) and the last layer's backward;
+                 an int8 base's matmuls keep each layer's weights dequantized for the backward
     fixed        the 4D mask, the scored logits in fp32, the sample's tensors
 
 The optimizer step runs after the activations are freed: its peak (weights, trainable, states and
@@ -107,6 +108,7 @@ class PhaseShape:
     mask: bool = False  # a 4D attention mask (tokens x tokens, compute dtype) shared by the layers
     largest_trainable: int = 0  # elements of the largest trainable tensor (its gradient, whole, in flight)
     forward_bytes: int = 0  # per sample: tensors alive in the forward only (a condition drop's copies)
+    dequantized: int = 0  # per layer: quantized weights autograd keeps dequantized (compute dtype) for the backward
 
 
 @dataclass(frozen=True)
@@ -148,17 +150,21 @@ def activation_bytes(shape: PhaseShape, batch: int, checkpointing: bool, device:
              + (b + mask_bytes) * shape.lora_inputs)  # the LoRA dropout's output and its mask
     transient = b * block.transient_ffn * shape.ffn
     kept = b * block.checkpoint_width * shape.width  # a checkpointed layer's input
+    weights = b * shape.dequantized  # a layer's int8 weights, dequantized and saved by its matmuls
     if checkpointing:
         # the head's gradient comes first, over the layers' inputs; then the last layer is
         # recomputed (its input now inside its saved tensors) and its backward runs
         head, last = shape.layers * kept, (shape.layers - 1) * kept + saved + transient
+        head_fixed, last_fixed = 0, weights
     else:
         head, last = shape.layers * saved, shape.layers * saved + transient
+        head_fixed = last_fixed = shape.layers * weights
     # The head's gradient (phase (b): the grown vocabulary x width, fp32) is computed whole before it
     # is added into the held one, while every layer's activations are alive.
     outside = b * block.outside_width * shape.width
-    end_of_forward = tokens * (head + outside) + shape.forward_bytes * batch  # before the backward's first op
-    peak = max(tokens * (head + outside) + 4 * shape.largest_trainable, tokens * last, end_of_forward)
+    end_of_forward = tokens * (head + outside) + head_fixed + shape.forward_bytes * batch  # before the backward
+    peak = max(tokens * (head + outside) + head_fixed + 4 * shape.largest_trainable, tokens * last + last_fixed,
+               end_of_forward)
     mask = b * tokens * shape.tokens if shape.mask else 0
     return int(peak + mask + 4 * shape.logits * batch + shape.sample_bytes * batch)
 

@@ -480,4 +480,7 @@ def phase_shape(run: RunConfig, phase: dict[str, Any]) -> Any:
         sample_bytes=4 * s.max_turns * NUM_QUERY * rep_dim, kv_width=kv_width, heads=heads,
         lora_outputs=len(LORA_TARGETS) * s.lora_rank, mask=True,
         largest_trainable=VOCAB_SIZE * width,  # the head (and the embeddings): the grown vocabulary x width
+        # torchao's int8 linear dequantizes its weight into the matmul, which autograd keeps
+        dequantized=(2 * width * width + 2 * width * kv_width + 3 * width * int(config["intermediate_size"]))
+        if s.quantize == "int8" else 0,
     )

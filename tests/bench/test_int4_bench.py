@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiny import mllm as tiny_mllm
+from testkit.tiny import mllm as tiny_mllm
 
 ROOT = Path(__file__).resolve().parents[2]
 

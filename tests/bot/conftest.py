@@ -12,7 +12,7 @@ import pytest_asyncio
 from bot.client import AnimeGamerBot
 from db.runtime import open_database
 from service.runtime import Store
-from tests.fake_discord import (
+from testkit.fake_discord import (
     FakeChannel,
     FakeDiscord,
     FakeGuild,

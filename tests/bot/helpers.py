@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
 from db.models import AuditLog, Turn
-from tests.fake_discord import FakeMessage
-from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
-from tests.waits import wait_for
+from testkit.fake_discord import FakeMessage
+from testkit.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
+from testkit.waits import wait_for
 
 
 async def command(w, member, name: str, options: dict | None = None, channel=None):

@@ -11,9 +11,9 @@ import asyncio
 
 from bot import ack_order
 from bot.ack_order import AckGate
+from testkit.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
+from testkit.waits import loop_turns, wait_for
 from tests.bot.helpers import answer, say
-from tests.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
-from tests.waits import loop_turns, wait_for
 
 # The gate is pure asyncio (no I/O, no timer but its limits): what it releases runs within a few
 # turns of the loop, so "not released" is checked after SETTLE turns, not after a time.

@@ -30,10 +30,10 @@ from bot.metrics import (
     interaction_kind,
 )
 from bot.queue_watch import QueueWatch
+from testkit.queue import wait_until
+from testkit.waits import Passes, loop_turns
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import answer, command, posted_turns, result, say, setup_game, status_message
-from tests.queue.helpers import wait_until
-from tests.waits import Passes, loop_turns
 
 
 def _interaction(kind: str, *, command: str | None = None, custom_id: str | None = None):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from db import turn_posts, turn_results
-from tests.queue.helpers import new_session, submit
+from testkit.queue import new_session, submit
 
 
 async def test_claims_are_limited_to_the_bots_guilds(sessions):

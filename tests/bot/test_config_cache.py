@@ -11,8 +11,8 @@ from sqlalchemy import event
 from db import guilds, notify
 from db import sessions as game_sessions
 from game.catalogue import FILMS
+from testkit.waits import wait_for
 from tests.bot.helpers import say
-from tests.waits import wait_for
 
 RIGHTS = "You need the Manage Messages permission or the bot's moderator role"
 

@@ -11,8 +11,8 @@ from sqlalchemy import insert, select
 from db.models import AuditLog, ContentFilterTerm, VoteProposal
 from game.content_rules import MAX_TERMS, OPERATOR, RuleSet
 from game.operator_rules import use_rules
+from testkit.queue import wait_until
 from tests.bot.helpers import say, setup_game, turns_of
-from tests.queue.helpers import wait_until
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import time
 from types import SimpleNamespace
 
 from bot.edits import EditScheduler, _Channel
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 
 class Recording(EditScheduler):

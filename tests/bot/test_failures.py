@@ -10,9 +10,9 @@ from db.models import GameSession, Turn
 from db.runtime import open_database
 from inference.backend import BackendError
 from inference.backends.preview import PreviewBackend
+from testkit.pg import fresh_database
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import field, patches_with_files, posted_turns, result, say, setup_game, turn_messages
-from tests.pg import fresh_database
 
 NOT_REACHABLE = "is not reachable right now. Nothing was changed; please try again shortly."
 

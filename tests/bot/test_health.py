@@ -7,8 +7,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from testkit.queue import wait_until
 from tests.bot.conftest import stop_bot
-from tests.queue.helpers import wait_until
 
 
 async def _get(port: int) -> tuple[int, dict]:

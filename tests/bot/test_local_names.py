@@ -11,8 +11,8 @@ import pytest
 from babel.messages.catalog import Catalog
 
 from i18n import locales
+from testkit.fake_discord import interactions as it
 from tests.bot.helpers import say, setup_game
-from tests.fake_discord import interactions as it
 from tests.i18n.helpers import catalogs_in, write_catalog
 
 

@@ -11,9 +11,9 @@ from bot.embeds import esc
 from db import audit
 from inference.backends.preview import PreviewBackend
 from service import modlog as service_modlog
+from testkit.waits import wait_for
 from tests.bot.helpers import field, result, say, setup_game
 from tests.bot.test_removal import menu
-from tests.waits import wait_for
 
 
 def log_embeds(w, channel) -> list[dict]:

@@ -9,6 +9,8 @@ import json
 
 import discord.http
 
+from testkit.queue import wait_until
+from testkit.waits import wait_for
 from tests.bot.helpers import (
     edits_idle,
     is_result,
@@ -20,8 +22,6 @@ from tests.bot.helpers import (
     turn_messages,
     turns_of,
 )
-from tests.queue.helpers import wait_until
-from tests.waits import wait_for
 
 EDIT_LIMIT, EDIT_WINDOW = 5, 5.0  # Discord: about 5 edits per 5 s per channel
 

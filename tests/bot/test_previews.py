@@ -9,6 +9,7 @@ import time
 
 from PIL import Image
 
+from testkit.waits import wait_for
 from tests.bot.helpers import (
     answer,
     audit_actions,
@@ -20,7 +21,6 @@ from tests.bot.helpers import (
     say,
     turn_messages,
 )
-from tests.waits import wait_for
 
 EDIT_LIMIT, EDIT_WINDOW = 5, 5.0  # Discord: about 5 edits per 5 s per channel
 PREVIEW = "preview.webp"

@@ -9,8 +9,8 @@ from sqlalchemy import delete, func, select, text
 
 from db import privacy
 from db.models import GameSession, GuildDeparture, GuildSettings, Player, PrivacyRequest, Turn
+from testkit.queue import wait_until
 from tests.bot.helpers import answer, command, field, posted_turns, result, say, setup_game, status_message
-from tests.queue.helpers import wait_until
 
 
 async def _show(w, member) -> dict:

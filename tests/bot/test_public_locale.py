@@ -24,8 +24,8 @@ from db.models import AuditLog, Turn
 from game import turn_texts
 from i18n import locales, use_locale
 from i18n.pseudo import CLOSE, OPEN
+from testkit.fake_discord.interactions import MESSAGE_COMPONENT
 from tests.bot.helpers import answer, command, say, setup_game, turns_of
-from tests.fake_discord.interactions import MESSAGE_COMPONENT
 from tests.i18n.helpers import current_template, pseudo_catalogs
 
 ACT = {"motion": "walk", "background": "town"}

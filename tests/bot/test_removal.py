@@ -169,7 +169,7 @@ async def test_a_shot_taken_down_before_its_post_is_posted_as_the_notice(world, 
 
 
 async def posted_or_done(sessions, timeout: float = 30.0):
-    from tests.queue.helpers import wait_until
+    from testkit.queue import wait_until
 
     async def done():
         turns = await turns_of(sessions)

@@ -7,6 +7,8 @@ from sqlalchemy import func, text, update
 
 from db.models import Turn
 from game.states import STATE_START
+from testkit.queue import wait_until
+from testkit.waits import Passes
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import (
     audit_actions,
@@ -21,8 +23,6 @@ from tests.bot.helpers import (
     status_message,
     turns_of,
 )
-from tests.queue.helpers import wait_until
-from tests.waits import Passes
 
 RESULT_POSTS = ("POST", "/channels/{channel_id}/messages")
 EDITS = ("PATCH", "/channels/{channel_id}/messages/{message_id}")

@@ -26,7 +26,7 @@ from game.instruction import build_instruction
 from game.states import Prediction
 from service import turn_queue as turns
 from service.jobs import StoredJobs
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 QIQI = FILMS["qiqi"]
 # Two servers on each shard of two (a server's shard: (id >> 22) % 2), all real Discord ids.

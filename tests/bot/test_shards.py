@@ -19,7 +19,7 @@ from bot.health import gateway_state
 from bot.shards import ShardClaim, format_shard_ids, parse_shard_ids, shard_of
 from db.models import GuildSettings
 from settings import Settings, SettingsError, load_settings
-from tests.fake_discord.gateway import shard_of as fake_shard_of
+from testkit.fake_discord.gateway import shard_of as fake_shard_of
 
 # Guild ids spread over shards: snowflakes of many moments, the extremes, and random 63-bit ids.
 IDS = [discord.utils.time_snowflake(datetime(2015 + y, 1 + y % 12, 1 + y, y, y, tzinfo=UTC)) for y in range(11)]

@@ -22,10 +22,10 @@ from sqlalchemy import func, select, text, update
 
 from bot.shards import shard_of
 from db.models import GameSession, GuildDeparture, GuildSettings, Turn, VoteRound
+from testkit.fake_discord import FakeChannel, FakeGuild, FakeMember, FakeUser
+from testkit.queue import wait_until
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import answer, is_result, posted_turns, result, turn_messages
-from tests.fake_discord import FakeChannel, FakeGuild, FakeMember, FakeUser
-from tests.queue.helpers import wait_until
 
 POST = ("PATCH", "/channels/{channel_id}/messages/{message_id}")
 

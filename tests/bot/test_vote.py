@@ -7,9 +7,9 @@ from __future__ import annotations
 from sqlalchemy import func, select, text, update
 
 from db.models import Turn, VoteBallot, VoteRound
+from testkit.queue import wait_until
 from tests.bot.conftest import stop_bot
 from tests.bot.helpers import say, status_message, turns_of
-from tests.queue.helpers import wait_until
 
 
 def round_messages(w, channel=None):

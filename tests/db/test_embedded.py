@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 
-from tests.pg import fresh_database
+from testkit.pg import fresh_database
 
 
 def _cli(*args, env):

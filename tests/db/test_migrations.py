@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.engine import make_engine
 from db.migrate import downgrade, head_revision, include_object, upgrade
 from db.models import Base
-from tests.pg import fresh_database
+from testkit.pg import fresh_database
 
 
 async def _tables(engine) -> set[str]:

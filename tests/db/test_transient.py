@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from db.engine import libpq_url, make_engine
 from db.transient import DatabaseStatus, backoff, classify, is_transient, retry_transient
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 
 def _wrapped_by_procrastinate(cause: BaseException) -> BaseException:

@@ -6,7 +6,7 @@ from decoder_sat_reference import make_sat_checkpoint
 
 from inference.decoder.convert import convert_transformer_state_dict
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
-from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG
+from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG
 
 torch.set_num_threads(1)  # tiny tensors; the machine is shared
 

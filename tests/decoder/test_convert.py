@@ -24,7 +24,7 @@ from inference.decoder.convert import (
 from inference.decoder.latent_preview import LatentRGB
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.vae import latent_chunks
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 
 def diffusers_vae_key_to_sat(key: str) -> str:

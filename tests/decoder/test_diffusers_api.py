@@ -9,7 +9,7 @@ import torch
 from inference.decoder import diffusers_api as api
 from inference.decoder.transformer import AnimeGamerAttnProcessor, AnimeGamerTransformer3DModel
 from inference.decoder.vae import latent_chunks
-from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
 CHANGED = f"diffusers {api.version()} (wrappers checked against {api.CHECKED_VERSION}) changed: "
 

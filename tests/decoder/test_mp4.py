@@ -13,7 +13,7 @@ from diffusers import AutoencoderKLCogVideoX
 
 from inference.decoder.pipeline import AnimeGamerDecoder
 from inference.mp4 import encode_mp4, ffmpeg_binary
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from diffusers import AutoencoderKLCogVideoX
 from inference.backend import ClipDecoder
 from inference.decoder.pipeline import AnimeGamerDecoder
 from inference.decoder.sampler import ReplayNoise, SeededNoise, released_draw_count
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 STEPS = 4  # t = 999 (a = 0), 749 (previous a = 0), 499 (full 2M), 249 (returns x0)
 

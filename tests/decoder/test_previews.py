@@ -19,7 +19,7 @@ from inference.decoder.sampler import SeededNoise
 from inference.decoder.vae import decode_latents
 from inference.mp4 import encode_mp4
 from inference.previews import MAX_BYTES, MAX_SIDE, PreviewPolicy, Still, TurnPreviews, still
-from tests.tiny.decoder import random_tiny_decoder
+from testkit.tiny.decoder import random_tiny_decoder
 
 EVERY_STEP = PreviewPolicy(min_interval=0.0, max_per_turn=1000)
 

@@ -12,7 +12,7 @@ import pytest
 
 from inference.decoder.pipeline import prepare, vae_memory_mode
 from inference.decoder.speed import SPEEDS, check_speed
-from tests.tiny.decoder import random_tiny_decoder
+from testkit.tiny.decoder import random_tiny_decoder
 
 STEPS = 3
 

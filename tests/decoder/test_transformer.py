@@ -8,7 +8,7 @@ import torch
 from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
 from inference.decoder.pipeline import AnimeGamerDecoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
-from tests.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_SIZE, TINY_VAE_CONFIG
 
 
 def test_motion_scope_embedding_matches_reference(cfg, sat_sd, transformer):

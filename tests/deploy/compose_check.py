@@ -2,7 +2,7 @@
 
     python -m tests.deploy.compose_check --project P --tag T --postgres-image I --env-file F
 
-The fake Discord (tests/fake_discord) runs here, in this process; the stack is docker/compose.yaml
+The fake Discord (testkit/fake_discord) runs here, in this process; the stack is docker/compose.yaml
 with docker/check/compose.override.yaml. It checks: migrate runs once and exits 0; every
 healthcheck turns healthy; every process in the containers runs as a non-root user; the bot
 connects, a game starts, a turn is played by the preview worker and its MP4 is posted exactly once;
@@ -25,9 +25,9 @@ from types import SimpleNamespace
 import discord
 import yaml
 
+from testkit.fake_discord import FakeDiscord
+from testkit.waits import wait_for
 from tests.bot.helpers import answer, is_result
-from tests.fake_discord import FakeDiscord
-from tests.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker" / "compose.yaml"

@@ -16,7 +16,7 @@ from animegamer.doctor import FAIL, INFO, OK, SKIP, check_discord_token, check_m
 from game.catalogue import get_film
 from inference.model_paths import film_paths
 from settings import Settings
-from tests.pg import fresh_database, migrate_to_head
+from testkit.pg import fresh_database, migrate_to_head
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

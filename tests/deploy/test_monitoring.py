@@ -63,12 +63,12 @@ async def exposition_texts(database_url: str, engine, data_dir) -> list[tuple[st
     from inference.worker import Worker
     from service.runtime import Store
     from settings import Settings
+    from testkit.fake_discord import FakeDiscord, patch_discord, start_client, stop_client
+    from testkit.queue import wait_started
     from tests.bot.conftest import World
     from tests.bot.helpers import posted_turns, result, say, setup_game
     from tests.conftest import APP_TABLES, QUEUE_TABLES
-    from tests.fake_discord import FakeDiscord, patch_discord, start_client, stop_client
     from tests.play.conftest import running_app
-    from tests.queue.helpers import wait_started
 
     async with engine.begin() as conn:
         await conn.execute(text(f"TRUNCATE {', '.join(APP_TABLES + QUEUE_TABLES)} RESTART IDENTITY CASCADE"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.evaluation.tiny_clip import build_clip
+from testkit.tiny.clip import build_clip
 
 torch.set_num_threads(2)
 

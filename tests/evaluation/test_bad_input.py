@@ -8,7 +8,7 @@ import json
 import pytest
 
 from animegamer.cli import main
-from tests.evaluation.helpers import GAMES, write_games, write_references
+from testkit.evaluation_set import GAMES, write_games, write_references
 
 GOOD_TURN = GAMES[0]["turns"][0]
 

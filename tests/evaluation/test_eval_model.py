@@ -17,10 +17,10 @@ from inference.backends import make_backend
 from inference.decoder.latent_preview import LatentRGB
 from inference.model_paths import film_paths
 from settings import Settings
-from tests.evaluation.helpers import write_references
+from testkit.evaluation_set import write_references
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG
+from testkit.tiny.models_dir import REP_DIM, build_models_dir
 from tests.evaluation.test_eval_preview import StopAfter
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG
-from tests.tiny.models_dir import REP_DIM, build_models_dir
 
 
 def _clip(n: int, motion: str, level: int, states: tuple[int, int, int]) -> Clip:

@@ -14,7 +14,7 @@ from evaluation.evaluate import Options, evaluate
 from evaluation.metrics import KEYS
 from inference.backends import make_backend
 from settings import Settings
-from tests.evaluation.helpers import write_games, write_references
+from testkit.evaluation_set import write_games, write_references
 
 
 class StopAfter:

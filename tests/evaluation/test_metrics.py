@@ -17,7 +17,7 @@ from evaluation.metrics import (
     state_scores,
 )
 from evaluation.scorers import DREAMSIM_MISSING, ClipScorer, DreamSimScorer, Unavailable
-from tests.film.lavfi import Shot, make_video
+from testkit.lavfi import Shot, make_video
 
 
 def _turn(level: int = 3, states=(0, 1, -1)) -> EvalTurn:

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from .client import running_client
-from .server import FakeDiscord
-from .tinybot import Recorder, TinyBot, World, build_world
+from testkit.fake_discord.client import running_client
+from testkit.fake_discord.server import FakeDiscord
+from testkit.fake_discord.tinybot import Recorder, TinyBot, World, build_world
 
 
 @pytest.fixture

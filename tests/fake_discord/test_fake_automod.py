@@ -6,8 +6,8 @@ from __future__ import annotations
 import discord
 import pytest
 
-from tests.fake_discord import FakeDiscord
-from tests.fake_discord.tinybot import TinyBot, World
+from testkit.fake_discord import FakeDiscord
+from testkit.fake_discord.tinybot import TinyBot, World
 
 
 async def test_rules_listed_with_manage_server_and_events_dispatched(fake_discord: FakeDiscord, world: World, bot: TinyBot):

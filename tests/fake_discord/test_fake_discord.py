@@ -9,8 +9,8 @@ import aiohttp
 import discord
 import pytest
 
-from tests.fake_discord import FakeDiscord
-from tests.fake_discord.tinybot import CLIP, JoinView, ModeSelect, TinyBot, World
+from testkit.fake_discord import FakeDiscord
+from testkit.fake_discord.tinybot import CLIP, JoinView, ModeSelect, TinyBot, World
 
 
 async def test_login_ready_and_guild_create_fill_the_cache(fake_discord: FakeDiscord, world: World, bot: TinyBot):

@@ -10,9 +10,9 @@ import json
 import discord
 import pytest
 
-from tests.fake_discord import FakeDiscord, patch_discord, running_client
-from tests.fake_discord.client import start_client, stop_client
-from tests.fake_discord.tinybot import JoinView, NoIdentifyDelayBot, Recorder, TinyBot, World
+from testkit.fake_discord import FakeDiscord, patch_discord, running_client
+from testkit.fake_discord.client import start_client, stop_client
+from testkit.fake_discord.tinybot import JoinView, NoIdentifyDelayBot, Recorder, TinyBot, World
 
 
 async def test_gateway_drop_resumes_and_replays_missed_events(fake_discord: FakeDiscord, world: World, bot: TinyBot):

@@ -13,10 +13,10 @@ import discord
 import pytest
 from discord.ext import commands
 
-from tests.fake_discord import FakeDiscord, FakeGuild, patch_discord
-from tests.fake_discord.client import start_client, stop_client
-from tests.fake_discord.gateway import CLOSE_INVALID_SHARD, OP_HELLO, OP_IDENTIFY
-from tests.fake_discord.tinybot import Recorder, build_game_group
+from testkit.fake_discord import FakeDiscord, FakeGuild, patch_discord
+from testkit.fake_discord.client import start_client, stop_client
+from testkit.fake_discord.gateway import CLOSE_INVALID_SHARD, OP_HELLO, OP_IDENTIFY
+from testkit.fake_discord.tinybot import Recorder, build_game_group
 
 CALLBACK = ("POST", "/interactions/{interaction_id}/{token}/callback")
 
@@ -177,7 +177,7 @@ async def test_without_a_shard_count_the_client_launches_the_recommended_shards(
 
 async def test_an_unsharded_identify_gets_every_guild(fake_discord: FakeDiscord):
     """No `shard` in IDENTIFY (commands.Bot): every guild and every interaction, as before sharding."""
-    from tests.fake_discord.tinybot import TinyBot
+    from testkit.fake_discord.tinybot import TinyBot
 
     guilds = [make_guild(fake_discord, "Zero", (0, 2)), make_guild(fake_discord, "One", (1, 2))]
     rec = Recorder()

@@ -17,11 +17,11 @@ import pytest
 import pytest_asyncio
 
 from db.engine import make_engine, make_sessionmaker
+from testkit.pg import migrate_to_head
+from testkit.queue import ROOT, worker_env
 from tests.bot.conftest import bot_db, start_bot, world  # noqa: F401  (the real bot against the fake Discord)
-from tests.pg import migrate_to_head
 from tests.pgcluster import PgCluster
 from tests.queue.conftest import qsettings, start_worker  # noqa: F401
-from tests.queue.helpers import ROOT, worker_env
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from db.listen import Listener
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -27,11 +27,11 @@ from db.transient import is_transient
 from game.catalogue import FILMS
 from game.errors import ServiceDown
 from settings import Settings
+from testkit.queue import new_session, start_worker_process, submit, wait_until
+from testkit.waits import Passes, wait_for
 from tests.bot.helpers import is_result
 from tests.faults.conftest import keep_logs
 from tests.pgcluster import free_port
-from tests.queue.helpers import new_session, start_worker_process, submit, wait_until
-from tests.waits import Passes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.film.lavfi import Shot, make_video
+from testkit.lavfi import Shot, make_video
 
 # Hard cuts at 3, 6, 9, 11.5, 14.5, 17 s; what each shot should become.
 FILM = [

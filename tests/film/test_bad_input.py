@@ -12,8 +12,8 @@ import pytest
 
 from animegamer.cli import main
 from film.manifest import append_review, read_manifest
+from testkit.lavfi import Shot, make_video
 from tests.film.films import cast_file, film  # noqa: F401  (fixtures)
-from tests.film.lavfi import Shot, make_video
 
 ROOT = Path(__file__).resolve().parents[2]
 

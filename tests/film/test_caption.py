@@ -17,7 +17,7 @@ from film.caption_parse import parse_answer
 from film.captioner_model import CaptionerError
 from film.cast import Cast, load_cast
 from film.manifest import Clip
-from tests.tiny.vlm import build_qwen2_vl
+from testkit.tiny.vlm import build_qwen2_vl
 
 VALID = """<S>Qiqi</S>
 <MD>fly over the town on a broomstick</MD>

@@ -7,8 +7,8 @@ import pytest
 
 from film.cut import find_cuts
 from film.frames import CLIP_SECONDS, HEIGHT, WIDTH, VideoError, cover_size, decoded, sample_spans, stream_origin
+from testkit.lavfi import Shot, make_video
 from tests.film.films import FILM, REASONS, film  # noqa: F401  (fixture)
-from tests.film.lavfi import Shot, make_video
 
 FRAME = 1 / 24
 

@@ -1,4 +1,4 @@
-"""film.features on tiny random encoders (tests/tiny/encoders.py) loaded by the real loaders, over a
+"""film.features on tiny random encoders (testkit/tiny/encoders.py) loaded by the real loaders, over a
 folder of real MP4 clips made by ffmpeg: shard contents, the index, the manifest, resume after an
 interruption (the same bytes as an uninterrupted run), and the errors a user can meet.
 
@@ -33,10 +33,10 @@ from film.manifest import (
     write_manifest,
 )
 from game.instruction import format_instruction
-from tests.tiny.encoders import CLIP_VISION, T5_D_MODEL, build_clip, build_t5, build_vae
+from testkit.tiny.encoders import CLIP_VISION, T5_D_MODEL, build_clip, build_t5, build_vae
 
 H, W = 64, 96
-LATENT_CHANNELS = 4  # tests.tiny.decoder's VAE
+LATENT_CHANNELS = 4  # testkit.tiny.decoder's VAE
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 
 from film.motion import LEVEL_FLOW, level_of, measure_video
 from game.motion import motion_scope
-from tests.film.lavfi import Shot, make_video
+from testkit.lavfi import Shot, make_video
 
 # Source pixels per second at 24 fps -> pixels per frame at 8 fps: /8.
 SPEEDS = [0, 4, 20, 80, 120, 320]

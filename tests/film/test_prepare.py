@@ -100,7 +100,7 @@ def test_a_run_interrupted_or_killed_continues_to_the_same_manifest(prepared, fi
 
 
 def test_another_file_under_the_same_name_is_cut_again(cast_file, tmp_path):  # noqa: F811
-    from tests.film.lavfi import Shot, make_video
+    from testkit.lavfi import Shot, make_video
 
     video, out = tmp_path / "reel.mp4", tmp_path / "set"
     make_video(video, [Shot("pan", 2.5, 40, 1), Shot("pan", 2.5, 80, 2)])

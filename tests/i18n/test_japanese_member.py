@@ -25,7 +25,7 @@ from bot.notices import english_note_text
 from game.catalogue import packaged_films
 from game.states import STATE_NAMES, state_label
 from i18n import _, catalogs, pgettext, use_locale
-from tests.fake_discord import interactions as it
+from testkit.fake_discord import interactions as it
 from tests.i18n.visible import Shown, shown_texts
 
 SCENARIO_SECONDS = 60

@@ -19,9 +19,9 @@ from babel.numbers import format_decimal
 from i18n import L_, N_, _, current_locale, formatting, locales, ngettext, pgettext, pseudo, use_locale
 from i18n.context import set_locale
 from i18n.translate import Ln_, Lp_
+from testkit.waits import loop_turns
 from tests.i18n.discord_rules import name_problem
 from tests.i18n.helpers import write_catalog, write_pot
-from tests.waits import loop_turns
 
 HELLO = "Hello, %(name)s!"
 TURNS = ("%(n)s turn waiting", "%(n)s turns waiting")

@@ -37,12 +37,12 @@ from db.models import PrivacyRequest, Turn
 from game.catalogue import packaged_films
 from i18n import locales
 from i18n.pseudo import OPEN, pseudo
+from testkit.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
+from testkit.queue import wait_until
+from testkit.waits import wait_for
 from tests.bot.helpers import command, edits_idle, modlog_idle, say
-from tests.fake_discord.interactions import DEFERRED_CHANNEL_MESSAGE
 from tests.i18n.helpers import current_template, pseudo_catalogs
 from tests.i18n.visible import BACKTICKS, Leftover, Shown, leftovers, phrases_pattern, shown_texts
-from tests.queue.helpers import wait_until
-from tests.waits import wait_for
 
 FILMS_TOML = Path(__file__).resolve().parents[2] / "game" / "films.toml"
 SCENARIO_SECONDS = 60

@@ -16,8 +16,8 @@ from inference.memory.plan import VAE_TILES, Shapes
 
 @pytest.fixture(scope="module")
 def tiny_shapes() -> Shapes:
-    from tests.tiny import mllm as tiny_mllm
-    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+    from testkit.tiny import mllm as tiny_mllm
+    from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
     return Shapes(tiny_mllm.tiny_config(vocab_size=32284).to_dict(), dict(TINY_TRANSFORMER_CONFIG),
                   dict(TINY_VAE_CONFIG), dict(TINY_SIZE), rep_dim=TINY_TRANSFORMER_CONFIG["text_embed_dim"])

@@ -29,7 +29,7 @@ def models_root(tmp_path_factory):
     from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
     from inference.decoder.latent_preview import fit_latent_rgb
     from inference.model_paths import film_paths
-    from tests.tiny.models_dir import build_models_dir
+    from testkit.tiny.models_dir import build_models_dir
 
     root = build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (1, 0)})
     # The preview map stored as a conversion stores it: fitted at load, it would run through the tiled
@@ -67,7 +67,7 @@ def _turn(settings: Settings):
 def whole_frame_tiles(monkeypatch):
     """At the tiny size diffusers' default tiles do not give whole frames: one tile for the frame
     (what the plan does at full size: a tile size that gives whole frames), in both modes."""
-    from tests.tiny.decoder import TINY_SIZE
+    from testkit.tiny.decoder import TINY_SIZE
 
     real = choose_mode.resolve
     monkeypatch.setattr(choose_mode, "resolve", lambda *a, **k: dataclasses.replace(

@@ -84,7 +84,7 @@ def test_vae_slicing_keeps_each_clip_and_its_memory(tmp_path):
     from inference.decoder.pipeline import prepare
     from inference.decoder.vae import decode_latents
     from inference.memory.live import LiveBytes
-    from tests.tiny.decoder import random_tiny_decoder
+    from testkit.tiny.decoder import random_tiny_decoder
 
     dec = random_tiny_decoder()
     prepare(dec, "cpu")
@@ -105,8 +105,8 @@ def test_vae_slicing_keeps_each_clip_and_its_memory(tmp_path):
 
 
 def test_trace_of_a_tiny_turn_on_cuda_rounds_to_allocator_blocks():
-    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
-    from tests.tiny.mllm import tiny_config
+    from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+    from testkit.tiny.mllm import tiny_config
 
     shapes = Shapes(tiny_config(vocab_size=32284).to_dict(), dict(TINY_TRANSFORMER_CONFIG), dict(TINY_VAE_CONFIG),
                     dict(TINY_SIZE), rep_dim=TINY_TRANSFORMER_CONFIG["text_embed_dim"])

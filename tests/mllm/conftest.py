@@ -1,6 +1,6 @@
 """Fixtures: tiny random stand-ins for the released files, written in the released layouts.
 
-See tests/tiny/mllm.py for how the tokenizer (LlamaTokenizer over a hand-made Mistral-like
+See testkit/tiny/mllm.py for how the tokenizer (LlamaTokenizer over a hand-made Mistral-like
 BPE vocabulary padded to 32000 ids, plus the 284 AnimeGamer tokens at 32000..32283), the Mistral
 directory (hidden 64, 2 layers, 4 heads) and the agent checkpoint (peft-wrapped, released key
 names, every trained tensor random) are built. They are built once per test session.
@@ -14,7 +14,7 @@ import torch
 from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import load_mllm
 from inference.mllm.prompt import PromptBuilder
-from tests.tiny import mllm as tiny
+from testkit.tiny import mllm as tiny
 
 torch.set_num_threads(2)
 

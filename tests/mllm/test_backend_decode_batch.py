@@ -12,8 +12,8 @@ from mllm_helpers import instruction
 
 from contracts.turn import TurnRequest
 from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
-from tests.tiny import mllm as tiny
-from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
+from testkit.tiny import mllm as tiny
+from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
 
 REP = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 

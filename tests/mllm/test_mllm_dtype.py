@@ -11,8 +11,8 @@ from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import FP32_BUFFERS, cast_keeping_fp32_buffers, load_mllm
 from inference.mllm.predict import MLLMPredictor
 from inference.mllm.prompt import PromptBuilder
+from testkit.tiny import mllm as tiny
 from tests.mllm.mllm_helpers import history, instruction
-from tests.tiny import mllm as tiny
 
 HEAD_DIM_128 = dict(hidden_size=256, intermediate_size=256, num_attention_heads=2, num_key_value_heads=1)
 

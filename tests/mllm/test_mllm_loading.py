@@ -7,7 +7,7 @@ import torch
 
 from inference.mllm.loading import CheckpointError, load_mllm
 from inference.mllm.tokens import TokenizerMismatch
-from tests.tiny import mllm as tiny
+from testkit.tiny import mllm as tiny
 
 # The key shapes of the released agent checkpoint, literally.
 RELEASED_KEYS = [

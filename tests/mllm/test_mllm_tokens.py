@@ -41,7 +41,7 @@ def test_tiny_tokenizer_verifies(tokenizer):
 def test_mismatched_tokenizer_is_refused(files, tmp_path):
     from transformers import LlamaTokenizer
 
-    from tests.tiny.mllm import tiny_vocab
+    from testkit.tiny.mllm import tiny_vocab
 
     vocab, merges = tiny_vocab()
     tok = LlamaTokenizer(vocab=vocab, merges=merges)
@@ -89,7 +89,7 @@ def test_released_tokenizer_is_built_from_mistrals(tmp_path, tokenizer):
     from transformers import LlamaTokenizer
 
     from inference.mllm.tokens import build_released_tokenizer
-    from tests.tiny.mllm import tiny_vocab
+    from testkit.tiny.mllm import tiny_vocab
 
     vocab, merges = tiny_vocab()
     mistral_like = LlamaTokenizer(vocab=vocab, merges=merges, legacy=False, add_prefix_space=None)

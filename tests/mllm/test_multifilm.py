@@ -20,8 +20,8 @@ from inference.backends.multifilm import MultiFilmBackend
 from inference.decoder.residency import DecoderResidency
 from inference.mllm.adapters import load_films
 from inference.mllm.loading import CheckpointError
-from tests.tiny import mllm as tiny
-from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
+from testkit.tiny import mllm as tiny
+from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG, random_tiny_decoder
 
 REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 FILMS = ("qiqi", "ponyo")

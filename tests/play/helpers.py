@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.pg import fresh_database
+from testkit.pg import fresh_database
+from testkit.waits import wait_for_sync
 from tests.ports import free_port
-from tests.waits import wait_for_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -15,8 +15,8 @@ from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.sanitize import InputRefused
 from play.errors import PAGE_HINTS
+from testkit.waits import wait_for
 from tests.play.conftest import running_app
-from tests.waits import wait_for
 
 A, B = 1111, 2222
 

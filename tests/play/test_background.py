@@ -10,7 +10,7 @@ import logging
 from aiohttp import web
 
 from play.services import every
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 
 async def test_a_background_job_runs_again_after_a_failure_and_stops_with_the_app(caplog):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 
+from testkit.waits import wait_for_sync
 from tests.play.helpers import ARTIFACTS, PlayProcess, ffprobe, play_env, save_artifact
-from tests.waits import wait_for_sync
 
 PREVIEW = ("--preview-size", "96x64")
 

@@ -117,7 +117,7 @@ async def test_the_page_carries_its_token_in_chromium(tmp_path):
     never had the link gets 403."""
     from playwright.async_api import async_playwright
 
-    from tests.pg import fresh_database
+    from testkit.pg import fresh_database
     from tests.play.test_browser import CHROMIUM, CHROMIUM_ARGS, act, join, open_tab, wait_done
 
     with fresh_database("agtoken") as url:

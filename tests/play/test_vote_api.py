@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import func, select, text, update
 
 from db.models import Turn, VoteRound
+from testkit.waits import wait_for
 from tests.play.conftest import running_app
 from tests.play.test_api import A, B, get, post, start_and_join
-from tests.waits import wait_for
 
 C = 3333  # a tab that never joins
 

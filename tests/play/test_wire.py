@@ -11,8 +11,8 @@ import re
 import pytest
 
 from db.models import Turn
+from testkit.waits import wait_for
 from tests.play.conftest import running_app
-from tests.waits import wait_for
 
 A = 1111
 ACT = {"motion": "walk", "background": "town"}

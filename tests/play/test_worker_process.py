@@ -6,7 +6,7 @@ import asyncio
 import sys
 
 from play.runner import PlayOptions, WorkerProcess
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 OPTIONS = PlayOptions(host="127.0.0.1", port=0, worker_grace=1)
 

@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from inference.worker import Worker
 from settings import Settings
-from tests.queue.helpers import wait_started
+from testkit.queue import wait_started
 
 
 @pytest.fixture

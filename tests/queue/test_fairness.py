@@ -19,7 +19,7 @@ from db.models import Turn
 from game.catalogue import FILMS
 from inference.queue import queue_positions
 from service import shares
-from tests.queue.helpers import (
+from testkit.queue import (
     all_finished,
     start_worker_process,
     stop_processes,

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from db import migrate
 from db.engine import make_engine
 from db.models import Base
-from tests.pg import fresh_database
+from testkit.pg import fresh_database
 
 VENDORED = Path(migrate.MIGRATIONS_DIR, "versions", "procrastinate-3.10.0-schema.sql")
 

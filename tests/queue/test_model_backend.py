@@ -22,14 +22,14 @@ from game.catalogue import FILMS
 from inference.backends import BackendUnavailable, make_backend
 from inference.model_paths import film_paths
 from inference.worker import Worker
-from tests.queue.helpers import new_session, submit, turn_rows, wait_started, wait_until
-from tests.tiny.decoder import TINY_SIZE
-from tests.tiny.models_dir import REP_DIM
+from testkit.queue import new_session, submit, turn_rows, wait_started, wait_until
+from testkit.tiny.decoder import TINY_SIZE
+from testkit.tiny.models_dir import REP_DIM
 
 
 @pytest.fixture(scope="module")
 def models_root(tmp_path_factory):
-    from tests.tiny.models_dir import build_models_dir
+    from testkit.tiny.models_dir import build_models_dir
 
     return build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (1, 0)})
 
@@ -126,7 +126,7 @@ def test_missing_decoder_weights_are_named_not_the_database(models_root, databas
     import shutil
     import sys
 
-    from tests.queue.helpers import ROOT, worker_env
+    from testkit.queue import ROOT, worker_env
 
     root = tmp_path / "models"
     shutil.copytree(models_root, root)
@@ -147,8 +147,8 @@ def _plan_traces() -> str | None:
     floors (transformers 5.0) Mistral's rotary embedding asks autocast for the meta device, which
     it refuses: the worker then starts without the check (tests/memory covers that it fails open)."""
     from inference.memory.plan import Precision, Shapes, trace
-    from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
-    from tests.tiny.mllm import tiny_config
+    from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+    from testkit.tiny.mllm import tiny_config
 
     shapes = Shapes(tiny_config(vocab_size=32284).to_dict(), dict(TINY_TRANSFORMER_CONFIG), dict(TINY_VAE_CONFIG),
                     dict(TINY_SIZE), rep_dim=REP_DIM)

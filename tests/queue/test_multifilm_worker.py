@@ -15,12 +15,12 @@ from db.models import Turn
 from inference.backends import make_backend
 from inference.backends.multifilm import MultiFilmBackend
 from inference.worker import Worker
-from tests.queue.helpers import new_session, submit, wait_until
+from testkit.queue import new_session, submit, wait_until
 
 
 @pytest.fixture(scope="module")
 def models_root(tmp_path_factory):
-    from tests.tiny.models_dir import build_models_dir
+    from testkit.tiny.models_dir import build_models_dir
 
     return build_models_dir(tmp_path_factory.mktemp("models"), {"qiqi": (10, 0), "ponyo": (11, 1)})
 

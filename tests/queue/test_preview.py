@@ -122,7 +122,7 @@ def test_preview_worker_does_not_import_torch():
         "make_backend(Settings(_env_file=None), 'preview')\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    from tests.queue.helpers import ROOT, worker_env
+    from testkit.queue import ROOT, worker_env
 
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=worker_env("postgresql://x@localhost/x"), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -131,7 +131,7 @@ def test_preview_worker_does_not_import_torch():
 def test_imageio_ffmpeg_binary_is_used_without_one_on_path(tmp_path):
     import sys
 
-    from tests.queue.helpers import ROOT, worker_env
+    from testkit.queue import ROOT, worker_env
 
     code = (
         "from inference.worker import check_ffmpeg\n"

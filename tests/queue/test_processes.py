@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import signal
 
-from tests.queue.helpers import (
+from testkit.queue import (
     all_finished,
     job_rows,
     new_session,

@@ -17,8 +17,7 @@ from db.models import GameSession, Turn
 from game.stored_reasons import CANCELLED_BY_MODERATOR
 from game.turn_errors import BacklogFull, TurnNotCancellable
 from inference.queue import cancel_queued_turn, cancel_stale_jobs, queue_position, queue_positions
-from tests.ports import free_port
-from tests.queue.helpers import (
+from testkit.queue import (
     ROOT,
     all_finished,
     job_rows,
@@ -28,6 +27,7 @@ from tests.queue.helpers import (
     wait_until,
     worker_env,
 )
+from tests.ports import free_port
 
 
 async def _position(sessions, turn):
@@ -53,7 +53,7 @@ async def test_turn_and_job_are_written_together(sessions):
             from game.instruction import build_instruction
             from inference.queue import make_enqueue
             from service import turn_queue as turn_service
-            from tests.queue.helpers import LIMITS
+            from testkit.queue import LIMITS
 
             g = await s.get(GameSession, gs.id)
             ins = build_instruction(FILMS["qiqi"], ["qiqi"], "run", "town")

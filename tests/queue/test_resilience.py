@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from tests.queue.helpers import new_session, submit, wait_until
+from testkit.queue import new_session, submit, wait_until
 
 
 async def _scalar(sessions, sql: str, **params):

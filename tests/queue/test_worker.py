@@ -13,7 +13,7 @@ from db.listen import Listener
 from db.models import Turn
 from inference.backend import BackendError
 from inference.queue import defer_turn
-from tests.queue.helpers import all_finished, job_rows, new_session, submit, turn_rows, wait_until
+from testkit.queue import all_finished, job_rows, new_session, submit, turn_rows, wait_until
 
 
 async def test_turn_runs_and_notifies(sessions, start_worker, database_url):

@@ -136,7 +136,7 @@ async def test_a_worker_records_stages_gpu_memory_and_its_preset(sessions, start
     import aiohttp
     from prometheus_client.parser import text_string_to_metric_families
 
-    from tests.queue.helpers import all_finished, new_session, submit, wait_until
+    from testkit.queue import all_finished, new_session, submit, wait_until
 
     # A process whose torch has initialised CUDA (the stand-in): the worker reads it after loading
     # its backend and around each turn.

@@ -14,7 +14,7 @@ from db import sessions as session_service
 from db.listen import Listener
 from db.models import GuildSettings, Turn
 from game.catalogue import FILMS
-from tests.queue.helpers import new_session, submit
+from testkit.queue import new_session, submit
 
 
 async def _run_turn(sessions, database_url, gs, still_seen: list) -> list[dict]:

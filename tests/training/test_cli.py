@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from animegamer.cli import main
-from tests.training.film_set import models, training_set
+from testkit.film_set import models, training_set
 
 torch.set_num_threads(2)
 

@@ -16,7 +16,7 @@ from accelerate import Accelerator
 
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
-from tests.tiny.decoder import TINY_SIZE
+from testkit.tiny.decoder import TINY_SIZE
 from tests.training.test_decoder_recipe import (
     IMAGE_DIM,
     TEXT_DIM,
@@ -45,7 +45,7 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 def phase_c(folders, tmp_path_factory):
     """A phase-(a) export stand-in (the tiny decoder with an encoder beside it), a tiny random MLLM
     whose representations are the DiT's width, and the predictions precomputed from them."""
-    from tests.tiny.mllm import build_all
+    from testkit.tiny.mllm import build_all
 
     root = tmp_path_factory.mktemp("phase_c")
     decoder = tiny_decoder_folder(root / "decoder_a", seed=1)

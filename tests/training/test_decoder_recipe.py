@@ -23,7 +23,7 @@ from film.games import write_games
 from film.manifest import FEATURES_INDEX, Clip, read_manifest, write_lines, write_manifest
 from inference.decoder.pipeline import load_decoder
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 from training import decoder_a, decoder_c
 from training.config import RunConfig, default_config_path, load_config
 from training.decoder_a import JOINT_PARTS, WARMUP_PARTS, PhaseA, PhaseARecipe, describe_phase_a, make

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from inference.decoder.convert import convert_transformer_state_dict
+from testkit.tiny.decoder import TINY_TRANSFORMER_CONFIG
 from tests.decoder.decoder_sat_reference import CLIP_WIDTH, T5_WIDTH, P, make_sat_checkpoint, sat_uncond
-from tests.tiny.decoder import TINY_TRANSFORMER_CONFIG
 from training.encoder import ENCODER_FILE, EncoderError, RepresentationEncoder
 
 torch.set_num_threads(1)  # tiny tensors; the machine is shared

@@ -24,7 +24,7 @@ import numpy as np
 
 from animegamer.cli import main
 from film.review.store import Folder
-from tests.film.lavfi import Shot, make_video
+from testkit.lavfi import Shot, make_video
 from tests.play.helpers import ffprobe, running_play
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from animegamer.cli import main
 from game.films_file import read_films_file
 from inference.model_inventory import inventory
 from inference.model_paths import film_paths
-from tests.tiny.mllm import random_mllm
+from testkit.tiny.mllm import random_mllm
 from tests.training.test_decoder_recipe import tiny_decoder_folder
 from training.export import save_agent_checkpoint, write_film_entry
 from training.install import InstallError, install

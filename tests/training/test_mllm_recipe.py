@@ -1,5 +1,5 @@
 """Phase (b) (training/mllm_recipe.py) on a tiny random Mistral, the offline AnimeGamer tokenizer
-and a tiny training set in the film pipeline's format (tests/training/film_set.py)."""
+and a tiny training set in the film pipeline's format (testkit/film_set.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from inference.mllm.instruction import InstructionEncoder
 from inference.mllm.loading import load_mllm
 from inference.mllm.predict import MLLMPredictor
 from inference.mllm.prompt import HistoryItem, PromptBuilder
-from tests.training.film_set import WIDTH, models, phase_b_table, training_set
+from testkit.film_set import WIDTH, models, phase_b_table, training_set
 from training.config import ConfigError, RunConfig
 from training.engine import checkpoints, train
 from training.export import write_film_entry
@@ -140,7 +140,7 @@ def test_exported_checkpoint_plays_in_the_worker_and_the_films_entry_parses(file
 
 def test_released_checkpoint_as_a_start(files, tmp_path):
     """phase.init_agent: a released agent checkpoint loads through the worker's loader first."""
-    from tests.tiny import mllm as tiny
+    from testkit.tiny import mllm as tiny
 
     sd = tiny.released_state_dict(files["mistral"], rep_dim=WIDTH)
     agent = tiny.write_checkpoint(sd, tmp_path / "pytorch_model.bin")
@@ -210,7 +210,7 @@ def test_int8_frozen_base_trains_the_lora_on_top(files):
 
 
 def test_a_base_of_another_vocabulary_is_refused(files, tmp_path):
-    from tests.tiny import mllm as tiny
+    from testkit.tiny import mllm as tiny
 
     other = tmp_path / "other"
     tiny.build_mistral(other, vocab_size=1000)

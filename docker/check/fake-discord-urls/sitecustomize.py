@@ -1,4 +1,4 @@
-"""The check's bot talks to the fake Discord (tests/fake_discord) running on the host: Python runs
+"""The check's bot talks to the fake Discord (testkit/fake_discord) running on the host: Python runs
 this at start (it is on PYTHONPATH in docker/check/compose.override.yaml only) and points
 discord.py's two URL hooks there, as the tests' patch_discord does. Nothing else is changed."""
 

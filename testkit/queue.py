@@ -19,7 +19,7 @@ from game.catalogue import FILMS
 from game.instruction import build_instruction
 from inference.queue import make_enqueue
 from service import turn_queue as turn_service
-from tests.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
+from testkit.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=50)

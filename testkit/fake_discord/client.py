@@ -12,7 +12,7 @@ import discord.gateway
 import discord.http
 import yarl
 
-from tests.waits import wait_for
+from testkit.waits import wait_for
 
 from .server import FakeDiscord
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tests.waits import loop_turns
+from testkit.waits import loop_turns
 
 from .errors import ApiError, FakeDiscordTimeout, invalid_form, unknown
 from .gateway import INTENT_GUILD_MESSAGES, INTENT_MESSAGE_CONTENT, GatewaySession

@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fake_discord import FakeDiscord, FakeGuild
+from testkit.fake_discord import FakeDiscord, FakeGuild
 
 CLIP = b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 4
 CHARACTERS = ["Akira", "Akane", "Asuka", "Rei", "Shinji"]

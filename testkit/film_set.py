@@ -12,7 +12,7 @@ import torch
 from film.features import FORMAT, shard_name, write_shard
 from film.games import write_games
 from film.manifest import FEATURES_INDEX, Clip, write_lines, write_manifest
-from tests.tiny import mllm as tiny
+from testkit.tiny import mllm as tiny
 from training.encoder import RepresentationEncoder
 
 TEXT_DIM, IMAGE_DIM, WIDTH = 8, 12, 32  # T5, CLIP and representation widths, tiny

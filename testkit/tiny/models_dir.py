@@ -14,8 +14,8 @@ from diffusers import AutoencoderKLCogVideoX
 from game.catalogue import FILMS
 from inference.decoder.transformer import AnimeGamerTransformer3DModel
 from inference.model_paths import film_paths
-from tests.tiny import mllm as tiny
-from tests.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
+from testkit.tiny import mllm as tiny
+from testkit.tiny.decoder import TINY_SIZE, TINY_TRANSFORMER_CONFIG, TINY_VAE_CONFIG
 
 REP_DIM = TINY_TRANSFORMER_CONFIG["text_embed_dim"]
 

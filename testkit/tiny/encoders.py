@@ -1,7 +1,7 @@
 """Tiny random stand-ins for the frozen encoders film.features runs, in the layouts users download:
 
 - a converted decoder folder's `vae/`: AutoencoderKLCogVideoX with the tiny channels of
-  tests.tiny.decoder and the real 480x720 sample size, whose halves are the tiles tiling cuts
+  testkit.tiny.decoder and the real 480x720 sample size, whose halves are the tiles tiling cuts
   (even this VAE takes 10-30 s on a 17-frame 480x720 clip on a 2-core CPU, tiled into 240x360
   tiles as the real one: 5 x 60 x 90 latents; diffusers' tiling gives wrong sizes for small
   sample sizes whose tile overlaps are not whole latent pixels, e.g. 9 rows for a 64 px clip);
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from tests.tiny.decoder import TINY_VAE_CONFIG
+from testkit.tiny.decoder import TINY_VAE_CONFIG
 
 VAE_CONFIG = {**TINY_VAE_CONFIG, "sample_height": 480, "sample_width": 720}
 CLIP_VISION = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 2,
