@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import notify
@@ -54,20 +54,45 @@ async def take_down_turns(
     if reason not in REMOVAL_CODES:
         raise ValueError(f"unknown removal reason code {reason!r}")
     words = free_text(note, REASON_LEN)
-    why = REMOVER_WORDS if words else reason
-    who = None if by_name is None else name_text(by_name)
-    rows = (
-        await s.execute(
-            select(Turn.id, Turn.session_id, Turn.status)
-            .where(Turn.id.in_(ids), Turn.removed_at.is_(None))
-            .order_by(Turn.id)
-            .with_for_update()
-        )
-    ).all()
+    rows = await _lock_live_turns(s, ids)
     if not rows:
         return []
     changed = [r.id for r in rows]
-    pending = [r.id for r in rows if r.status in PENDING_TURN_STATUSES]
+    pending = {r.id for r in rows if r.status in PENDING_TURN_STATUSES}
+    await _clear_turns(
+        s, changed, pending,
+        why=REMOVER_WORDS if words else reason,
+        words=words,
+        by_id=by_id,
+        who=None if by_name is None else name_text(by_name),
+    )
+    await _clear_proposals(s, changed)
+    await _tell_listeners(s, rows, pending)
+    return changed
+
+
+async def _lock_live_turns(s: AsyncSession, ids: list[int]) -> Sequence[Row[int, int, str]]:
+    """The turns among `ids` not removed yet, locked for this transaction, in id order."""
+    found = await s.execute(
+        select(Turn.id, Turn.session_id, Turn.status)
+        .where(Turn.id.in_(ids), Turn.removed_at.is_(None))
+        .order_by(Turn.id)
+        .with_for_update()
+    )
+    return found.all()
+
+
+async def _clear_turns(
+    s: AsyncSession,
+    changed: list[int],
+    pending: set[int],
+    *,
+    why: str,
+    words: str | None,
+    by_id: int | None,
+    who: str | None,
+) -> None:
+    """Empty the turns' content and record who removed them and why; cancel the pending ones."""
     await s.execute(
         update(Turn)
         .where(Turn.id.in_(changed))
@@ -90,9 +115,13 @@ async def take_down_turns(
     if pending:
         await s.execute(
             update(Turn)
-            .where(Turn.id.in_(pending))
+            .where(Turn.id.in_(sorted(pending)))
             .values(status="cancelled", error=REMOVED, finished_at=func.now())
         )
+
+
+async def _clear_proposals(s: AsyncSession, changed: list[int]) -> None:
+    """The winning vote proposals the turns came from lose their text too."""
     proposals = select(VoteRound.winner_id).where(VoteRound.turn_id.in_(changed), VoteRound.winner_id.is_not(None))
     # Its round's message shows the result again (bot.cogs.vote), now without the text.
     await s.execute(update(VoteRound).where(VoteRound.turn_id.in_(changed)).values(result_shown_at=None))
@@ -102,6 +131,10 @@ async def take_down_turns(
         .values(instruction=REMOVED_TEXT, motion=REMOVED_TEXT, adverb=REMOVED_TEXT,
                 background=REMOVED_TEXT, time_of_day=REMOVED_TEXT)
     )
+
+
+async def _tell_listeners(s: AsyncSession, rows: Sequence[Row[int, int, str]], pending: set[int]) -> None:
+    """A TURN_QUEUED per cancelled turn, one SESSION_CHANGED ("removed") per session."""
     sessions = {r.session_id for r in rows}
     found = await s.execute(select(GameSession.id, GameSession.channel_id).where(GameSession.id.in_(sessions)))
     channels = {r.id: r.channel_id for r in found.all()}
@@ -110,4 +143,3 @@ async def take_down_turns(
             await notify.notify(s, notify.TURN_QUEUED, turn_id=r.id, session_id=r.session_id, channel_id=channels[r.session_id])
     for sid, channel_id in channels.items():
         await notify.notify(s, notify.SESSION_CHANGED, session_id=sid, channel_id=channel_id, event="removed")
-    return changed
