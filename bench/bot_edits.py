@@ -42,6 +42,85 @@ async def slash(server, guild, channel, member, name: str, options: dict | None 
     return (await h.wait_followup(timeout=30)).content
 
 
+def count_queue_calls(bot) -> dict[str, int]:
+    """Wrap the bot's queue-position look-ups and progress updates with counters; the counts."""
+    calls = {"position": 0, "refresh": 0, "progress": 0}
+    position, positions, progress = bot.queue.position, bot.queue.positions, bot.board.progress
+
+    async def counting_position(s, turn):
+        calls["position"] += 1
+        return await position(s, turn)
+
+    async def counting_positions(s, turn_ids):
+        calls["refresh"] += 1
+        return await positions(s, turn_ids)
+
+    def counting_progress(*a):
+        calls["progress"] += 1
+        progress(*a)
+
+    bot.queue.position, bot.queue.positions, bot.board.progress = counting_position, counting_positions, counting_progress
+    return calls
+
+
+async def queue_turns(server, guild, admin, channels, players, turns: int) -> None:
+    """A game per channel, one player each, `turns` /act each (round robin over the channels)."""
+    await slash(server, guild, channels[0], admin, "admin film", {"film": "qiqi"})
+    for channel, player in zip(channels, players, strict=True):
+        await slash(server, guild, channel, player, "game start")
+        await slash(server, guild, channel, player, "game join", {"character": "qiqi"})
+    for seq in range(turns):
+        for channel, player in zip(channels, players, strict=True):
+            await slash(server, guild, channel, player, "act", {"motion": "walk", "background": f"town {seq}"})
+
+
+async def wait_all_posted(db, total: int) -> float:
+    """Seconds until `total` turns are posted; SystemExit after 10 minutes."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while True:
+        async with db.sessions() as s:
+            posted = await s.scalar(select(func.count()).select_from(Turn).where(Turn.posted_at.is_not(None)))
+        if posted >= total:
+            return loop.time() - started
+        if loop.time() - started > 600:
+            raise SystemExit(f"only {posted} of {total} turns posted after 10 minutes")
+        await asyncio.sleep(0.2)
+
+
+def print_edits(server, channels, turns: int) -> None:
+    """Per channel: turn messages per turn, message edits, the most edits in 5 s, the shortest gap."""
+    print(f"{'channel':>10} {'messages/turn':>14} {'edits':>6} {'max per 5 s':>12} {'min gap (s)':>12}")
+    for channel in channels:
+        turn_messages = [m for m in server.channel_messages(channel) if m.embeds]
+        times = [at for at, _ in server.channel_edits(channel)]
+        gap = min((b - a for a, b in itertools.pairwise(times)), default=float("nan"))
+        print(f"{channel.name:>10} {len(turn_messages) / turns:>14.1f} {len(times):>6} "
+              f"{server.max_edits_in_window(channel, 5.0):>12} {gap:>12.3f}")
+
+
+async def measure_autocomplete(server, guild, db, channels, players) -> None:
+    """Queries the /act motion autocomplete costs: the first load per channel, then keystrokes."""
+
+    async def keystroke(channel, player, typed: str) -> None:
+        h = await server.autocomplete(guild, channel, player, "act", {"motion": typed}, focused="motion")
+        await h.wait_response()
+
+    seen: list[str] = []
+    event.listen(db.engine.sync_engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    for channel, player in zip(channels, players, strict=True):
+        await keystroke(channel, player, "")  # the first keystroke in a channel loads its entry
+    loads, seen[:] = len(seen), []
+    keystrokes = 0
+    for typed in ("f", "fl", "fly", "fly ", "fly o", "fly on"):
+        for channel, player in zip(channels, players, strict=True):
+            await keystroke(channel, player, typed)
+            keystrokes += 1
+    sweep = sum("turns" in q for q in seen)  # the notifier's periodic sweep, not autocomplete
+    print(f"autocomplete: {loads} queries to load {len(channels)} channels, then {len(seen) - sweep} "
+          f"for {keystrokes} keystrokes ({sweep} from the notifier's sweep meanwhile)")
+
+
 async def run(args) -> None:
     with fresh_database() as url, tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(url)
@@ -60,30 +139,8 @@ async def run(args) -> None:
                 bot = AnimeGamerBot(settings, db, guild_ready_timeout=0.05)
                 client = await start_client(server, bot)
                 await bot.tree.sync()
-                calls = {"position": 0, "refresh": 0, "progress": 0}
-                position, positions, progress = bot.queue.position, bot.queue.positions, bot.board.progress
-
-                async def counting_position(s, turn):
-                    calls["position"] += 1
-                    return await position(s, turn)
-
-                async def counting_positions(s, turn_ids):
-                    calls["refresh"] += 1
-                    return await positions(s, turn_ids)
-
-                def counting_progress(*a):
-                    calls["progress"] += 1
-                    progress(*a)
-
-                bot.queue.position, bot.queue.positions, bot.board.progress = counting_position, counting_positions, counting_progress
-
-                await slash(server, guild, channels[0], admin, "admin film", {"film": "qiqi"})
-                for channel, player in zip(channels, players, strict=True):
-                    await slash(server, guild, channel, player, "game start")
-                    await slash(server, guild, channel, player, "game join", {"character": "qiqi"})
-                for seq in range(args.turns):
-                    for channel, player in zip(channels, players, strict=True):
-                        await slash(server, guild, channel, player, "act", {"motion": "walk", "background": f"town {seq}"})
+                calls = count_queue_calls(bot)
+                await queue_turns(server, guild, admin, channels, players, args.turns)
                 queued = dict(calls)
 
                 worker = Worker(settings, backend="preview", install_signal_handlers=False, migrate=False, progress_interval=0.1,
@@ -91,48 +148,15 @@ async def run(args) -> None:
                 task = asyncio.create_task(worker.run())
                 await wait_started(worker, task)
                 total = args.channels * args.turns
-                loop = asyncio.get_running_loop()
-                started = loop.time()
-                while True:
-                    async with db.sessions() as s:
-                        posted = await s.scalar(select(func.count()).select_from(Turn).where(Turn.posted_at.is_not(None)))
-                    if posted >= total:
-                        break
-                    if loop.time() - started > 600:
-                        raise SystemExit(f"only {posted} of {total} turns posted after 10 minutes")
-                    await asyncio.sleep(0.2)
-                elapsed = loop.time() - started
-                await asyncio.sleep(1.0)
+                elapsed = await wait_all_posted(db, total)
+                await asyncio.sleep(1.0)  # sleep: let the last edits land before counting them
 
                 print(f"{args.channels} channels x {args.turns} turns, preview delay {args.delay} s: all posted in {elapsed:.1f} s")
-                print(f"{'channel':>10} {'messages/turn':>14} {'edits':>6} {'max per 5 s':>12} {'min gap (s)':>12}")
-                for channel in channels:
-                    turn_messages = [m for m in server.channel_messages(channel) if m.embeds]
-                    times = [at for at, _ in server.channel_edits(channel)]
-                    gap = min((b - a for a, b in itertools.pairwise(times)), default=float("nan"))
-                    print(f"{channel.name:>10} {len(turn_messages) / args.turns:>14.1f} {len(times):>6} "
-                          f"{server.max_edits_in_window(channel, 5.0):>12} {gap:>12.3f}")
+                print_edits(server, channels, args.turns)
                 print(f"queue positions: {queued['position']} single look-ups (one per /act) and {queued['refresh']} "
                       f"refreshes while queuing; {calls['refresh'] - queued['refresh']} refreshes while running, "
                       f"against {calls['progress']} progress NOTIFYs (a refresh is 2 queries; queue changes: {3 * total})")
-
-                async def keystroke(channel, player, typed: str) -> None:
-                    h = await server.autocomplete(guild, channel, player, "act", {"motion": typed}, focused="motion")
-                    await h.wait_response()
-
-                seen: list[str] = []
-                event.listen(db.engine.sync_engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
-                for channel, player in zip(channels, players, strict=True):
-                    await keystroke(channel, player, "")  # the first keystroke in a channel loads its entry
-                loads, seen[:] = len(seen), []
-                keystrokes = 0
-                for typed in ("f", "fl", "fly", "fly ", "fly o", "fly on"):
-                    for channel, player in zip(channels, players, strict=True):
-                        await keystroke(channel, player, typed)
-                        keystrokes += 1
-                sweep = sum("turns" in q for q in seen)  # the notifier's periodic sweep, not autocomplete
-                print(f"autocomplete: {loads} queries to load {args.channels} channels, then {len(seen) - sweep} "
-                      f"for {keystrokes} keystrokes ({sweep} from the notifier's sweep meanwhile)")
+                await measure_autocomplete(server, guild, db, channels, players)
 
                 worker.stop()
                 await asyncio.wait_for(task, 30)

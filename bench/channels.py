@@ -183,6 +183,97 @@ def _ms(x: float) -> str:
     return f"{x * 1000:.0f} ms"
 
 
+def _places(server, args):
+    """The guilds, their channels and a player per channel: ((guild, channel, player) per channel,
+    (guild, admin) per guild)."""
+    places = []
+    per_guild = -(-args.channels // args.guilds)
+    for g in range(args.guilds):
+        guild = server.create_guild(f"bench-{g}")
+        admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
+        admin = guild.create_member(f"admin-{g}", roles=[admins])
+        places.append((guild, None, admin))
+        for c in range(min(per_guild, args.channels - g * per_guild)):
+            channel = guild.create_text_channel(f"games-{g}-{c}")
+            places.append((guild, channel, guild.create_member(f"player-{g}-{c}")))
+    admins_ = [(g, m) for g, ch, m in places if ch is None]
+    return [p for p in places if p[1] is not None], admins_
+
+
+def _print_report(args, driver, stats, queued, waited, idle, load_before, span, cpu_used) -> None:
+    """What the run measured: acknowledgements, answers, latencies, GC, database round trips."""
+    sent = len(driver.handles)
+    responded = [h for _, _, h in driver.handles if h.responded]
+    fake_delays = [h.response.delay for h in responded]
+    by_step: dict[int, list[float]] = {}
+    for _, step, h in driver.handles:
+        if h.responded:
+            by_step.setdefault(step, []).append(h.response.delay)
+    wrong = Counter()
+    for _i, step, h in driver.handles:
+        got = driver.answered.get(h.id)
+        if got is None or STEPS[step][2] not in got[1]:
+            wrong[(STEPS[step][0], (got[1] if got else "no answer")[:80])] += 1
+
+    bot_acks = stats["acks"]
+    bot_p = percentiles(bot_acks)
+    fake_p = percentiles(fake_delays)
+    buckets = stats["buckets"]
+    total = buckets.get("+Inf", 0.0) or float("nan")
+    within_100 = buckets.get("0.1", 0.0) / total
+    db_by = stats["db"]["by"]
+
+    def trips(who: str) -> int:
+        return sum(db_by.get(f"{who}:{w}", 0) for w in ("statement", "checkout", "begin", "commit", "rollback"))
+
+    print(f"{args.channels} channels in {args.guilds} guild(s), mode {args.mode}, "
+          f"preview worker: {f'yes (delay {args.delay:.1f} s)' if args.worker else 'no'}; "
+          f"{os.cpu_count()} CPUs, load average before {load_before[0]:.2f}; waited {waited:.1f} s for the CPUs "
+          f"to be {idle:.0%} idle")
+    print(f"interactions: {len(responded)} acknowledged / {sent} sent ({sent - len(responded)} not), "
+          f"{len(driver.answered)} answered; acts queued: {queued}")
+    if driver.push_errors:
+        print(f"push errors: {len(driver.push_errors)}, e.g. {driver.push_errors[0]}")
+    if wrong:
+        print("unexpected answers:", dict(wrong.most_common(5)))
+    rows: list[tuple[str, ...]] = [("acknowledgement", "n", "p50", "p95", "p99", "max")]
+    rows.append(("bot histogram (dispatch -> callback sent)", str(bot_p["n"]),
+                 *(_ms(bot_p[k]) for k in ("p50", "p95", "p99", "max"))))
+    rows.append(("fake Discord (INTERACTION_CREATE -> callback)", str(fake_p["n"]),
+                 *(_ms(fake_p[k]) for k in ("p50", "p95", "p99", "max"))))
+    for step, (name, _, _) in enumerate(STEPS):
+        for who, delays in (("bot", stats["by_command"].get(name, [])), ("fake", by_step.get(step, []))):
+            if delays:
+                p = percentiles(delays)
+                rows.append((f"  {who}, /{name}", str(p["n"]), *(_ms(p[k]) for k in ("p50", "p95", "p99", "max"))))
+    print(_table(rows))
+    print(f"bot histogram: {within_100:.1%} of acknowledgements within 100 ms "
+          f"(buckets: {', '.join(f'<={k}: {int(v)}' for k, v in buckets.items())})")
+    print(f"first command to last answer: {span:.2f} s; CPU seconds meanwhile: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in cpu_used.items()))
+    pauses = stats["gc"]
+    full = [d for g, d in pauses if g == 2]
+    print(f"the bot's garbage collections: {len(pauses)}, {sum(d for _, d in pauses) * 1000:.0f} ms in all, "
+          f"longest {max((d for _, d in pauses), default=0) * 1000:.0f} ms; {len(full)} full, longest "
+          f"{max(full, default=0) * 1000:.0f} ms (thresholds {stats['gc_threshold']}, {stats['gc_frozen']} objects frozen)")
+    print(f"the bot's new HTTP connections to Discord: {stats['connections'].get('opened', 0)}")
+    print(f"vote-round job skipped runs: {stats['skips'].get('Vote.tick', 0)} "
+          f"(all jobs: {stats['skips'] or 'none'})")
+    kinds = ("statement", "checkout", "begin", "commit", "rollback")
+    print("database round trips per command (statements, checkouts (each a pre-ping), BEGIN, COMMIT or ROLLBACK):")
+    for step, (name, _, _) in enumerate(STEPS):
+        count = sum(1 for _, st, _ in driver.handles if st == step) or 1
+        who = f"/{name}"
+        parts = ", ".join(f"{w} {db_by.get(f'{who}:{w}', 0) / count:.1f}" for w in kinds)
+        print(f"  {who:<12} {trips(who) / count:5.1f} in the handler ({parts})")
+    print(f"  elsewhere    {trips('background') / (sent or 1):5.1f} per command (status messages, notifier, jobs)")
+    print(f"pool: pool_size {stats['db']['pool_size']}, max_overflow {stats['db']['max_overflow']}, "
+          f"timeout {stats['db']['pool_timeout']} s; most checked out at once: {stats['db']['peak_checked_out']}; "
+          f"edits waiting at the end: {stats['edit_queue']}")
+    if args.py_spy:
+        print(f"profile of the bot process: {args.py_spy}")
+
+
 async def run(args) -> None:
     ctx = mp.get_context("spawn")
     with fresh_database() as url, tempfile.TemporaryDirectory() as tmp:
@@ -191,18 +282,7 @@ async def run(args) -> None:
         await engine.dispose()
         settings = bench_settings(url, tmp)
         async with FakeDiscord() as server, open_database(settings) as db:
-            places = []
-            per_guild = -(-args.channels // args.guilds)
-            for g in range(args.guilds):
-                guild = server.create_guild(f"bench-{g}")
-                admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-                admin = guild.create_member(f"admin-{g}", roles=[admins])
-                places.append((guild, None, admin))
-                for c in range(min(per_guild, args.channels - g * per_guild)):
-                    channel = guild.create_text_channel(f"games-{g}-{c}")
-                    places.append((guild, channel, guild.create_member(f"player-{g}-{c}")))
-            admins_ = [(g, m) for g, ch, m in places if ch is None]
-            places = [p for p in places if p[1] is not None]
+            places, admins_ = _places(server, args)
 
             parent, child = ctx.Pipe()
             bot_proc = ctx.Process(target=bot_main, args=(child, url, tmp, server.api_base, server.gateway_url, server.token),
@@ -257,76 +337,7 @@ async def run(args) -> None:
             async with db.sessions() as s:
                 queued = await s.scalar(select(func.count()).select_from(Turn))
 
-            sent = len(driver.handles)
-            responded = [h for _, _, h in driver.handles if h.responded]
-            fake_delays = [h.response.delay for h in responded]
-            by_step: dict[int, list[float]] = {}
-            for _, step, h in driver.handles:
-                if h.responded:
-                    by_step.setdefault(step, []).append(h.response.delay)
-            wrong = Counter()
-            for _i, step, h in driver.handles:
-                got = driver.answered.get(h.id)
-                if got is None or STEPS[step][2] not in got[1]:
-                    wrong[(STEPS[step][0], (got[1] if got else "no answer")[:80])] += 1
-
-            bot_acks = stats["acks"]
-            bot_p = percentiles(bot_acks)
-            fake_p = percentiles(fake_delays)
-            buckets = stats["buckets"]
-            total = buckets.get("+Inf", 0.0) or float("nan")
-            within_100 = buckets.get("0.1", 0.0) / total
-            db_by = stats["db"]["by"]
-
-            def trips(who: str) -> int:
-                return sum(db_by.get(f"{who}:{w}", 0) for w in ("statement", "checkout", "begin", "commit", "rollback"))
-
-            print(f"{args.channels} channels in {args.guilds} guild(s), mode {args.mode}, "
-                  f"preview worker: {f'yes (delay {args.delay:.1f} s)' if args.worker else 'no'}; "
-                  f"{os.cpu_count()} CPUs, load average before {load_before[0]:.2f}; waited {waited:.1f} s for the CPUs "
-                  f"to be {idle:.0%} idle")
-            print(f"interactions: {len(responded)} acknowledged / {sent} sent ({sent - len(responded)} not), "
-                  f"{len(driver.answered)} answered; acts queued: {queued}")
-            if driver.push_errors:
-                print(f"push errors: {len(driver.push_errors)}, e.g. {driver.push_errors[0]}")
-            if wrong:
-                print("unexpected answers:", dict(wrong.most_common(5)))
-            rows: list[tuple[str, ...]] = [("acknowledgement", "n", "p50", "p95", "p99", "max")]
-            rows.append(("bot histogram (dispatch -> callback sent)", str(bot_p["n"]),
-                         *(_ms(bot_p[k]) for k in ("p50", "p95", "p99", "max"))))
-            rows.append(("fake Discord (INTERACTION_CREATE -> callback)", str(fake_p["n"]),
-                         *(_ms(fake_p[k]) for k in ("p50", "p95", "p99", "max"))))
-            for step, (name, _, _) in enumerate(STEPS):
-                for who, delays in (("bot", stats["by_command"].get(name, [])), ("fake", by_step.get(step, []))):
-                    if delays:
-                        p = percentiles(delays)
-                        rows.append((f"  {who}, /{name}", str(p["n"]), *(_ms(p[k]) for k in ("p50", "p95", "p99", "max"))))
-            print(_table(rows))
-            print(f"bot histogram: {within_100:.1%} of acknowledgements within 100 ms "
-                  f"(buckets: {', '.join(f'<={k}: {int(v)}' for k, v in buckets.items())})")
-            print(f"first command to last answer: {span:.2f} s; CPU seconds meanwhile: "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in cpu_used.items()))
-            pauses = stats["gc"]
-            full = [d for g, d in pauses if g == 2]
-            print(f"the bot's garbage collections: {len(pauses)}, {sum(d for _, d in pauses) * 1000:.0f} ms in all, "
-                  f"longest {max((d for _, d in pauses), default=0) * 1000:.0f} ms; {len(full)} full, longest "
-                  f"{max(full, default=0) * 1000:.0f} ms (thresholds {stats['gc_threshold']}, {stats['gc_frozen']} objects frozen)")
-            print(f"the bot's new HTTP connections to Discord: {stats['connections'].get('opened', 0)}")
-            print(f"vote-round job skipped runs: {stats['skips'].get('Vote.tick', 0)} "
-                  f"(all jobs: {stats['skips'] or 'none'})")
-            kinds = ("statement", "checkout", "begin", "commit", "rollback")
-            print("database round trips per command (statements, checkouts (each a pre-ping), BEGIN, COMMIT or ROLLBACK):")
-            for step, (name, _, _) in enumerate(STEPS):
-                count = sum(1 for _, st, _ in driver.handles if st == step) or 1
-                who = f"/{name}"
-                parts = ", ".join(f"{w} {db_by.get(f'{who}:{w}', 0) / count:.1f}" for w in kinds)
-                print(f"  {who:<12} {trips(who) / count:5.1f} in the handler ({parts})")
-            print(f"  elsewhere    {trips('background') / (sent or 1):5.1f} per command (status messages, notifier, jobs)")
-            print(f"pool: pool_size {stats['db']['pool_size']}, max_overflow {stats['db']['max_overflow']}, "
-                  f"timeout {stats['db']['pool_timeout']} s; most checked out at once: {stats['db']['peak_checked_out']}; "
-                  f"edits waiting at the end: {stats['edit_queue']}")
-            if args.py_spy:
-                print(f"profile of the bot process: {args.py_spy}")
+            _print_report(args, driver, stats, queued, waited, idle, load_before, span, cpu_used)
 
             await ask("stop")
             bot_proc.join(15)
