@@ -115,6 +115,7 @@ def bot_main(conn, url: str, tmp: str, api_base: str, gateway_url: str, token: s
 
 
 async def _bot_async(conn, url: str, tmp: str, api_base: str, gateway_url: str, token: str) -> None:
+    # long: one process's instrumentation; its hooks close over the lists the "stats" reply sends
     import discord.gateway
     import discord.http
     import yarl

@@ -33,6 +33,7 @@ def check_embed(embed: dict, turn, film_names: dict) -> None:
 
 
 async def test_full_game_two_players(world, start_bot, start_worker, sessions):
+    # long: one game's story from /game start to its end, each step building on the last
     w, server = world, world.server
     await start_bot()
     await start_worker(films=["qiqi"], backend_options={"delay": 1.2})

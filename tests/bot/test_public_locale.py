@@ -77,6 +77,7 @@ def assert_english(text: str) -> None:
 
 async def test_turn_post_and_status_message_in_the_servers_language(world, start_bot, start_worker, sessions,
                                                                     pseudo_catalog):
+    # long: one turn's messages followed in the server's language from /act to the post
     w, server = world, world.server
     w.guild.locale = "qps"  # the server's Discord language, before the bot connects (GUILD_CREATE carries it)
     await start_bot()

@@ -89,6 +89,7 @@ def requests(monkeypatch) -> Requests:
 
 
 async def test_two_shard_processes_each_serve_only_their_servers(world, start_bot, start_worker, sessions, qsettings, requests):
+    # long: one story across two shard processes: both must run at once for the test to mean anything
     server = world.server
     w = _World(server)
     places = [

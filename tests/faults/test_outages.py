@@ -148,6 +148,7 @@ def _posted(world, channels) -> list:
 
 
 async def test_restart_and_30s_outage_lose_nothing(pg_cluster, fault_url, fault_sessions, page_process, world, start_bot, tmp_path):
+    # long: one outage story: load, restart, outage, recovery, then the count of what was kept
     pg, sessions = pg_cluster, fault_sessions
     health_port = free_port()
     workers = [

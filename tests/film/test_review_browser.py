@@ -74,6 +74,7 @@ async def clear_save_state(page) -> None:
 
 
 async def test_edit_accept_reload_and_filter(tmp_path):
+    # long: one reviewer's session in one browser: edit, accept, reload, filter, each on the last's state
     folder = build_folder(tmp_path / "prepared")
     cid = "film-0000-00"  # needs review, nothing captioned
     problems: list[str] = []

@@ -209,6 +209,7 @@ def public_texts(server, channel, since: int = 0) -> list[Shown]:
 
 
 async def test_a_japanese_member_in_an_english_server(world, start_bot, start_worker):
+    # long: one member's story across two servers' languages, each step on the last's state
     w, server = world, world.server
     started = time.monotonic()
     assert w.guild.locale == "en-US"

@@ -205,6 +205,7 @@ async def _posted(sessions, n: int) -> bool:
 
 
 async def play_scenario(w, sessions, typed: Typed) -> None:
+    # long: the one scenario every command's text goes through, in the order a game plays
     server = w.server
 
     async def run(member, name: str, options: dict | None = None, channel=None) -> str:

@@ -121,6 +121,7 @@ async def wait_done(page, seq: int) -> None:
 
 
 async def test_two_tabs_play_three_turns(play):
+    # long: one story in two tabs: three turns played, each tab checked after each
     proc, url = play
     base = proc.url
     errors: list[str] = []
