@@ -36,7 +36,7 @@ async def wait_for(condition: Callable[[], Any], timeout: float = 30.0, interval
             return value
         if loop.time() > deadline:
             raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(interval)  # sleep: the poll interval between looks at the condition
 
 
 def wait_for_sync(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = "condition") -> Any:
@@ -48,13 +48,13 @@ def wait_for_sync(condition: Callable[[], Any], timeout: float = 30.0, interval:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout} s")
-        time.sleep(interval)
+        time.sleep(interval)  # sleep: the poll interval between looks at the condition
 
 
 async def loop_turns(n: int = 1) -> None:
     """Let the event loop run `n` rounds of what is ready (callbacks, woken tasks); no timer."""
     for _ in range(n):
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # sleep: zero seconds, a yield to the event loop
 
 
 class Passes:

@@ -136,7 +136,7 @@ class PgCluster:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.1)
+                time.sleep(0.1)  # sleep: poll interval until the server accepts connections
 
     # --- lifetime
 

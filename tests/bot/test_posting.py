@@ -101,7 +101,7 @@ class _QuickRetries:
         return getattr(asyncio, name)
 
     @staticmethod
-    async def sleep(delay, result=None):
+    async def sleep(delay, result=None):  # sleep: the stand-in for asyncio.sleep, not a wait of its own
         return await asyncio.sleep(delay / 100, result)  # sleep: discord.py's own retry pause, scaled down
 
 

@@ -86,7 +86,7 @@ def test_a_run_interrupted_or_killed_continues_to_the_same_manifest(prepared, fi
                 os.kill(proc.pid, sig)
                 kills += 1
                 break
-            time.sleep(0.02)
+            time.sleep(0.02)  # sleep: poll interval: the signal must land the moment the stage's files appear
         _, err = proc.communicate()
         if sig == signal.SIGINT:
             assert proc.returncode == 130 and "interrupted; what was finished is kept" in err and "Traceback" not in err

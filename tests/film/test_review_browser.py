@@ -62,7 +62,7 @@ async def until(page, expression: str, arg=None, timeout: float = 15) -> None:
     while not await page.evaluate(expression, arg):
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"not true within {timeout} s: {expression}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep: until()'s poll interval (the CSP forbids Playwright's wait_for_function)
 
 
 async def saved(page, clip_id: str) -> None:

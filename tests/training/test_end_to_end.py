@@ -111,7 +111,7 @@ def test_a_film_from_video_to_a_played_turn(tmp_path):
             t = request(f"{api}/turns/{turn['turn_id']}")
             if t["status"] in ("done", "failed", "cancelled") or time.monotonic() > deadline:
                 break
-            time.sleep(0.5)
+            time.sleep(0.5)  # sleep: poll interval on the turn's status; the deadline keeps the page's output
         assert t["status"] == "done", (t, proc.output[-3000:])
         assert t["backend"] == "animegamer" and not t["is_preview"]
         assert set(t["prediction"]) == {"motion_level", "social", "entertainment", "stamina"}
