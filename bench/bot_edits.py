@@ -31,6 +31,7 @@ from db.migrate import upgrade
 from db.models import Turn
 from db.runtime import open_database
 from inference.worker import Worker
+from service.runtime import Store
 from settings import Settings
 from testkit.fake_discord import FakeDiscord, patch_discord, start_client, stop_client
 from testkit.pg import fresh_database
@@ -136,7 +137,7 @@ async def run(args) -> None:
             channels = [guild.create_text_channel(f"games-{i}") for i in range(args.channels)]
             players = [guild.create_member(f"player-{i}") for i in range(args.channels)]
             with patch_discord(server):
-                bot = AnimeGamerBot(settings, db, guild_ready_timeout=0.05)
+                bot = AnimeGamerBot(settings, Store(db), guild_ready_timeout=0.05)
                 client = await start_client(server, bot)
                 await bot.tree.sync()
                 calls = count_queue_calls(bot)

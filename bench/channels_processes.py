@@ -20,6 +20,7 @@ from typing import Any
 import discord
 
 from db.runtime import open_database
+from service.runtime import Store
 from settings import Settings
 
 INVOKER = "CommandTree-invoker"  # the task discord.py's command tree runs a slash command in
@@ -153,7 +154,7 @@ async def _bot_async(conn, url: str, tmp: str, api_base: str, gateway_url: str, 
 
     async with open_database(settings) as db:
         counter = _DbCounter(db.engine)
-        bot = AnimeGamerBot(settings, db, guild_ready_timeout=0.05)
+        bot = AnimeGamerBot(settings, Store(db), guild_ready_timeout=0.05)
         acks: list[float] = []
         observe = bot.metrics.acknowledged
 
