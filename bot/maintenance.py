@@ -11,7 +11,7 @@ which alone can tell its channel, and waits for it while it is down."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -41,6 +41,10 @@ class MaintenanceHost(privacy_jobs.PrivacyHost, Protocol):
     def notifier(self) -> Wakes: ...
 
 
+# Every job: missed runs coalesce into one, never two at once, late runs still run.
+_EACH_RUN = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+
+
 class Maintenance:
     def __init__(self, bot: MaintenanceHost, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
         self.bot = bot
@@ -50,20 +54,29 @@ class Maintenance:
         self.scheduler = AsyncIOScheduler()
 
     def start(self) -> None:
-        common = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
-        self.scheduler.add_job(self.sweep, "interval", seconds=self.sweep_seconds, id="sweep", **common)
-        self.scheduler.add_job(self.pause_idle, "interval", seconds=self.idle_check_seconds, id="pause_idle", **common)
-        self.scheduler.add_job(self.prune, "interval", hours=self.prune_hours, id="prune", **common)
+        self.scheduler.add_job(self.sweep, "interval", seconds=self.sweep_seconds, id="sweep", **_EACH_RUN)
+        self.scheduler.add_job(self.pause_idle, "interval", seconds=self.idle_check_seconds, id="pause_idle", **_EACH_RUN)
+        self.scheduler.add_job(self.prune, "interval", hours=self.prune_hours, id="prune", **_EACH_RUN)
         # At start (next_run_time=now) and with the idle check: a film removed from the catalogue
         # while sessions use it pauses them, with a message in their channels.
         self.scheduler.add_job(self.pause_withdrawn, "interval", seconds=self.idle_check_seconds, id="pause_withdrawn",
-                               next_run_time=datetime.now(UTC), **common)
+                               next_run_time=datetime.now(UTC), **_EACH_RUN)
         # Members' deletion requests (also woken by /privacy delete) and servers that removed the
         # bot (bot/privacy.py), at start and then every minute / hour.
         self.scheduler.add_job(self.privacy, "interval", seconds=self.idle_check_seconds, id="privacy",
-                               next_run_time=datetime.now(UTC), **common)
-        self.scheduler.add_job(self.departed, "interval", hours=1, id="departed", next_run_time=datetime.now(UTC), **common)
+                               next_run_time=datetime.now(UTC), **_EACH_RUN)
+        self.scheduler.add_job(self.departed, "interval", hours=1, id="departed", next_run_time=datetime.now(UTC), **_EACH_RUN)
         self.scheduler.start()
+
+    def repeat(self, job_id: str, func: Callable[[], Awaitable[object]], seconds: float) -> None:
+        """Run `func` every `seconds` with the maintenance jobs (a run not overlapping the last one),
+        until `stop(job_id)`."""
+        self.scheduler.add_job(func, "interval", seconds=seconds, id=job_id, **_EACH_RUN)
+
+    def stop(self, job_id: str) -> None:
+        """Stop a job started by `repeat` (none: nothing to stop)."""
+        if self.scheduler.get_job(job_id) is not None:
+            self.scheduler.remove_job(job_id)
 
     def close(self) -> None:
         if self.scheduler.running:

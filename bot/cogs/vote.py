@@ -18,7 +18,7 @@ import discord
 from discord import app_commands
 
 from bot import checks, locale, replies
-from bot.ack_gate import think
+from bot.acks import think
 from bot.buttons import view_of
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import (
@@ -52,7 +52,7 @@ from bot.embeds import (
     person,
 )
 from bot.game import member, place
-from bot.interaction_locale import LocalizedItem
+from bot.locale import LocalizedItem
 from bot.notices import english_note
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number
@@ -165,15 +165,12 @@ class Vote(GameCog):
         self.bot.add_dynamic_items(VoteButton)
         self.bot.vote_rounds.register(self)
         every = min(CHECK_SECONDS, self.bot.maintenance.sweep_seconds)
-        self.bot.maintenance.scheduler.add_job(
-            self.tick, "interval", seconds=every, id="vote_rounds", coalesce=True, max_instances=1, misfire_grace_time=None
-        )
+        self.bot.maintenance.repeat("vote_rounds", self.tick, every)
 
     async def cog_unload(self) -> None:  # also when the bot closes
         self.bot.remove_dynamic_items(VoteButton)
         self.bot.vote_rounds.unregister(self)
-        if self.bot.maintenance.scheduler.get_job("vote_rounds") is not None:
-            self.bot.maintenance.scheduler.remove_job("vote_rounds")
+        self.bot.maintenance.stop("vote_rounds")
 
     # --- the round's message
 
