@@ -21,7 +21,7 @@ from inference.queue import make_enqueue
 from service import turn_queue as turn_service
 from testkit.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=50)
 MOTIONS = ("walk", "run", "fly on broomstick", "sit on railing", "talk", "eat", "sleep", "wave")
 
