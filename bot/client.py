@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import ack_order, health, locale
+from bot import acks, health, locale
 from bot.automod import AutoModRules
 from bot.config_cache import ConfigCache
 from bot.edits import EditScheduler
@@ -66,7 +66,7 @@ class GameTree(app_commands.CommandTree["AnimeGamerBot"]):
         locale.adopt(interaction, pseudo=bot.settings.pseudo_locale)  # answers, autocomplete and errors in the member's language
         meter = bot.interaction_meter
         meter.handled_in_current_task(interaction)
-        await ack_order.acknowledge_command(interaction, meter.gate)  # before the look-up, the checks and the handler
+        await acks.acknowledge_command(interaction, meter.gate)  # before the look-up, the checks and the handler
         return True
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.ack_order import AckGate
+from bot.acks import AckGate
 from bot.metrics import OUTCOMES, BotMetrics, interaction_command, interaction_kind
 
 STALE = 900.0  # seconds: an interaction's token lives 15 minutes
@@ -70,7 +70,7 @@ class InteractionMeter:
     def __init__(self, metrics: BotMetrics) -> None:
         self.metrics = metrics
         self._tracked: collections.OrderedDict[int, _Tracked] = collections.OrderedDict()
-        self.gate = AckGate()  # commands' work yields to acknowledgements in flight (bot.ack_order)
+        self.gate = AckGate()  # commands' work yields to acknowledgements in flight (bot.acks)
 
     def __len__(self) -> int:
         return len(self._tracked)

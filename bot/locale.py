@@ -2,19 +2,23 @@
 
 - Ephemeral answers, buttons' answers, modals and autocomplete follow `interaction.locale` (the
   member's Discord client language). `adopt(interaction)` makes it current for the rest of the
-  interaction's task; the command tree and every button (bot.interaction_locale.LocalizedItem:
-  the bot's buttons are DynamicItems) call it from their interaction check, before any handler.
+  interaction's task; the command tree and every button (`LocalizedItem`: the bot's buttons are
+  DynamicItems) call it from their interaction check, before any handler.
 - Public messages (turn posts, status messages, vote rounds, notices, announcements) follow the
   server: the channel's `/admin language`, else the server's, else the guild's `preferred_locale`
   (Discord's "Server Primary Language" in Community servers), else English. Code that posts
-  publicly renders inside `async with public(bot, guild_id, channel_id):`.
+  publicly renders inside `async with public(bot, guild_id, channel_id):`; while answering an
+  interaction, `public_for(interaction)` is that language.
+
+What answers an interaction gets the client as `interaction.client`; it is typed here by what is
+read of it (`Speaker`), not imported, so that the client can import this module: no import circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 import discord
 
@@ -65,3 +69,19 @@ async def public(bot: Speaker, guild_id: int | None, channel_id: int | None = No
     """Render a public message in the server's language: `async with public(bot, g, c): ...`."""
     with use_locale(await server_language(bot, guild_id, channel_id, guild_locale=guild_locale)) as loc:
         yield loc
+
+
+async def public_for(interaction: discord.Interaction[Any]) -> str:
+    """The server's language for a public message sent while answering an interaction."""
+    bot: Speaker = interaction.client
+    return await server_language(bot, interaction.guild_id, interaction.channel_id, guild_locale=interaction.guild_locale)
+
+
+class LocalizedItem:
+    """Mixin for buttons and DynamicItems: `class X(LocalizedItem, discord.ui.DynamicItem[...])`:
+    the member's language is adopted before the callback."""
+
+    async def interaction_check(self, interaction: discord.Interaction[Any]) -> bool:
+        bot: Speaker = interaction.client
+        adopt(interaction, pseudo=bot.settings.pseudo_locale)
+        return True

@@ -43,7 +43,7 @@ from typing import Protocol
 
 import discord
 
-from bot import locale, removed
+from bot import locale, removal
 from bot.buttons import REGENERATE, view_of
 from bot.edits import EditScheduler
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
@@ -275,14 +275,14 @@ class Notifier:
         self.bot.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
             async with locale.public(self.bot, turn.guild_id, turn.channel_id):
-                await removed.reshow_if_removed(game, self.bot.edits, turn.id, turn.channel_id, message_id)
+                await removal.reshow_if_removed(game, self.bot.edits, turn.id, turn.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
     def _post_fields(self, turn: Post, film, channel, clip_too_big: bool = False) -> dict:
         """The post's message fields, rendered in the current locale (the server's: see _post)."""
         if turn.removed_at is not None:  # taken down before its post: the notice instead
-            return removed.removed_fields(turn)
+            return removal.removed_fields(turn)
         view = view_of(REGENERATE.button(turn.id))
         if turn.status == "failed":
             return {"embed": failed_embed(turn, film), "attachments": [], "view": view}

@@ -22,7 +22,7 @@ from bot.edits import EditScheduler
 from bot.game import game_of
 from bot.hosting import DiscordClient, Stored, VoteRounds
 from bot.locale import Speaker
-from bot.removed import removed_embed
+from bot.removal import removed_embed
 from bot.shards import ShardClaim
 from service import maintenance, privacy
 from service.jobs import Jobs
@@ -48,7 +48,7 @@ class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
 
 def removed_post(seq: int) -> dict:
     """The edit that replaces a deleted member's shot in the channel: the notice of a shot taken
-    down by the system (bot.removed, as the notifier shows it), no clip, no text, no button; in
+    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button; in
     the locale current (the server's: see clear_posts)."""
     return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 

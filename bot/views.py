@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import discord
 
 from bot import buttons, checks, replies
-from bot.ack_gate import think
+from bot.acks import think
 from bot.embeds import esc
 from bot.game import game_of, member, place
-from bot.interaction_locale import LocalizedItem
+from bot.locale import LocalizedItem
 from i18n import L_, _
 from service import moderation
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot import checks, interaction_locale
+from bot import checks, locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction, announce, by
@@ -53,7 +53,7 @@ class Moderation(GameCog):
     @mod.command(name="reset", description="Archive this game and start again: same players, states back to the start")
     async def reset(self, interaction: Interaction) -> None:
         done = await moderation.reset(self.service, place(interaction), member(interaction))
-        with use_locale(await interaction_locale.public_for(interaction)):  # on the turns' public status messages
+        with use_locale(await locale.public_for(interaction)):  # on the turns' public status messages
             note = _("The game was reset.")
         for t in done.cancelled:
             self.bot.board.spawn(self.bot.board.finish(t.id, "cancelled", note=note), f"close-turn-{t.id}")
@@ -72,7 +72,7 @@ class Moderation(GameCog):
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction) if reason else ()
         mod = interaction.user.display_name
-        with use_locale(await interaction_locale.public_for(interaction)):  # shown on the turn's status message
+        with use_locale(await locale.public_for(interaction)):  # shown on the turn's status message
             note = _("Cancelled by %(name)s: %(reason)s.", name=esc(mod), reason=esc(reason)) if reason else \
                 _("Cancelled by %(name)s.", name=esc(mod))
         # The turn keeps a code, the moderator's name and their words (rendered where shown).
@@ -104,7 +104,8 @@ class Moderation(GameCog):
     ) -> None:
         automod = await self.bot.automod.for_interaction(interaction)
         turn_id = await moderation.turn_id_of(self.service, place(interaction), turn, reason, automod)  # the reason is shown on the post
-        done = await shot_removal.remove(self.bot, self.service, interaction, turn_id, reason, via="/mod remove")
+        done = await shot_removal.remove(self.bot, self.service, interaction, turn_id, reason, via="/mod remove",
+                                         moderator=await checks.is_moderator(interaction))
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
 

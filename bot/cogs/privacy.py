@@ -16,12 +16,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context, replies
-from bot.ack_gate import answers_itself
+from bot.acks import answers_itself
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
 from bot.game import game_of
-from bot.interaction_locale import LocalizedItem
+from bot.locale import LocalizedItem
 from game.member_data import Counts, Stored
 from i18n import L_, _, ngettext, pgettext
 from service import maintenance, privacy

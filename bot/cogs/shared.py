@@ -11,7 +11,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import context, interaction_locale
+from bot import context, locale
 from bot.choices import catalogue_choices, others_choices, split_names
 from bot.client import AnimeGamerBot
 from bot.embeds import CONTENT_MAX, esc, fit
@@ -58,7 +58,7 @@ def fields(motion: str, background: str, adverb: str | None, time_of_day: str | 
 async def announce(interaction: Interaction, public: Callable[[], str], private: str | None = None) -> None:
     """`public()` to the whole channel, rendered in the server's language (mentions are off
     client-wide); `private`, if any, to the member who asked."""
-    with use_locale(await interaction_locale.public_for(interaction)):
+    with use_locale(await locale.public_for(interaction)):
         text = fit(public(), CONTENT_MAX)
     await interaction.client.board.channel(context.channel_id(interaction), context.guild_id(interaction)).send(text)
     if private is not None:

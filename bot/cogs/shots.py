@@ -15,7 +15,7 @@ import time
 import discord
 from discord import app_commands
 
-from bot import context, interaction_locale
+from bot import checks, context, locale
 from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
@@ -70,9 +70,10 @@ class Shots(GameCog):
 
     async def remove_shot(self, interaction: Interaction, message: discord.Message) -> None:
         turn = await shots.shot_by_message(self.service, context.guild_id(interaction), message.id)
-        with use_locale(await interaction_locale.public_for(interaction)):
+        with use_locale(await locale.public_for(interaction)):
             reason = str(MENU_REASON)
-        done = await shot_removal.remove(self.bot, self.service, interaction, turn.id, reason, via="Remove shot")
+        done = await shot_removal.remove(self.bot, self.service, interaction, turn.id, reason, via="Remove shot",
+                                         moderator=await checks.is_moderator(interaction))
         await interaction.followup.send(shot_removal.answer(done), ephemeral=True)
 
     async def report_shot(self, interaction: Interaction, message: discord.Message) -> None:

@@ -1,4 +1,4 @@
-"""bot.ack_order: acknowledgements are sent in order of asking, a bounded number at a time, each
+"""bot.acks: acknowledgements are sent in order of asking, a bounded number at a time, each
 slot freed as its body leaves; a command's work after its acknowledgement waits for the
 interactions received before it to be acknowledged, never for later ones, never past its limit,
 and an interaction that is never answered stops counting at Discord's deadline. On the real bot,
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot import ack_order
-from bot.ack_order import AckGate
+from bot import acks
+from bot.acks import AckGate
 from testkit.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
 from testkit.waits import loop_turns, wait_for
 from tests.bot.helpers import answer, say
@@ -56,7 +56,7 @@ async def test_the_wait_is_bounded():
 
 
 async def test_an_unanswered_interaction_stops_counting_at_the_deadline(monkeypatch):
-    monkeypatch.setattr(ack_order, "ACK_DEADLINE", 0.05)
+    monkeypatch.setattr(acks, "ACK_DEADLINE", 0.05)
     gate = AckGate()
     gate.received(1)  # never answered (no handler, say)
     waiting = await _started(gate.wait(limit=5))
@@ -158,7 +158,7 @@ async def test_an_autocomplete_that_fails_is_an_error_and_stops_counting_when_it
         raise RuntimeError("the configuration is unreachable")
 
     monkeypatch.setattr(bot.config, "live_game", down)
-    monkeypatch.setattr(ack_order, "ACK_DEADLINE", 60.0)  # only the task's end can release it here
+    monkeypatch.setattr(acks, "ACK_DEADLINE", 60.0)  # only the task's end can release it here
     await say(w, w.erin, "admin film", {"film": "qiqi"})
     h = await w.server.autocomplete(w.guild, w.games, w.alice, "game join", {"character": "q"}, focused="character")
     # the callback failed, as discord.py reports it

@@ -1,10 +1,10 @@
 """Acknowledgements before work. The command tree acknowledges every slash and context-menu
 command before it looks the command up (`acknowledge_command`, from GameTree.interaction_check),
-unless the command answers itself (bot.ack_gate's `@answers_itself`: a first answer with a view,
-say); every button starts with bot.ack_gate's `think` itself. Both send `acknowledge`: a private
-deferral ("thinking"), sent in order of
-arrival at most SENDING_AT_ONCE at a time, as one bare POST (bot.discord_adapter); then the work waits (briefly) until
-every interaction received before that moment has been acknowledged too.
+unless the command answers itself (`@answers_itself`: a first answer with a view, say); every
+button starts with `think` itself. Both send `acknowledge`: a private deferral ("thinking"), sent
+in order of arrival at most SENDING_AT_ONCE at a time, as one bare POST (bot.discord_adapter); then
+the work waits (briefly) until every interaction received before that moment has been
+acknowledged too.
 
 Before the look-up: the arguments' conversion, the cog's and the command's checks and the
 handler then run after every earlier arrival was acknowledged, not in front of them. A check that
@@ -36,6 +36,7 @@ import asyncio
 import collections
 import contextlib
 import itertools
+from typing import Any, Protocol
 
 import discord
 
@@ -45,6 +46,19 @@ ACK_DEADLINE = 3.0  # seconds: Discord's deadline for an interaction's first ans
 WAIT_LIMIT = 1.0  # seconds: the longest a command's work yields to other acknowledgements
 SENDING_AT_ONCE = 32  # acknowledgements being sent at a time (8 and 32 measured alike)
 ANSWERS_ITSELF = "__answers_itself__"  # set on a command's callback whose handler gives the first answer
+
+
+def answers_itself(func):
+    """Marks a command whose handler gives the first answer itself (not acknowledged by the tree)."""
+    setattr(func, ANSWERS_ITSELF, True)
+    return func
+
+
+async def think(interaction: discord.Interaction[Any]) -> None:
+    """A button's first step: acknowledge privately ("thinking" until the answer follows), then
+    yield to the acknowledgements still in flight."""
+    client: Gated = interaction.client
+    await acknowledge(interaction, client.interaction_meter.gate)
 
 
 async def acknowledge_command(interaction: discord.Interaction, gate: AckGate) -> None:
@@ -64,6 +78,19 @@ async def acknowledge(interaction: discord.Interaction, gate: AckGate) -> None:
         if not await discord_adapter.defer_thinking_privately(interaction):
             await interaction.response.defer(ephemeral=True, thinking=True)
     await gate.wait()
+
+
+class Metered(Protocol):
+    @property
+    def gate(self) -> AckGate: ...
+
+
+class Gated(Protocol):
+    """What `think` reads of the client (bot.client's AnimeGamerBot; typed here, not imported, so the
+    client can import this module: no import circle)."""
+
+    @property
+    def interaction_meter(self) -> Metered: ...
 
 
 class AckGate:
