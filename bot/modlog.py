@@ -26,7 +26,7 @@ from bot import locale
 from bot.audit import rule_set_text, title_of, turn_text, user_text
 from bot.edits import post_channel
 from bot.embeds import esc, fit, fit_embed
-from bot.game import game_of
+from bot.service_args import deps_of
 from game.shot_errors import LogChannelUnusable
 from i18n import _
 from i18n.translate import Lp_
@@ -157,7 +157,7 @@ class ModLog:
         while True:
             audit_id = await self._entries.get()
             try:
-                found = await modlog.to_post(game_of(self.bot), audit_id)
+                found = await modlog.to_post(deps_of(self.bot), audit_id)
                 if found is not None:
                     entry, channel_id = found
                     async with locale.public(self.bot, entry.guild_id, channel_id):

@@ -33,9 +33,9 @@ from bot import locale
 from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
-from bot.game import game_of
 from bot.hosting import DiscordClient, Stored, Wakes
 from bot.locale import Speaker
+from bot.service_args import deps_of
 from bot.shards import ShardClaim
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
@@ -139,7 +139,7 @@ class StatusBoard:
         self._running.discard(turn_id)
         self._announcing.add(turn_id)
         fresh = None
-        game = game_of(self.bot)
+        game = deps_of(self.bot)
         try:
             found = await status.turn(game, turn_id)
             if found is None:  # gone meanwhile (its game's data deleted): nothing to show
@@ -180,7 +180,7 @@ class StatusBoard:
             if not guild_ids:
                 return
             try:  # two queries, however many turns wait
-                queued = await status.waiting(game_of(self.bot), guild_ids)
+                queued = await status.waiting(deps_of(self.bot), guild_ids)
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
@@ -264,7 +264,7 @@ class StatusBoard:
 
     async def _load_card(self, turn_id: int) -> None:
         try:
-            found = await status.turn(game_of(self.bot), turn_id)
+            found = await status.turn(deps_of(self.bot), turn_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
@@ -304,7 +304,7 @@ class StatusBoard:
         language, so a `note` written where the member's language is current must be lazy (L_)."""
         self._close_card(turn_id)
         try:
-            found = await status.turn(game_of(self.bot), turn_id)
+            found = await status.turn(deps_of(self.bot), turn_id)
         except Exception as e:  # the database is down: the message keeps its Cancel button, which answers
             log.info("turn %s: could not close its status message: %s", turn_id, e)
             return

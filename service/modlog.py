@@ -14,7 +14,7 @@ from datetime import datetime
 from db import audit, modlog, notify
 from db.listen import Listener
 from db.models import AuditLog
-from service.game import Game
+from service.deps import Deps
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class AuditHeard:
             yield n.payload
 
 
-async def to_post(game: Game, audit_id: int) -> tuple[AuditEntry, int] | None:
+async def to_post(game: Deps, audit_id: int) -> tuple[AuditEntry, int] | None:
     """Entry `audit_id` and its server's log channel; None when either is gone (no log channel)."""
     async with game.sessions() as s:
         row = await audit.entry(s, audit_id)

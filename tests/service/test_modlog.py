@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from service import admin, modlog
-from service.game import Member, Place
+from service.deps import Member, Place
 
 HERE = Place(100, 200)
 MOD = Member(9, "mod")
