@@ -30,7 +30,7 @@ from bot.service_args import deps_of
 from game.shot_errors import LogChannelUnusable
 from i18n import _
 from i18n.translate import Lp_
-from service import modlog
+from service import events, modlog
 from service.modlog import AuditEntry
 
 if TYPE_CHECKING:
@@ -134,9 +134,9 @@ class ModLog:
 
         while True:
             try:
-                async with modlog.AuditHeard(self.bot.db.url, on_connect=connected) as heard:
-                    async for payload in heard:
-                        self.heard(payload)
+                async with events.Events(self.bot.db.url, [events.AUDIT_RECORDED], on_connect=connected) as heard:
+                    async for event in heard:
+                        self.heard(event.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the listener reconnects by itself; this is the unexpected rest

@@ -168,7 +168,7 @@ class Notifier:
         delay = 1.0
         while not self._closed:
             try:
-                async with events.Events(self.bot.db, on_connect=self._on_connect) as heard:
+                async with events.Events(self.bot.db.url, on_connect=self._on_connect) as heard:
                     delay = 1.0
                     self._events = heard
                     async for e in heard:

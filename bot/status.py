@@ -12,7 +12,7 @@ NOTIFY; what a status message shows of its turn is kept in memory, so a progress
 query (after a restart, one per turn).
 
 While the turn runs, the message also shows the latest preview of its clip (a small WebP the
-worker stores on the turn, service.live.latest_still; a progress NOTIFY names each new one): an edit that
+worker stores on the turn, service.events.latest_still; a progress NOTIFY names each new one): an edit that
 replaces the message's attachments with it, through the same scheduler, so previews coalesce
 with progress and never hold up the post, whose clip replaces the preview. A preview that cannot
 be read is skipped, logged once per turn.
@@ -39,7 +39,7 @@ from bot.service_args import deps_of
 from bot.shards import ShardClaim
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
-from service import live, status
+from service import events, status
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class StatusBoard:
         """Progress with the preview stored on the turn (a newer one than `number` if the worker
         stored one meanwhile); skipped if it is gone (the turn ended) or cannot be read."""
         try:
-            found = await live.latest_still(self.bot.db, card.id)
+            found = await events.latest_still(self.bot.db, card.id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if card.id not in self._preview_failed:
                 self._preview_failed.add(card.id)
