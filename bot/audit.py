@@ -1,4 +1,4 @@
-"""The audit log as the bot shows it (the service records the entries: service.game.Game.record):
+"""The audit log as the bot shows it (the service records the entries: service.deps.Deps.record):
 one registry of the audited actions, each with its code, its title and colour in the moderation
 log channel, and its sentences with named parameters.
 

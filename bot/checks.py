@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
-from bot.game import place
 from bot.replies import Refusal, as_game_error
+from bot.service_args import place
 from game.errors import GuildOnly, MissingRights
 
 if TYPE_CHECKING:

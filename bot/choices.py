@@ -18,7 +18,7 @@ import discord
 from discord import app_commands
 
 from bot import context
-from bot.game import place
+from bot.service_args import place
 from game import vocabulary
 from game.catalogue import FILMS, NAME_SEPARATORS, Character, Film, fold
 from i18n import _, current_locale, locales

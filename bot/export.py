@@ -24,7 +24,7 @@ import ffmpeg
 from game.errors import ExportCooldown, ExportTooLarge, GameError, NothingToExport
 from i18n import L_
 from service import exports
-from service.game import Game
+from service.deps import Deps
 
 # Clips stored before turns recorded their length: the released decoder's 17 frames at 8 fps.
 FALLBACK_CLIP_SECONDS = 17 / 8
@@ -87,7 +87,7 @@ async def stitch(listing: Path, seconds: float, limit: int, out_dir: Path) -> Pa
     raise ExportTooLarge(limit)
 
 
-async def export_session(game: Game, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
+async def export_session(game: Deps, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
     """The latest `count` shots of a session stitched under `limit` bytes, in `out_dir`; each clip
     is read on its own and written straight to disk."""
     lines, written, seconds = [], [], 0.0

@@ -39,7 +39,7 @@ class DiscordClient(Protocol):
 
 
 class Stored(Protocol):
-    """What the game service runs on in the bot (bot.game.game_of): its settings, its database
+    """What the game service runs on in the bot (bot.service_args.deps_of): its settings, its database
     and its turn queue."""
 
     @property

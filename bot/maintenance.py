@@ -21,8 +21,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from bot import locale
 from bot import privacy as privacy_jobs
 from bot.embeds import CONTENT_MAX, fit
-from bot.game import game_of
 from bot.hosting import Wakes
+from bot.service_args import deps_of
 from bot.status import StatusBoard
 from game.errors import FilmWithdrawn
 from i18n import ngettext
@@ -104,10 +104,10 @@ class Maintenance:
                             "No turn for %(n)s minutes. This game is paused (idle). A moderator can resume it with /mod resume.",
                             minutes)
 
-        return await maintenance.pause_idle(game_of(self.bot), claim=self.bot.shards_claim, tell=self._teller("idle", text))
+        return await maintenance.pause_idle(deps_of(self.bot), claim=self.bot.shards_claim, tell=self._teller("idle", text))
 
     async def pause_withdrawn(self) -> list[int]:
-        return await maintenance.pause_withdrawn(game_of(self.bot), claim=self.bot.shards_claim,
+        return await maintenance.pause_withdrawn(deps_of(self.bot), claim=self.bot.shards_claim,
                                                  tell=self._teller("withdrawn-film", lambda gs: FilmWithdrawn(gs.film_id).message))
 
     def _teller(self, what: str, notice: Callable[[maintenance.ToPause], str]) -> maintenance.Tell:
@@ -134,4 +134,4 @@ class Maintenance:
         return tell
 
     async def prune(self) -> int:
-        return await maintenance.prune_clips(game_of(self.bot), claim=self.bot.shards_claim)
+        return await maintenance.prune_clips(deps_of(self.bot), claim=self.bot.shards_claim)

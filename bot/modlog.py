@@ -26,11 +26,11 @@ from bot import locale
 from bot.audit import rule_set_text, title_of, turn_text, user_text
 from bot.edits import post_channel
 from bot.embeds import esc, fit, fit_embed
-from bot.game import game_of
+from bot.service_args import deps_of
 from game.shot_errors import LogChannelUnusable
 from i18n import _
 from i18n.translate import Lp_
-from service import modlog
+from service import events, modlog
 from service.modlog import AuditEntry
 
 if TYPE_CHECKING:
@@ -134,9 +134,9 @@ class ModLog:
 
         while True:
             try:
-                async with modlog.AuditHeard(self.bot.db.url, on_connect=connected) as heard:
-                    async for payload in heard:
-                        self.heard(payload)
+                async with events.Events(self.bot.db.url, [events.AUDIT_RECORDED], on_connect=connected) as heard:
+                    async for event in heard:
+                        self.heard(event.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the listener reconnects by itself; this is the unexpected rest
@@ -157,7 +157,7 @@ class ModLog:
         while True:
             audit_id = await self._entries.get()
             try:
-                found = await modlog.to_post(game_of(self.bot), audit_id)
+                found = await modlog.to_post(deps_of(self.bot), audit_id)
                 if found is not None:
                     entry, channel_id = found
                     async with locale.public(self.bot, entry.guild_id, channel_id):

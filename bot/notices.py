@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.game import game_of
+from bot.service_args import deps_of
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import _
@@ -80,7 +80,7 @@ async def english_note(bot: AnimeGamerBot, interaction: discord.Interaction, tex
     if not needs_english_note(texts, films, getattr(interaction, "locale", None)):
         return None
     try:
-        first = await notices.first_time(game_of(bot), interaction.user.id, ENGLISH_NOTE)
+        first = await notices.first_time(deps_of(bot), interaction.user.id, ENGLISH_NOTE)
     except Exception as e:  # best effort: the database being down loses the note, not the answer
         log.warning("recording the English note for member %s failed: %s", interaction.user.id, e)
         return None

@@ -47,10 +47,10 @@ from bot import locale, removal
 from bot.buttons import REGENERATE, view_of
 from bot.edits import EditScheduler
 from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
-from bot.game import game_of
 from bot.hosting import DiscordClient, Stored
 from bot.locale import Speaker
 from bot.metrics import BotMetrics
+from bot.service_args import deps_of
 from bot.status import StatusBoard
 from game.catalogue import display_film
 from i18n import L_, _
@@ -168,7 +168,7 @@ class Notifier:
         delay = 1.0
         while not self._closed:
             try:
-                async with events.Events(self.bot.db, on_connect=self._on_connect) as heard:
+                async with events.Events(self.bot.db.url, on_connect=self._on_connect) as heard:
                     delay = 1.0
                     self._events = heard
                     async for e in heard:
@@ -217,7 +217,7 @@ class Notifier:
         if not self.bot.is_ready():
             return 0
         posted = 0
-        game = game_of(self.bot)
+        game = deps_of(self.bot)
         async with self._lock:
             while True:
                 guild_ids = [g.id for g in self.bot.guilds]
@@ -252,7 +252,7 @@ class Notifier:
     async def _post(self, turn_id: int) -> Outcome:
         if self.bot.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
             return Outcome.LATER
-        game = game_of(self.bot)
+        game = deps_of(self.bot)
         turn = await posting.to_post(game, turn_id)
         if turn is None:
             return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
@@ -367,7 +367,7 @@ class Notifier:
         if tries <= len(self.retry_delays):
             delay = self.retry_delays[tries - 1]
             log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
-            await posting.postpone(game_of(self.bot), turn.id, timedelta(seconds=delay), why)
+            await posting.postpone(deps_of(self.bot), turn.id, timedelta(seconds=delay), why)
             self.bot.metrics.post_retries.inc()
             return
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
@@ -388,4 +388,4 @@ class Notifier:
         self.wake()  # the later turns of this channel may go now
 
     async def _mark_posted(self, turn_id: int, message_id: int | None, error: str | None = None) -> None:
-        await posting.posted(game_of(self.bot), turn_id, message_id, error)
+        await posting.posted(deps_of(self.bot), turn_id, message_id, error)

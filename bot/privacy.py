@@ -19,10 +19,10 @@ import discord
 
 from bot import locale
 from bot.edits import EditScheduler
-from bot.game import game_of
 from bot.hosting import DiscordClient, Stored, VoteRounds
 from bot.locale import Speaker
 from bot.removal import removed_embed
+from bot.service_args import deps_of
 from bot.shards import ShardClaim
 from service import maintenance, privacy
 from service.jobs import Jobs
@@ -59,7 +59,7 @@ async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
     goes through REST, which needs no gateway session of the server's shard, and a server the
     bot has left answers 403/404 (nothing left to show there). Repeated after a restart, the same
     edits are made again (harmless). Each notice is in its server's language."""
-    posts = await privacy.posts_to_clear(game_of(bot), request_id)
+    posts = await privacy.posts_to_clear(deps_of(bot), request_id)
     edited = 0
     for post in posts:
         try:
@@ -77,7 +77,7 @@ async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
     (bot.cogs.vote shows each round as it is stored now); how many."""
     if not bot.vote_rounds.loaded:
         return 0
-    ids = await privacy.rounds_to_refresh(game_of(bot), request_id)
+    ids = await privacy.rounds_to_refresh(deps_of(bot), request_id)
     for round_id in ids:
         await bot.vote_rounds.refresh(round_id)
     return len(ids)
@@ -92,7 +92,7 @@ async def process_requests(bot: PrivacyHost) -> list[int]:
         await clear_posts(bot, request_id)
         await refresh_rounds(bot, request_id)
 
-    return await maintenance.deletion_requests(game_of(bot), before_done)
+    return await maintenance.deletion_requests(deps_of(bot), before_done)
 
 
 async def delete_departed(bot: PrivacyHost, *, now: datetime | None = None) -> list[int]:
@@ -100,5 +100,5 @@ async def delete_departed(bot: PrivacyHost, *, now: datetime | None = None) -> l
     (service.maintenance.departed_servers); the servers deleted. Only the servers of this
     process's shards (bot.shards_claim): the others' are not in bot.guilds here. bot.guilds is
     complete only after READY (unavailable servers are in it too)."""
-    return await maintenance.departed_servers(game_of(bot), [g.id for g in bot.guilds], complete=bot.is_ready(),
+    return await maintenance.departed_servers(deps_of(bot), [g.id for g in bot.guilds], complete=bot.is_ready(),
                                               claim=bot.shards_claim, now=now)

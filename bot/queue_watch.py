@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import logging
 
-from bot.game import game_of
 from bot.hosting import Stored
 from bot.metrics import BotMetrics
+from bot.service_args import deps_of
 from game.catalogue import FILMS
 from service.queue_stats import waiting_by_film
 from service.runtime import outage
@@ -51,7 +51,7 @@ class QueueWatch:
         metrics = self.metrics
         try:
             async with asyncio.timeout(TIMEOUT):
-                waiting = await waiting_by_film(game_of(self.bot))
+                waiting = await waiting_by_film(deps_of(self.bot))
         except asyncio.CancelledError:
             raise
         except Exception as e:

@@ -25,12 +25,12 @@ import discord
 from bot import locale
 from bot.edits import EditScheduler
 from bot.embeds import WAITING, esc, fit_embed
-from bot.game import member, place
 from bot.locale import Speaker
+from bot.service_args import member, place
 from game.stored_reasons import removal_reason
 from i18n import L_, Lazy, _
 from service import posting, shots
-from service.game import Game
+from service.deps import Deps
 
 if TYPE_CHECKING:
     from bot.status import StatusBoard
@@ -90,7 +90,7 @@ async def show(edits: EditScheduler, channel_id: int, message_id: int, fields: d
         log.info("could not replace removed shot's message %s: %s", message_id, e)
 
 
-async def reshow_if_removed(game: Game, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
+async def reshow_if_removed(game: Deps, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
     """After a post: if the turn was taken down while the post was being made, show the notice
     (in the locale current: the caller's bot.locale.public)."""
     turn = await posting.taken_down(game, turn_id)
@@ -108,7 +108,7 @@ class Remover(Speaker, Protocol):
     def edits(self) -> EditScheduler: ...
 
 
-async def remove(bot: Remover, game: Game, interaction: discord.Interaction, turn_id: int, reason: str,
+async def remove(bot: Remover, game: Deps, interaction: discord.Interaction, turn_id: int, reason: str,
                  *, via: str, moderator: bool) -> shots.Removed:
     """Take the turn down for the member of `interaction` (a moderator, or the turn's author:
     `moderator` is bot.checks.is_moderator's answer); then edit its post in the background.

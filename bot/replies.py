@@ -16,8 +16,8 @@ from discord import app_commands
 
 from bot import audit
 from bot.embeds import CONTENT_MAX, fit
-from bot.game import game_of, member, place
 from bot.hints import BOT_HINTS
+from bot.service_args import deps_of, member, place
 from game.content_errors import ContentRefused, TextRefused
 from game.content_rules import rule_set_code
 from game.errors import GameError, InternalError, ServiceDown, new_reference
@@ -74,7 +74,7 @@ async def record_refusal(interaction: discord.Interaction[AnimeGamerBot], refuse
     command = interaction.command.qualified_name if interaction.command else None
     try:
         rule_set, rule = rule_set_code(audit.rule_set_name(refused.rule_set))  # a code, the AutoMod rule's name apart
-        await game_of(interaction.client).record_alone(
+        await deps_of(interaction.client).record_alone(
             place(interaction), member(interaction), f"{refused.what}_refused", command and f"/{command}",
             rule_set=rule_set, **({"rule": rule} if rule is not None else {}), term=refused.term, text=refused.text)
     except Exception as e:

@@ -12,7 +12,7 @@ NOTIFY; what a status message shows of its turn is kept in memory, so a progress
 query (after a restart, one per turn).
 
 While the turn runs, the message also shows the latest preview of its clip (a small WebP the
-worker stores on the turn, service.live.latest_still; a progress NOTIFY names each new one): an edit that
+worker stores on the turn, service.events.latest_still; a progress NOTIFY names each new one): an edit that
 replaces the message's attachments with it, through the same scheduler, so previews coalesce
 with progress and never hold up the post, whose clip replaces the preview. A preview that cannot
 be read is skipped, logged once per turn.
@@ -33,13 +33,13 @@ from bot import locale
 from bot.buttons import CANCEL, view_of
 from bot.edits import EditScheduler, PostChannel, post_channel
 from bot.embeds import status_embed
-from bot.game import game_of
 from bot.hosting import DiscordClient, Stored, Wakes
 from bot.locale import Speaker
+from bot.service_args import deps_of
 from bot.shards import ShardClaim
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
-from service import live, status
+from service import events, status
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class StatusBoard:
         self._running.discard(turn_id)
         self._announcing.add(turn_id)
         fresh = None
-        game = game_of(self.bot)
+        game = deps_of(self.bot)
         try:
             found = await status.turn(game, turn_id)
             if found is None:  # gone meanwhile (its game's data deleted): nothing to show
@@ -180,7 +180,7 @@ class StatusBoard:
             if not guild_ids:
                 return
             try:  # two queries, however many turns wait
-                queued = await status.waiting(game_of(self.bot), guild_ids)
+                queued = await status.waiting(deps_of(self.bot), guild_ids)
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
@@ -245,7 +245,7 @@ class StatusBoard:
         """Progress with the preview stored on the turn (a newer one than `number` if the worker
         stored one meanwhile); skipped if it is gone (the turn ended) or cannot be read."""
         try:
-            found = await live.latest_still(self.bot.db, card.id)
+            found = await events.latest_still(self.bot.db, card.id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if card.id not in self._preview_failed:
                 self._preview_failed.add(card.id)
@@ -264,7 +264,7 @@ class StatusBoard:
 
     async def _load_card(self, turn_id: int) -> None:
         try:
-            found = await status.turn(game_of(self.bot), turn_id)
+            found = await status.turn(deps_of(self.bot), turn_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
@@ -304,7 +304,7 @@ class StatusBoard:
         language, so a `note` written where the member's language is current must be lazy (L_)."""
         self._close_card(turn_id)
         try:
-            found = await status.turn(game_of(self.bot), turn_id)
+            found = await status.turn(deps_of(self.bot), turn_id)
         except Exception as e:  # the database is down: the message keeps its Cancel button, which answers
             log.info("turn %s: could not close its status message: %s", turn_id, e)
             return

@@ -14,8 +14,8 @@ import discord
 from bot import buttons, checks, replies
 from bot.acks import think
 from bot.embeds import esc
-from bot.game import game_of, member, place
 from bot.locale import LocalizedItem
+from bot.service_args import deps_of, member, place
 from i18n import L_, _
 from service import moderation
 
@@ -59,7 +59,7 @@ class CancelButton(_TurnButton, template=buttons.CANCEL.template):
 
     async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
         # The turn keeps a code and the clicker's name (rendered where shown).
-        turn = await moderation.cancel_own(game_of(bot), place(interaction), member(interaction), self.turn_id,
+        turn = await moderation.cancel_own(deps_of(bot), place(interaction), member(interaction), self.turn_id,
                                            moderator=await checks.is_moderator(interaction))
         # Shown on the public status message: rendered there, in the server's language.
         note = L_("Cancelled by %(name)s.", name=esc(interaction.user.display_name))
@@ -74,7 +74,7 @@ class RegenerateButton(_TurnButton, template=buttons.REGENERATE.template):
     look = buttons.REGENERATE
 
     async def act(self, interaction: discord.Interaction[AnimeGamerBot], bot: AnimeGamerBot) -> str:
-        done = await moderation.regenerate(game_of(bot), place(interaction), member(interaction), self.turn_id,
+        done = await moderation.regenerate(deps_of(bot), place(interaction), member(interaction), self.turn_id,
                                            moderator=await checks.is_moderator(interaction))
         turn, gs, old_message = done.turn, done.session, done.old_message
         # The new take's status message first (the notifier waits for it rather than send a

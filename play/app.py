@@ -15,10 +15,10 @@ from play.errors import errors_middleware
 from play.guard import same_origin_middleware, token_middleware
 from play.language import add_language_routes, locale_middleware
 from play.metrics import PlayMetrics, add_metrics_route, metrics_middleware
+from play.page import PAGE, Page
 from play.requests import MAX_BODY
 from play.retention import add_pruner
 from play.routes import STATIC, routes
-from play.services import SERVICES, PlayServices
 from play.vote_routes import add_vote_routes
 
 # aiohttp's server log for the page (RequestHandler's `logger`, normally "aiohttp.server").
@@ -61,13 +61,13 @@ SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 METRICS = web.AppKey("metrics", PlayMetrics)
 
 
-def build_app(svc: PlayServices, *, token: str | None = None) -> web.Application:
+def build_app(svc: Page, *, token: str | None = None) -> web.Application:
     """token: what every request must carry (localweb.guard.token_guard); None: no token (loopback)."""
     metrics = PlayMetrics()
     app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware,
                                        same_origin_middleware, token_middleware],
                           client_max_size=MAX_BODY)
-    app[SERVICES] = svc
+    app[PAGE] = svc
     if token is not None:
         app[ACCESS_TOKEN] = token
     app[METRICS] = metrics
@@ -80,13 +80,13 @@ def build_app(svc: PlayServices, *, token: str | None = None) -> web.Application
     add_pruner(app)  # old clips pruned as the bot prunes Discord games' (play/retention.py)
 
     async def on_shutdown(app: web.Application) -> None:
-        app[SERVICES].hub.publish(None)  # open event streams end, so the server stops promptly
+        app[PAGE].hub.publish(None)  # open event streams end, so the server stops promptly
 
     app.on_shutdown.append(on_shutdown)
     return app
 
 
-def make_runner(svc: PlayServices, *, shutdown_timeout: float = 3, token: str | None = None) -> web.AppRunner:
+def make_runner(svc: Page, *, shutdown_timeout: float = 3, token: str | None = None) -> web.AppRunner:
     """The page's app, ready to serve: aiohttp's server log goes through SERVER_LOG, and there is
     no access log (every request of every tab, polling included, would be a line)."""
     return web.AppRunner(build_app(svc, token=token), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)

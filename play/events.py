@@ -1,10 +1,10 @@
 """Live updates for the play page: the database's NOTIFYs, fanned out to every open tab.
 
-One LISTEN connection (service.live) serves all tabs. Only events of the play page's channel go
+One LISTEN connection (service.events) serves all tabs. Only events of the play page's channel go
 out. When the connection is re-opened after a drop, each tab is told to re-read everything
 (`resync`), since NOTIFYs sent meanwhile are lost.
 
-A progress event that names a new preview of the clip (service.live.latest_still) goes out with the still
+A progress event that names a new preview of the clip (service.events.latest_still) goes out with the still
 itself, as a data: URL read once for all tabs, so a tab shows it without a request of its own; a
 still that cannot be read leaves the event without it (logged once per turn).
 """
@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 
-from service import live
+from service import events
 from service.runtime import Store
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class Subscriber:
 
 
 class EventHub:
-    """Reads service.live's channel events (their connection reconnects by itself) and fans them
+    """Reads the page channel's events (service.events) (their connection reconnects by itself) and fans them
     out to subscribers."""
 
     def __init__(self, url: str, channel_id: int, store: Store | None = None) -> None:
@@ -49,7 +49,7 @@ class EventHub:
         self.store = store
         self._preview_failed: set[int] = set()
         self.subscribers: set[Subscriber] = set()
-        self._events: live.ChannelEvents | None = None
+        self._events: events.Events | None = None
         self._task: asyncio.Task | None = None
         self._connections = 0
 
@@ -77,7 +77,7 @@ class EventHub:
 
     async def start(self) -> None:
         # Listening before the page is served, so no early event is lost.
-        self._events = live.ChannelEvents(self.url, self.channel_id, on_connect=self._on_connect)
+        self._events = events.Events(self.url, channel_id=self.channel_id, on_connect=self._on_connect)
         await self._events.open()
         self._task = asyncio.create_task(self._run(self._events), name="play-events")
 
@@ -90,9 +90,10 @@ class EventHub:
                 await self._task
         self.publish(None)  # ends every open event stream
 
-    async def _run(self, events: live.ChannelEvents) -> None:
-        async for event in events:
-            if event["type"] == live.TURN_PROGRESS and "preview" in event:
+    async def _run(self, stream: events.Events) -> None:
+        async for e in stream:
+            event = {"type": e.name, **e.payload}
+            if e.name == events.TURN_PROGRESS and "preview" in event:
                 event["preview_url"] = await self._preview(int(event["turn_id"]))
             self.publish(event)
 
@@ -101,7 +102,7 @@ class EventHub:
         if self.store is None:
             return None
         try:
-            still = await live.latest_still(self.store, turn_id)
+            still = await events.latest_still(self.store, turn_id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if turn_id not in self._preview_failed:
                 self._preview_failed.add(turn_id)

@@ -35,7 +35,7 @@ from i18n import L_
 from localweb import guard
 from play.errors import ApiError
 from play.metrics import METRICS_PATH
-from play.services import services
+from play.page import page_of
 
 ORIGIN_REFUSALS = {
     "host": L_("This page answers only to its own address (the Host header names another site)."),
@@ -48,7 +48,7 @@ TOKEN_REFUSAL = L_("This page is served beyond this machine and needs its token:
 
 def allowed_host(request: web.Request) -> str | None:
     """The request's `Host` if it names this server (as `name:port`), else None."""
-    return guard.allowed_host(request, services(request).host)
+    return guard.allowed_host(request, page_of(request).host)
 
 
 def _scrape(request: web.Request) -> bool:
@@ -56,6 +56,6 @@ def _scrape(request: web.Request) -> bool:
     return request.path == METRICS_PATH and request.method in guard.SAFE_METHODS
 
 
-same_origin_middleware = guard.origin_guard(lambda request: services(request).host,
+same_origin_middleware = guard.origin_guard(lambda request: page_of(request).host,
                                             lambda rule: ApiError(403, "forbidden", ORIGIN_REFUSALS[rule]), exempt=_scrape)
 token_middleware = guard.token_guard("play", lambda: ApiError(403, "token_required", TOKEN_REFUSAL))

@@ -29,7 +29,7 @@ from babel.messages.extract import extract_from_file
 from i18n import current_locale, locales
 from i18n.catalogs import translations
 from i18n.context import use_locale
-from play.services import services
+from play.page import page_of
 
 COOKIE = "lang"
 QUERY = "lang"
@@ -57,7 +57,7 @@ def _chosen(tag: str | None) -> str | None:
 
 
 def request_locale(request: web.Request) -> str:
-    if services(request).settings.pseudo_locale:
+    if page_of(request).settings.pseudo_locale:
         return locales.PSEUDO
     for tag in (request.query.get(QUERY), request.cookies.get(COOKIE)):
         if (found := _chosen(tag)) is not None:

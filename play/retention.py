@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from play.services import PLAY_GUILD_ID, SERVICES, every
+from play.page import PAGE, PLAY_GUILD_ID, every
 from service import maintenance
 
 PRUNE_SECONDS = 6 * 3600.0  # as the bot's prune job
@@ -14,7 +14,7 @@ PRUNE_SECONDS = 6 * 3600.0  # as the bot's prune job
 
 async def prune(app: web.Application) -> int:
     """Prune the page's old clips once; how many turns lost theirs."""
-    return await maintenance.prune_clips(app[SERVICES].game, unposted_guild_ids=[PLAY_GUILD_ID])
+    return await maintenance.prune_clips(app[PAGE].deps, unposted_guild_ids=[PLAY_GUILD_ID])
 
 
 def add_pruner(app: web.Application) -> None:

@@ -23,6 +23,7 @@ from i18n.formatting import number
 from play import media, shapes
 from play.errors import not_found
 from play.events import sse_frame
+from play.page import ADMIN, PLACE, page_of
 from play.requests import (
     NAME_MAX,
     ActBody,
@@ -38,9 +39,8 @@ from play.requests import (
     TurnsQuery,
     accepts,
 )
-from play.services import ADMIN, PLACE, services
 from service import admin, moderation, players, reads, runtime, views
-from service.game import Member
+from service.deps import Member
 from service.players import ActFields
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -52,7 +52,7 @@ routes = web.RouteTableDef()
 
 async def _turn_in_play(request: web.Request, turn_id: int, *, clip: bool = False) -> views.FoundTurn:
     """The page's turn `turn_id`; a Discord guild's, or one taken down (db.removal), is not there."""
-    found = await views.turn(services(request).game, PLACE, turn_id, clip=clip)
+    found = await views.turn(page_of(request).deps, PLACE, turn_id, clip=clip)
     if found is None:
         raise not_found(_("There is no such turn."))
     if found.turn.removed:
@@ -83,7 +83,7 @@ async def index(request: web.Request) -> web.FileResponse:
 async def healthz(request: web.Request) -> web.Response:
     """200 while the page reaches its database and hears its NOTIFYs; 503 (in the JSON error
     format) while either is cut off, so a supervisor can tell the page is waiting for Postgres."""
-    svc = services(request)
+    svc = page_of(request)
     database = "up" if await runtime.answers(svc.store, HEALTH_TIMEOUT) else "unreachable"
     listening = svc.hub.listening
     body = {"database": database, "live_updates": "up" if listening else "reconnecting"}
@@ -96,8 +96,8 @@ async def healthz(request: web.Request) -> web.Response:
 @routes.get("/api/state")
 @accepts(query=StateQuery)
 async def get_state(request: web.Request, query: StateQuery) -> web.Response:
-    svc = services(request)
-    return web.json_response(shapes.state_json(await views.table(svc.game, PLACE), query.player, svc.backend))
+    svc = page_of(request)
+    return web.json_response(shapes.state_json(await views.table(svc.deps, PLACE), query.player, svc.backend))
 
 
 @routes.get("/api/turns")
@@ -105,7 +105,7 @@ async def get_state(request: web.Request, query: StateQuery) -> web.Response:
 async def list_turns(request: web.Request, query: TurnsQuery) -> web.Response:
     """The live session's turns, newest page first: `before` (a seq) pages back in history;
     `pending=1` gives the queued and running ones (to refresh their places)."""
-    page = await views.turns_page(services(request).game, PLACE, before=query.before, limit=query.limit,
+    page = await views.turns_page(page_of(request).deps, PLACE, before=query.before, limit=query.limit,
                                   only_pending=query.only_pending)
     gs = page.session
     if gs is None:
@@ -137,7 +137,7 @@ async def get_suggestions(request: web.Request, query: SuggestQuery) -> web.Resp
     """Autocomplete, as /act offers it: the film's suggestions in the request's language, matched
     on what is shown (the act routes map a chosen one back to the English term)."""
     fields = {"motion": "motions", "adverb": "adverbs", "background": "backgrounds", "time_of_day": "times"}
-    film = (await reads.playing(services(request).game, PLACE)).film
+    film = (await reads.playing(page_of(request).deps, PLACE)).film
     kind = fields[query.field]
     shown = tuple(vocabulary.shown(kind, term) for term in vocabulary.terms_of(film, kind))
     return web.json_response(suggest(tuple(dict.fromkeys(shown)), query.q))
@@ -148,7 +148,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: every NOTIFY of this channel, as JSON. HEAD gets the stream's headers
     and nothing else (the router answers HEAD with this GET handler; aiohttp leaves the body of a
     StreamResponse to it)."""
-    svc = services(request)
+    svc = page_of(request)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
@@ -186,8 +186,8 @@ def act_fields(body: ActBody) -> ActFields:
 async def post_film(request: web.Request, body: FilmBody) -> web.Response:
     """Admin: choose the film. A game in progress with another film is reset into the new one;
     its players leave, since the cast changes."""
-    svc = services(request)
-    film = await admin.set_film(svc.game, PLACE, ADMIN, body.film, restart=True)
+    svc = page_of(request)
+    film = await admin.set_film(svc.deps, PLACE, ADMIN, body.film, restart=True)
     if svc.on_film is not None:
         await svc.on_film(film.id)
     return web.json_response({"ok": True, "film": film.id})
@@ -197,14 +197,14 @@ async def post_film(request: web.Request, body: FilmBody) -> web.Response:
 @accepts(body=CastBody)
 async def post_cast(request: web.Request, body: CastBody) -> web.Response:
     """Admin: enable or disable a playable character."""
-    playable, _cfg = await admin.set_character(services(request).game, PLACE, ADMIN, body.character, body.enabled)
+    playable, _cfg = await admin.set_character(page_of(request).deps, PLACE, ADMIN, body.character, body.enabled)
     return web.json_response({"ok": True, "playable": sorted(playable)})
 
 
 @routes.post("/api/start")
 @accepts(body=Empty)
 async def post_start(request: web.Request, body: Empty) -> web.Response:
-    done = await players.start(services(request).game, PLACE, ADMIN)
+    done = await players.start(page_of(request).deps, PLACE, ADMIN)
     return web.json_response({"ok": True, "session_id": done.session.id})
 
 
@@ -212,14 +212,14 @@ async def post_start(request: web.Request, body: Empty) -> web.Response:
 @accepts(body=JoinBody)
 async def post_join(request: web.Request, body: JoinBody) -> web.Response:
     who = Member(body.player_id, player_name(body.name))
-    p = (await players.join(services(request).game, PLACE, who, body.character)).player
+    p = (await players.join(page_of(request).deps, PLACE, who, body.character)).player
     return web.json_response({"ok": True, "character": p.character_id, "name": p.user_name})
 
 
 @routes.post("/api/leave")
 @accepts(body=LeaveBody)
 async def post_leave(request: web.Request, body: LeaveBody) -> web.Response:
-    await players.leave(services(request).game, PLACE, body.player_id)
+    await players.leave(page_of(request).deps, PLACE, body.player_id)
     return web.json_response({"ok": True})
 
 
@@ -227,7 +227,7 @@ async def post_leave(request: web.Request, body: LeaveBody) -> web.Response:
 @accepts(body=ActBody)
 async def post_act(request: web.Request, body: ActBody) -> web.Response:
     """/act: the acting player's character is in the shot, plus the others chosen."""
-    done = await players.act(services(request).game, PLACE, Member(body.player_id), act_fields(body))
+    done = await players.act(page_of(request).deps, PLACE, Member(body.player_id), act_fields(body))
     ins = done.instruction
     return web.json_response({"ok": True, "turn_id": done.turn.id, "seq": done.turn.seq, "instruction": ins.text,
                               "notes": list(ins.notes)})
@@ -236,7 +236,7 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
 @routes.post("/api/pause")
 @accepts(body=PauseBody)
 async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
-    game = services(request).game
+    game = page_of(request).deps
     if body.paused:
         await moderation.pause(game, PLACE, ADMIN, code=BY_MODERATOR)
     else:
@@ -247,7 +247,7 @@ async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
 @routes.post("/api/reset")
 @accepts(body=Empty)
 async def post_reset(request: web.Request, body: Empty) -> web.Response:
-    done = await moderation.reset(services(request).game, PLACE, ADMIN)
+    done = await moderation.reset(page_of(request).deps, PLACE, ADMIN)
     return web.json_response({"ok": True, "session_id": done.fresh.id})
 
 
@@ -255,7 +255,7 @@ async def post_reset(request: web.Request, body: Empty) -> web.Response:
 @accepts(body=Empty)
 async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
     """Moderator: generate the latest turn again with a new seed (its state changes are undone)."""
-    t = (await moderation.regenerate(services(request).game, PLACE, ADMIN, moderator=True)).turn
+    t = (await moderation.regenerate(page_of(request).deps, PLACE, ADMIN, moderator=True)).turn
     return web.json_response({"ok": True, "turn_id": t.id, "seq": t.seq})
 
 
@@ -263,5 +263,5 @@ async def post_regenerate(request: web.Request, body: Empty) -> web.Response:
 @accepts(path=TurnPath, body=Empty)
 async def post_cancel(request: web.Request, path: TurnPath, body: Empty) -> web.Response:
     t = (await _turn_in_play(request, path.turn_id)).turn
-    await moderation.cancel(services(request).game, PLACE, ADMIN, turn_id=t.id)  # unnamed: "cancelled by a moderator"
+    await moderation.cancel(page_of(request).deps, PLACE, ADMIN, turn_id=t.id)  # unnamed: "cancelled by a moderator"
     return web.json_response({"ok": True})

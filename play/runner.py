@@ -31,7 +31,7 @@ from aiohttp import web
 from localweb.guard import TOKEN_PARAM, needs_token, new_token
 from play.app import make_runner
 from play.events import EventHub
-from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from play.page import PLAY_CHANNEL_ID, Page, ensure_film
 from service import runtime
 from settings import Settings
 
@@ -151,7 +151,7 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
         worker = None
         runner = None
         try:
-            svc = PlayServices(settings=settings, store=store, hub=hub, backend=settings.backend, host=options.host)
+            svc = Page(settings=settings, store=store, hub=hub, backend=settings.backend, host=options.host)
             film = await ensure_film(svc)
             if options.worker:
                 worker = WorkerProcess(store.url, settings.backend, options, film)

@@ -16,11 +16,11 @@ from typing import Annotated
 from aiohttp import web
 from pydantic import Field
 
+from play.page import ADMIN, PAGE, PLACE, PLAY_GUILD_ID, every, page_of
 from play.requests import NAME_MAX, ActBody, Body, PlayerId, StateQuery, accepts
 from play.routes import act_fields, player_name
-from play.services import ADMIN, PLACE, PLAY_GUILD_ID, SERVICES, every, services
 from service import views, voting
-from service.game import Member
+from service.deps import Member
 from service.voting import RoundView
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def round_json(v: RoundView, seconds_left: float) -> dict:
 @accepts(query=StateQuery)
 async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
     """The mode, and the open round (else the latest one, to show how it ended)."""
-    mode = await views.latest_round(services(request).game, PLACE, datetime.now(UTC), query.player)
+    mode = await views.latest_round(page_of(request).deps, PLACE, datetime.now(UTC), query.player)
     body = {"enabled": mode.enabled, "round_seconds": mode.round_seconds,
             "round": round_json(mode.round, mode.seconds_left) if mode.round is not None else None}
     return web.json_response(body)
@@ -86,13 +86,13 @@ async def get_vote(request: web.Request, query: StateQuery) -> web.Response:
 
 @accepts(body=ModeBody)
 async def post_mode(request: web.Request, body: ModeBody) -> web.Response:
-    cfg, _ = await voting.set_mode(services(request).game, PLACE, ADMIN, body.enabled, body.seconds)
+    cfg, _ = await voting.set_mode(page_of(request).deps, PLACE, ADMIN, body.enabled, body.seconds)
     return web.json_response({"ok": True, "enabled": cfg.enabled, "round_seconds": cfg.round_seconds})
 
 
 @accepts(body=OpenBody)
 async def post_open(request: web.Request, body: OpenBody) -> web.Response:
-    rnd, created = await voting.open_round(services(request).game, PLACE, body.player_id)
+    rnd, created = await voting.open_round(page_of(request).deps, PLACE, body.player_id)
     return web.json_response({"ok": True, "round_id": rnd.id, "created": created})
 
 
@@ -101,7 +101,7 @@ async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
     """A proposal: the /act fields (a joined player's character is in the shot, plus `characters`);
     a tab that has not joined names itself."""
     who = Member(body.player_id, player_name(body.name) if body.name.strip() else None)
-    done = await voting.propose(services(request).game, PLACE, who, act_fields(body))
+    done = await voting.propose(page_of(request).deps, PLACE, who, act_fields(body))
     return web.json_response({"ok": True, "round_id": done.round.id, "option": done.option,
                               "instruction": done.instruction.text, "notes": list(done.instruction.notes)})
 
@@ -109,7 +109,7 @@ async def post_propose(request: web.Request, body: ProposeBody) -> web.Response:
 @accepts(body=BallotBody)
 async def post_ballot(request: web.Request, body: BallotBody) -> web.Response:
     """One vote per tab and round, for an option number; voting again moves it."""
-    rnd, number = await voting.vote_for_option(services(request).game, PLACE, body.option, body.player_id)
+    rnd, number = await voting.vote_for_option(page_of(request).deps, PLACE, body.option, body.player_id)
     await close_due(request.app)  # the last joined player's vote closes the round at once
     return web.json_response({"ok": True, "round_id": rnd.id, "option": number})
 
@@ -117,7 +117,7 @@ async def post_ballot(request: web.Request, body: BallotBody) -> web.Response:
 async def close_due(app: web.Application) -> int:
     """Close the page's due rounds (their results are read from the rows); returns how many closed."""
     async with app[_LOCK]:
-        return len(await voting.close_due(app[SERVICES].game, [PLAY_GUILD_ID], shown=True))
+        return len(await voting.close_due(app[PAGE].deps, [PLAY_GUILD_ID], shown=True))
 
 
 _LOCK = web.AppKey("vote_close_lock", asyncio.Lock)

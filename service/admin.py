@@ -1,6 +1,6 @@
 """Admins' actions on a server's game: the film and the playable cast, and the server's settings
 (limits, the bot's roles, the filter, the moderation log, the language of public posts, previews).
-Each change is audited in its transaction (service.game.Game.record)."""
+Each change is audited in its transaction (service.deps.Deps.record)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from game.content_rules import MAX_TERMS, TermRefused, parse_term
 from game.errors import NoFilm
 from game.session_errors import UnknownCharacter
 from service.configs import config, film_or_error, limit_values, require_language
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.moderation import reset_session
 from service.modlog import AuditEntry
 from service.shares import ServerShare, server_share
 
 
-async def set_film(game: Game, place: Place, who: Member, film: str, *, channel_only: bool = False,
+async def set_film(game: Deps, place: Place, who: Member, film: str, *, channel_only: bool = False,
                    restart: bool = False) -> Film:
     """The film new games use, on the server (or only in this channel). `restart`: a game in
     progress with another film is reset into the new one, and its players leave (the cast changes)."""
@@ -40,7 +40,7 @@ async def set_film(game: Game, place: Place, who: Member, film: str, *, channel_
     return chosen
 
 
-async def set_character(game: Game, place: Place, who: Member, character: str,
+async def set_character(game: Deps, place: Place, who: Member, character: str,
                         enabled: bool) -> tuple[frozenset[str], ChannelConfig]:
     """Enable or disable a playable character here; returns the playable ids and the configuration
     after the change."""
@@ -77,7 +77,7 @@ AUTOMATIC = "auto"  # the language "follow Discord's server language", as the au
 RoleKind = Literal["admin", "moderator"]
 
 
-async def set_limits(game: Game, place: Place, who: Member, *, cooldown: float | None = None,
+async def set_limits(game: Deps, place: Place, who: Member, *, cooldown: float | None = None,
                      backlog: int | None = None, max_length: int | None = None) -> LimitsChange:
     """Tighten the server's limits (None: unchanged); looser ones than the operator's never apply
     (the result says which)."""
@@ -88,7 +88,7 @@ async def set_limits(game: Game, place: Place, who: Member, *, cooldown: float |
     return LimitsChange(effective, {n: (v, getattr(effective, n)) for n, v in values.items() if getattr(effective, n) != v})
 
 
-async def set_role(game: Game, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
+async def set_role(game: Deps, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
                    enabled: bool) -> list[int]:
     """Give (or take) the bot's admin or moderator rights to a role; the roles that now have them."""
     async with game.sessions.begin() as s:
@@ -109,7 +109,7 @@ def _filter_term(raw: str) -> str:
         raise FilterTermRefused(e.term, e.lazy_reason) from None
 
 
-async def add_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
+async def add_filter_term(game: Deps, place: Place, who: Member, term: str) -> str:
     """Block a word or phrase in the server's instructions; the term as stored (normalised).
     Refused: an invalid term, one already there, a full filter (MAX_TERMS)."""
     added = _filter_term(term)
@@ -124,7 +124,7 @@ async def add_filter_term(game: Game, place: Place, who: Member, term: str) -> s
     return added
 
 
-async def remove_filter_term(game: Game, place: Place, who: Member, term: str) -> str:
+async def remove_filter_term(game: Deps, place: Place, who: Member, term: str) -> str:
     """Unblock a term of the server's filter (typed as added); the term as it was stored."""
     removed = _filter_term(term)
     async with game.sessions.begin() as s:
@@ -134,19 +134,19 @@ async def remove_filter_term(game: Game, place: Place, who: Member, term: str) -
     return removed
 
 
-async def filter_terms(game: Game, place: Place) -> list[str]:
+async def filter_terms(game: Deps, place: Place) -> list[str]:
     async with game.sessions() as s:
         return await content_filters.terms(s, place.guild_id)
 
 
-async def set_log_channel(game: Game, place: Place, who: Member, channel_id: int | None) -> None:
+async def set_log_channel(game: Deps, place: Place, who: Member, channel_id: int | None) -> None:
     """Where the server's moderation log goes (None: off)."""
     async with game.sessions.begin() as s:
         await modlog.set_log_channel(s, place.guild_id, channel_id)
         await game.record(s, place, who, "log_channel", None if channel_id is None else str(channel_id))
 
 
-async def set_language(game: Game, place: Place, who: Member, language: str | None,
+async def set_language(game: Deps, place: Place, who: Member, language: str | None,
                        channel_id: int | None = None) -> None:
     """The language of the server's public posts, or of one channel's (`channel_id`); None: the
     server's Discord language (a channel: the server's choice)."""
@@ -157,7 +157,7 @@ async def set_language(game: Game, place: Place, who: Member, language: str | No
         await game.record(s, place, who, "set_language", language or AUTOMATIC, **where)
 
 
-async def set_previews(game: Game, place: Place, who: Member, on: bool) -> None:
+async def set_previews(game: Deps, place: Place, who: Member, on: bool) -> None:
     """Whether the server's turns show their clip forming while it is made."""
     async with game.sessions.begin() as s:
         await guilds.set_previews(s, place.guild_id, on)
@@ -177,7 +177,7 @@ class Shown:
     share: ServerShare  # the server's weight and quotas in force, its last hour and its usage per day
 
 
-async def shown(game: Game, place: Place, recent: int = 10) -> Shown:
+async def shown(game: Deps, place: Place, recent: int = 10) -> Shown:
     async with game.sessions() as s:
         cfg = await config(game, s, place)
         entries = [AuditEntry.of(a) for a in await audit.recent(s, place.guild_id, limit=recent)]

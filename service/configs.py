@@ -14,11 +14,11 @@ from game.catalogue import FILMS, Film, find_film
 from game.channel_config import ChannelConfig
 from game.errors import GameError, UnknownFilm
 from i18n import L_
-from service.game import Game, Place
+from service.deps import Deps, Place
 from settings import Settings
 
 
-async def config(game: Game, s: AsyncSession, place: Place) -> ChannelConfig:
+async def config(game: Deps, s: AsyncSession, place: Place) -> ChannelConfig:
     """What applies in `place`, read in the caller's transaction."""
     return await guilds.channel_config(s, game.settings, place.guild_id, place.channel_id)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from db import guilds, sessions
 from game.catalogue import FILMS
-from service.game import Game, Place
+from service.deps import Deps, Place
 
 
-async def ensure_film(game: Game, place: Place) -> str:
+async def ensure_film(game: Deps, place: Place) -> str:
     """Give the place's server the default film if it has none; the film being played: the live
     game's while it is in the catalogue, else the configured one."""
     async with game.sessions() as s, s.begin():

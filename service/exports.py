@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from db import turn_reads
 from inference.mp4 import ffmpeg_binary
-from service.game import Game
+from service.deps import Deps
 
 
-async def shots(game: Game, session_id: int, count: int) -> list[turn_reads.Shot]:
+async def shots(game: Deps, session_id: int, count: int) -> list[turn_reads.Shot]:
     """The latest `count` finished shots of game `session_id` that still have their clip, oldest
     first (each a frozen value: the turn's id, number and clip length)."""
     async with game.sessions() as s:
         return await turn_reads.exportable_shots(s, session_id, count)
 
 
-async def clip(game: Game, turn_id: int) -> bytes | None:
+async def clip(game: Deps, turn_id: int) -> bytes | None:
     """One shot's MP4, in a short read of its own (None once pruned or taken down)."""
     async with game.sessions() as s:
         return await turn_reads.clip_bytes(s, turn_id)

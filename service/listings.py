@@ -10,7 +10,7 @@ from datetime import datetime
 
 from game.states import CharacterState
 from service import reads
-from service.game import Game, Place
+from service.deps import Deps, Place
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Listed:
     done: int  # turns with a finished shot (not taken down)
 
 
-async def channel_games(game: Game, place: Place) -> list[Listed]:
+async def channel_games(game: Deps, place: Place) -> list[Listed]:
     """The channel's games, oldest first."""
     return [Listed(g.number, g.session.film_id, g.session.status, g.session.created_at, g.turns, g.done)
             for g in await reads.channel_games(game, place)]
@@ -51,7 +51,7 @@ class Standing:
     states: dict[str, CharacterState]  # character id -> state
 
 
-async def standing(game: Game, place: Place) -> Standing:
+async def standing(game: Deps, place: Place) -> Standing:
     """The channel's live game (NoSession if none)."""
     live = await reads.live_game(game, place)
     gs = live.session
@@ -75,7 +75,7 @@ class History:
     turns: list[Line]  # oldest first
 
 
-async def history(game: Game, place: Place, count: int, number: int | None = None) -> History:
+async def history(game: Deps, place: Place, count: int, number: int | None = None) -> History:
     """The latest `count` turns of the live game, or of game `number`."""
     gs, turns = await reads.history(game, place, count, number)
     return History(gs.film_id, [Line(t.seq, t.author_name, t.status, t.instruction) for t in turns])
@@ -90,7 +90,7 @@ class Waiting:
     position: int | None  # its place in the film's queue (None: no job; 0: being made)
 
 
-async def waiting(game: Game, place: Place) -> list[Waiting]:
+async def waiting(game: Deps, place: Place) -> list[Waiting]:
     """The live game's queued and running turns (NoSession if no live game)."""
     return [Waiting(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(game, place)]
 
@@ -103,7 +103,7 @@ class Exportable:
     film_id: str
 
 
-async def exportable(game: Game, place: Place, number: int | None = None) -> Exportable:
+async def exportable(game: Deps, place: Place, number: int | None = None) -> Exportable:
     """The live game, or game `number`, if it has a finished shot (NothingToExport if not)."""
     gs = await reads.exportable(game, place, number)
     return Exportable(gs.id, gs.film_id)

@@ -24,7 +24,7 @@ from db.claims import GuildClaim
 from db.models import GameSession
 from game import stored_reasons
 from game.catalogue import FILMS
-from service.game import Game
+from service.deps import Deps
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ Tell = Callable[[ToPause], Awaitable[bool]]
 Candidates = Callable[[AsyncSession], Awaitable[Sequence[GameSession]]]
 
 
-async def _pause(game: Game, what: str, candidates: Candidates, reason: str, tell: Tell | None) -> list[int]:
+async def _pause(game: Deps, what: str, candidates: Candidates, reason: str, tell: Tell | None) -> list[int]:
     """Pause the candidate games, each told first, in one transaction: a crash before the commit
     pauses none, and the next run tells them again (at least once, never silently)."""
     paused: list[int] = []
@@ -63,13 +63,13 @@ async def _pause(game: Game, what: str, candidates: Candidates, reason: str, tel
     return paused
 
 
-async def pause_idle(game: Game, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
+async def pause_idle(game: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
     """Pause the games with no turn for ANIMEGAMER_IDLE_PAUSE_MINUTES; the ids paused."""
     idle = timedelta(minutes=game.settings.idle_pause_minutes)
     return await _pause(game, "idle", lambda s: game_sessions.idle_sessions(s, idle, claim), stored_reasons.IDLE, tell)
 
 
-async def pause_withdrawn(game: Game, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
+async def pause_withdrawn(game: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
     """Pause the games whose film left the catalogue (an operator removed or disabled it); the ids
     paused. Their states, players and queued turns are kept: once the film is back a moderator
     resumes them and the queued turns run."""
@@ -77,7 +77,7 @@ async def pause_withdrawn(game: Game, *, claim: GuildClaim | None = None, tell: 
                         stored_reasons.FILM_WITHDRAWN, tell)
 
 
-async def prune_clips(game: Game, *, claim: GuildClaim | None = None, unposted_guild_ids: Collection[int] = ()) -> int:
+async def prune_clips(game: Deps, *, claim: GuildClaim | None = None, unposted_guild_ids: Collection[int] = ()) -> int:
     """Drop the clips and representations of turns older than ANIMEGAMER_BLOB_RETENTION_DAYS;
     how many turns lost theirs. `unposted_guild_ids`: servers whose turns nobody posts (the play
     page's), which count as posted once finished (db.turn_posts.prune_blobs)."""
@@ -93,7 +93,7 @@ async def prune_clips(game: Game, *, claim: GuildClaim | None = None, unposted_g
     return n
 
 
-async def deletion_requests(game: Game, before_done: Callable[[int], Awaitable[object]] | None = None) -> list[int]:
+async def deletion_requests(game: Deps, before_done: Callable[[int], Awaitable[object]] | None = None) -> list[int]:
     """Carry out members' pending deletion requests (db.privacy), each step in its own transaction;
     the ids finished. `before_done(request_id)` runs before a request's last step (the bot edits
     the member's posts). A failure leaves the request at its step: the next run goes on from there."""
@@ -113,7 +113,7 @@ class Departure:
     delete_after: datetime  # when the server's data is deleted unless the bot is added back
 
 
-async def left_server(game: Game, guild_id: int) -> Departure:
+async def left_server(game: Deps, guild_id: int) -> Departure:
     """The bot was removed from server `guild_id`: its data is deleted after ANIMEGAMER_GUILD_DATA_DAYS
     unless the bot is added back. Leaving again keeps the first date."""
     async with game.sessions.begin() as s:
@@ -121,13 +121,13 @@ async def left_server(game: Game, guild_id: int) -> Departure:
         return Departure(row.left_at, row.delete_after)
 
 
-async def back_in_server(game: Game, guild_id: int) -> bool:
+async def back_in_server(game: Deps, guild_id: int) -> bool:
     """The bot was added to server `guild_id`: a pending deletion of its data is cancelled (True)."""
     async with game.sessions.begin() as s:
         return bool(await departures.cancel_departures(s, [guild_id]))
 
 
-async def departed_servers(game: Game, present: Collection[int], *, complete: bool, claim: GuildClaim | None = None,
+async def departed_servers(game: Deps, present: Collection[int], *, complete: bool, claim: GuildClaim | None = None,
                            now: datetime | None = None) -> list[int]:
     """Delete the data of servers that removed the bot more than ANIMEGAMER_GUILD_DATA_DAYS ago; the
     servers deleted. `present`: the servers the bot is in (of `claim`'s shards); one of them is

@@ -1,5 +1,5 @@
 """Moderators' actions: pause, resume, reset, cancel a queued turn, regenerate the latest turn,
-kick a player. Each is audited in its transaction (service.game.Game.record). A turn's author may
+kick a player. Each is audited in its transaction (service.deps.Deps.record). A turn's author may
 also cancel or regenerate their own turn (`cancel_own`, `regenerate`): not audited then."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from game.session_errors import GameEnded, PlayerNotInGame
 from game.stored_reasons import CANCELLED_BY_AUTHOR, CANCELLED_BY_MODERATOR
 from game.turn_errors import NotTurnAuthor, TurnNotFound
 from service.configs import config
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.names import shown_name
 from service.refusals import live_session
 from service.turn_queue import regenerate_latest
@@ -39,14 +39,14 @@ class Reset:
     cancelled: list[Turn]  # the turns that were waiting (queued), now cancelled
 
 
-async def _reason_allowed(game: Game, s: AsyncSession, place: Place, reason: str | None,
+async def _reason_allowed(game: Deps, s: AsyncSession, place: Place, reason: str | None,
                           extra_rules: Sequence[RuleSet]) -> None:
     """A reason shown to the players goes through the content rules (ContentRefused names the rule set)."""
     if reason:
         (await config(game, s, place)).require_allowed("reason", (reason,), extra_rules)
 
 
-async def pause(game: Game, place: Place, who: Member, reason: str | None = None,
+async def pause(game: Deps, place: Place, who: Member, reason: str | None = None,
                 extra_rules: Sequence[RuleSet] = (), *, code: str | None = None) -> GameSession:
     """No new turns until resumed; `reason`: the moderator's own words, shown to the players
     (stored cleaned, apart from the code); `code`: why, when they gave none (game.stored_reasons;
@@ -59,7 +59,7 @@ async def pause(game: Game, place: Place, who: Member, reason: str | None = None
     return gs
 
 
-async def resume(game: Game, place: Place, who: Member) -> GameSession:
+async def resume(game: Deps, place: Place, who: Member) -> GameSession:
     async with game.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, False)
@@ -67,7 +67,7 @@ async def resume(game: Game, place: Place, who: Member) -> GameSession:
     return gs
 
 
-async def reset_session(game: Game, s: AsyncSession, gs: GameSession, who: Member) -> Reset:
+async def reset_session(game: Deps, s: AsyncSession, gs: GameSession, who: Member) -> Reset:
     """Archive `gs` (locked by the caller) and start again with the same players; the waiting
     turns are cancelled and so are their jobs, which would only hold the game's place in the queue."""
     waiting = [t for t in await pending_turns(s, gs.id) if t.status == "queued"]
@@ -76,7 +76,7 @@ async def reset_session(game: Game, s: AsyncSession, gs: GameSession, who: Membe
     return Reset(gs, fresh, waiting)
 
 
-async def reset(game: Game, place: Place, who: Member) -> Reset:
+async def reset(game: Deps, place: Place, who: Member) -> Reset:
     """Archive the game and start again: same players, every character back to the start."""
     async with game.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
@@ -100,7 +100,7 @@ async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | N
     return t
 
 
-async def cancel(game: Game, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
+async def cancel(game: Deps, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
                  reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> Turn:
     """Cancel a queued turn (by its number in the live game, or by id) and its job, kept as
     cancelled by a moderator: `who` by name (one without a name, the play page's: "a moderator");
@@ -124,7 +124,7 @@ async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderato
     return turn
 
 
-async def cancel_own(game: Game, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
+async def cancel_own(game: Deps, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
     """Cancel a queued turn its author asked for, or any one for a moderator (then audited, `via`
     the turn's button); kept as cancelled by `who`, by name."""
     async with game.sessions.begin() as s:
@@ -137,7 +137,7 @@ async def cancel_own(game: Game, place: Place, who: Member, turn_id: int, *, mod
     return turn
 
 
-async def regenerate(game: Game, place: Place, who: Member, turn_id: int | None = None, *,
+async def regenerate(game: Deps, place: Place, who: Member, turn_id: int | None = None, *,
                      moderator: bool) -> Regenerated:
     """Generate the live game's latest turn again with a new seed (its effect on the characters is
     undone first). `turn_id`: the take a member clicked, which must still be that latest turn and
@@ -161,7 +161,7 @@ async def regenerate(game: Game, place: Place, who: Member, turn_id: int | None 
     return Regenerated(gs, fresh, position, old_message)
 
 
-async def turn_id_of(game: Game, place: Place, seq: int, reason: str | None = None,
+async def turn_id_of(game: Deps, place: Place, seq: int, reason: str | None = None,
                      extra_rules: Sequence[RuleSet] = ()) -> int:
     """The id of turn `seq` of the channel's live game, for an action whose `reason` the players see."""
     async with game.sessions() as s:
@@ -169,7 +169,7 @@ async def turn_id_of(game: Game, place: Place, seq: int, reason: str | None = No
         return (await _turn(s, place, seq, None)).id
 
 
-async def kick(game: Game, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
+async def kick(game: Deps, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
     """Remove a player from the game (PlayerNotInGame if they play no character, checked with the
     game locked): their character is free to join."""
     async with game.sessions.begin() as s:

@@ -2,19 +2,17 @@
 as they commit, each with its server's log channel, as frozen values a face renders.
 
 db.audit.record sends a NOTIFY (AUDIT_RECORDED) in the transaction that records the entry, so an
-entry is heard at commit and one rolled back never is. `AuditHeard` is that one LISTEN connection
-(it reconnects by itself); `to_post` reads what was heard."""
+entry is heard at commit and one rolled back never is (service.events, AUDIT_RECORDED);
+`to_post` reads what was heard."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from db import audit, modlog, notify
-from db.listen import Listener
+from db import audit, modlog
 from db.models import AuditLog
-from service.game import Game
+from service.deps import Deps
 
 
 @dataclass(frozen=True)
@@ -38,27 +36,7 @@ class AuditEntry:
                    row.details if isinstance(row.details, dict) else {}, row.created_at)
 
 
-class AuditHeard:
-    """`async with AuditHeard(url) as heard: async for payload in heard: ...`, each payload
-    {"audit_id", "guild_id"}; `on_connect` runs after every (re)connection (entries recorded while
-    it was down are not heard)."""
-
-    def __init__(self, url: str, *, on_connect: Callable[[], Awaitable[None]] | None = None) -> None:
-        self._listener = Listener(url, [notify.AUDIT_RECORDED], on_connect=on_connect)
-
-    async def __aenter__(self) -> AuditHeard:
-        await self._listener.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self._listener.aclose()
-
-    async def __aiter__(self) -> AsyncIterator[dict]:
-        async for n in self._listener:
-            yield n.payload
-
-
-async def to_post(game: Game, audit_id: int) -> tuple[AuditEntry, int] | None:
+async def to_post(game: Deps, audit_id: int) -> tuple[AuditEntry, int] | None:
     """Entry `audit_id` and its server's log channel; None when either is gone (no log channel)."""
     async with game.sessions() as s:
         row = await audit.entry(s, audit_id)

@@ -4,10 +4,10 @@ again, in any server (db.notices keeps who was told what)."""
 from __future__ import annotations
 
 from db import notices
-from service.game import Game
+from service.deps import Deps
 
 
-async def first_time(game: Game, user_id: int, notice: str) -> bool:
+async def first_time(game: Deps, user_id: int, notice: str) -> bool:
     """Record that `notice` is told to the member; True only the first time (of two concurrent
     callers, one gets True)."""
     async with game.sessions.begin() as s:

@@ -17,7 +17,7 @@ from game.instruction import Instruction
 from game.session_errors import AlreadyJoined, CharacterTaken, SessionExists, UnknownCharacter
 from service import refusals
 from service.configs import config, film_or_error
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.shares import check_quota
 from service.turn_queue import queue_turn
 
@@ -59,7 +59,7 @@ class Acted:
     instruction: Instruction
 
 
-async def start(game: Game, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
+async def start(game: Deps, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
                 extra_rules: Sequence[RuleSet] = ()) -> Started:
     """A game of the configured film, or of `film` (another one only for an admin); refused where
     the channel has one (SessionExists: there is no row to lock yet, so a start racing this one
@@ -77,7 +77,7 @@ async def start(game: Game, place: Place, who: Member, film: str | None = None, 
     return Started(gs, chosen, cfg.name_to_show(who.name or "", extra_rules))
 
 
-async def join(game: Game, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
+async def join(game: Deps, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
     """Play a free character of the channel's cast: with the game locked, refused for a character
     not in the cast, for a member who plays one already and for a character someone plays."""
     async with game.sessions.begin() as s:
@@ -93,7 +93,7 @@ async def join(game: Game, place: Place, who: Member, character: str, extra_rule
     return Joined(gs, film, p)
 
 
-async def leave(game: Game, place: Place, user_id: int) -> Joined:
+async def leave(game: Deps, place: Place, user_id: int) -> Joined:
     """Stop playing (NotJoined for a member who plays no character); returns the player as they were."""
     async with game.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id, lock=True)
@@ -113,7 +113,7 @@ async def _require_free(s: AsyncSession, gs: GameSession, film: Film, user_id: i
         raise CharacterTaken(ch.name, taken.user_name)
 
 
-async def act(game: Game, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
+async def act(game: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
     """A turn: the player's character and the `others` in the shot. With the game locked, refused
     when it is paused, in vote mode, for a member who has not joined, and by the content rules
     before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""

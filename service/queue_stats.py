@@ -4,10 +4,10 @@ age, the whole deployment's (every worker's film queues)."""
 from __future__ import annotations
 
 from db import queue_stats
-from service.game import Game
+from service.deps import Deps
 
 
-async def waiting_by_film(game: Game) -> dict[str, tuple[int, float]]:
+async def waiting_by_film(game: Deps) -> dict[str, tuple[int, float]]:
     """{film id: (turns waiting, seconds since the oldest of them was submitted)}; films with
     nothing waiting are left out."""
     async with game.sessions() as s:

@@ -21,7 +21,7 @@ from game.session_errors import UnknownGame
 from game.states import CharacterState
 from service import voting
 from service.configs import config
-from service.game import Game, Place
+from service.deps import Deps, Place
 from service.refusals import live_session
 
 
@@ -81,13 +81,13 @@ async def _live(s: AsyncSession, gs: GameSession) -> LiveGame:
     return LiveGame(gs, await sessions.players(s, gs.id), await sessions.states(s, gs.id))
 
 
-async def live_game(game: Game, place: Place) -> LiveGame:
+async def live_game(game: Deps, place: Place) -> LiveGame:
     """The channel's live game (NoSession if none) with its players and states."""
     async with game.sessions() as s:
         return await _live(s, await live_session(s, place.channel_id))
 
 
-async def table(game: Game, place: Place) -> Table:
+async def table(game: Deps, place: Place) -> Table:
     async with game.sessions() as s:
         cfg = await config(game, s, place)
         gs = await sessions.live_session(s, place.channel_id)
@@ -105,21 +105,21 @@ async def _game(s: AsyncSession, place: Place, number: int | None) -> GameSessio
     return gs
 
 
-async def game_by_number(game: Game, place: Place, number: int | None = None) -> GameSession:
+async def game_by_number(game: Deps, place: Place, number: int | None = None) -> GameSession:
     """The live game (number None), or the channel's game `number` (1: its first; past ones
     included: see channel_games)."""
     async with game.sessions() as s:
         return await _game(s, place, number)
 
 
-async def history(game: Game, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:
+async def history(game: Deps, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:
     """The latest `count` turns of the live game, or of game `number`, oldest first."""
     async with game.sessions() as s:
         gs = await _game(s, place, number)
         return gs, await turn_reads.history(s, gs.id, count)
 
 
-async def exportable(game: Game, place: Place, number: int | None = None) -> GameSession:
+async def exportable(game: Deps, place: Place, number: int | None = None) -> GameSession:
     """The live game, or game `number`, if it has a finished shot to export (NothingToExport if not)."""
     async with game.sessions() as s:
         gs = await _game(s, place, number)
@@ -128,30 +128,30 @@ async def exportable(game: Game, place: Place, number: int | None = None) -> Gam
     return gs
 
 
-async def waiting(game: Game, place: Place) -> list[Placed]:
+async def waiting(game: Deps, place: Place) -> list[Placed]:
     """The live game's queued and running turns, each with its place in the film's queue."""
     async with game.sessions() as s:
         gs = await live_session(s, place.channel_id)
         return [Placed(t, await game.jobs.position(s, t)) for t in await turn_reads.pending_turns(s, gs.id)]
 
 
-async def channel_games(game: Game, place: Place) -> list[games.GameSummary]:
+async def channel_games(game: Deps, place: Place) -> list[games.GameSummary]:
     """The channel's games, oldest first (their numbers), with their turn counts."""
     async with game.sessions() as s:
         return await games.channel_games(s, place.channel_id)
 
 
-async def _queued_place(game: Game, s: AsyncSession, t: Turn) -> int | None:
+async def _queued_place(game: Deps, s: AsyncSession, t: Turn) -> int | None:
     """A queued turn's place in its film's queue; None for any other turn."""
     return await game.jobs.position(s, t) if t.status == "queued" else None
 
 
-async def _queued_places(game: Game, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
+async def _queued_places(game: Deps, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
     """Each turn with its place, counted for the queued ones only."""
     return [Placed(t, await _queued_place(game, s, t)) for t in rows]
 
 
-async def turns_page(game: Game, place: Place, *, before: int | None = None, limit: int = 20,
+async def turns_page(game: Deps, place: Place, *, before: int | None = None, limit: int = 20,
                      only_pending: bool = False) -> TurnsPage:
     """The live game's turns not taken down, the newest `limit` (before turn number `before`), or
     only the waiting and running ones; the queued ones with their places."""
@@ -165,7 +165,7 @@ async def turns_page(game: Game, place: Place, *, before: int | None = None, lim
         return TurnsPage(gs, await _queued_places(game, s, rows), more)
 
 
-async def turn(game: Game, place: Place, turn_id: int, *, clip: bool = False) -> ChannelTurn | None:
+async def turn(game: Deps, place: Place, turn_id: int, *, clip: bool = False) -> ChannelTurn | None:
     """Turn `turn_id` if it is one of the channel's (None: no such turn here, e.g. another
     channel's); `clip`: its stored clip and model state loaded too."""
     async with game.sessions() as s:
@@ -178,7 +178,7 @@ async def turn(game: Game, place: Place, turn_id: int, *, clip: bool = False) ->
         return ChannelTurn(t, gs, await _queued_place(game, s, t))
 
 
-async def playing(game: Game, place: Place) -> Playing:
+async def playing(game: Deps, place: Place) -> Playing:
     async with game.sessions() as s:
         cfg = await config(game, s, place)
         gs = await sessions.live_session(s, place.channel_id)
@@ -186,7 +186,7 @@ async def playing(game: Game, place: Place) -> Playing:
                        await votes.vote_config(s, place.channel_id))
 
 
-async def latest_round(game: Game, place: Place, voter_id: int | None = None
+async def latest_round(game: Deps, place: Place, voter_id: int | None = None
                        ) -> tuple[votes.VoteConfig, voting.RoundView | None]:
     """The channel's vote mode, and its live game's latest round (the open one, else how the last
     one ended; None: none yet, or no live game), with `voter_id`'s vote in it."""

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from db.engine import libpq_url
 from db.runtime import Database, open_database
 from db.transient import classify
-from service.game import Game
+from service.deps import Deps
 from service.jobs import QueueJobs, StoredJobs
 from settings import Settings
 
@@ -38,10 +38,10 @@ class Store:
     def sessions(self) -> async_sessionmaker[AsyncSession]:
         return self.database.sessions
 
-    def game(self, settings: Settings, *, queue: bool = True, audited: bool = True) -> Game:
+    def deps(self, settings: Settings, *, queue: bool = True, audited: bool = True) -> Deps:
         """The game service over this database. `queue`: turns are deferred to the workers' queue
         (False: stored only, no job: a face served without workers, as API tests run it)."""
-        return Game(settings, self.sessions, QueueJobs() if queue else StoredJobs(), audited=audited)
+        return Deps(settings, self.sessions, QueueJobs() if queue else StoredJobs(), audited=audited)
 
 
 async def answers(store: Store, timeout: float) -> bool:

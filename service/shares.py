@@ -19,7 +19,7 @@ from db import shares
 from db.models import GuildShareChange
 from db.shares import WINDOW, Share, Usage
 from game.turn_errors import MemberQuota, ServerQuota
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from settings import Settings
 
 MAX_WEIGHT = 1000.0
@@ -47,7 +47,7 @@ def _wait(recent: list[datetime], limit: int, now: datetime) -> float:
     return max(1.0, math.ceil((leaving + WINDOW - now).total_seconds()))
 
 
-async def check_quota(game: Game, s: AsyncSession, place: Place, who: Member) -> None:
+async def check_quota(game: Deps, s: AsyncSession, place: Place, who: Member) -> None:
     """Raise MemberQuota or ServerQuota when this turn would pass one, in the caller's transaction
     (which holds the server's quota lock until it commits the turn)."""
     q = quotas(game.settings, await shares.share(s, place.guild_id))
@@ -75,7 +75,7 @@ class ServerShare:
     usage: list[Usage]  # newest day first
 
 
-async def server_share(game: Game, place: Place, days: int = 7) -> ServerShare:
+async def server_share(game: Deps, place: Place, days: int = 7) -> ServerShare:
     async with game.sessions() as s:
         q = quotas(game.settings, await shares.share(s, place.guild_id))
         return ServerShare(q, len(await shares.recent_turns(s, place.guild_id)), await shares.usage(s, place.guild_id, days))

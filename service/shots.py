@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db import modlog, removal, turn_reads
 from db.models import Turn
 from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.names import shown_name
 
 
@@ -23,14 +23,14 @@ async def _by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn:
     return turn
 
 
-async def shot_by_message(game: Game, guild_id: int, message_id: int) -> Turn:
+async def shot_by_message(game: Deps, guild_id: int, message_id: int) -> Turn:
     """The turn whose post (or status message) is message `message_id` of server `guild_id`
     (NotAShot if none)."""
     async with game.sessions() as s:
         return await _by_message(s, guild_id, message_id)
 
 
-async def reportable(game: Game, guild_id: int, message_id: int) -> Turn:
+async def reportable(game: Deps, guild_id: int, message_id: int) -> Turn:
     """The turn behind the message, if it can be reported: not taken down (ShotAlreadyRemoved),
     and the server has a moderation log channel to send it to (NoLogChannel)."""
     async with game.sessions() as s:
@@ -42,7 +42,7 @@ async def reportable(game: Game, guild_id: int, message_id: int) -> Turn:
     return turn
 
 
-async def report(game: Game, place: Place, who: Member, turn: Turn, message_id: int) -> None:
+async def report(game: Deps, place: Place, who: Member, turn: Turn, message_id: int) -> None:
     """`who` reports `turn` (seen as message `message_id` in `place`): audited as report_shot."""
     async with game.sessions.begin() as s:
         gs = await turn_reads.session_of(s, turn)
@@ -63,7 +63,7 @@ class Removed:
     turn: Turn  # as stored after the removal (its removal notice is drawn from it)
 
 
-async def remove(game: Game, place: Place, who: Member, turn_id: int, reason: str, *, moderator: bool,
+async def remove(game: Deps, place: Place, who: Member, turn_id: int, reason: str, *, moderator: bool,
                  via: str) -> Removed:
     """`who` (a moderator, or the turn's author) takes turn `turn_id` down, its `reason` kept as the
     remover's words: its content goes (db.removal) and the removal is audited as remove_shot, in one

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from db import sessions, turn_posts, turn_reads
 from db.models import Turn
-from service.game import Game
+from service.deps import Deps
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def _shown(t: Turn) -> StatusTurn:
     return StatusTurn(t.id, t.session_id, t.seq, t.seed, t.status, t.instruction, t.author_name, t.status_message_id)
 
 
-async def record_message(game: Game, turn_id: int, message_id: int) -> StatusTurn | None:
+async def record_message(game: Deps, turn_id: int, message_id: int) -> StatusTurn | None:
     """Record a turn's status message; the turn as it is now if it was cancelled meanwhile (its
     message is to be closed at once), else None."""
     async with game.sessions.begin() as s:
@@ -59,7 +59,7 @@ async def record_message(game: Game, turn_id: int, message_id: int) -> StatusTur
         return None if t is None else _shown(t)
 
 
-async def waiting(game: Game, guild_ids: Collection[int]) -> list[Waiting]:
+async def waiting(game: Deps, guild_ids: Collection[int]) -> list[Waiting]:
     """The queued turns of these servers that have a status message, with their places in the
     queue: two queries, however many turns wait."""
     async with game.sessions() as s:
@@ -68,7 +68,7 @@ async def waiting(game: Game, guild_ids: Collection[int]) -> list[Waiting]:
         return [Waiting(_shown(t), channel_id, message_id, positions.get(t.id)) for t, channel_id, message_id in queued]
 
 
-async def turn(game: Game, turn_id: int) -> tuple[StatusTurn, Where] | None:
+async def turn(game: Deps, turn_id: int) -> tuple[StatusTurn, Where] | None:
     """A turn as its status message shows it, and where its game plays (None: no such turn)."""
     async with game.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id)

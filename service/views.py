@@ -14,7 +14,7 @@ from db.models import GameSession, Player, Turn
 from game.channel_config import ChannelConfig
 from game.states import CharacterState
 from service import reads, voting
-from service.game import Game, Place
+from service.deps import Deps, Place
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class TableView:
     pending: tuple[int, ...]
 
 
-async def table(game: Game, place: Place) -> TableView:
+async def table(game: Deps, place: Place) -> TableView:
     t = await reads.table(game, place)
     if t.live is None:
         return TableView(t.config, None, (), {}, ())
@@ -120,7 +120,7 @@ class TurnsView:
     more: bool  # older turns before these
 
 
-async def turns_page(game: Game, place: Place, *, before: int | None = None, limit: int = 20,
+async def turns_page(game: Deps, place: Place, *, before: int | None = None, limit: int = 20,
                      only_pending: bool = False) -> TurnsView:
     """service.reads.turns_page as views."""
     page = await reads.turns_page(game, place, before=before, limit=limit, only_pending=only_pending)
@@ -136,7 +136,7 @@ class FoundTurn:
     clip: bytes | None  # the stored MP4, when asked for
 
 
-async def turn(game: Game, place: Place, turn_id: int, *, clip: bool = False) -> FoundTurn | None:
+async def turn(game: Deps, place: Place, turn_id: int, *, clip: bool = False) -> FoundTurn | None:
     """Turn `turn_id` if it is one of the channel's (None: not here); `clip`: with its MP4."""
     found = await reads.turn(game, place, turn_id, clip=clip)
     if found is None:
@@ -152,7 +152,7 @@ class VoteView:
     seconds_left: float  # the open round's time left (0: none open)
 
 
-async def latest_round(game: Game, place: Place, now: datetime, voter_id: int | None = None) -> VoteView:
+async def latest_round(game: Deps, place: Place, now: datetime, voter_id: int | None = None) -> VoteView:
     """The channel's vote mode and its latest round (service.reads.latest_round), with
     `voter_id`'s vote, its time left counted from `now`."""
     cfg, view = await reads.latest_round(game, place, voter_id)

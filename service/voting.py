@@ -30,7 +30,7 @@ from i18n import L_, ngettext
 from i18n.formatting import number as format_number
 from service import refusals
 from service.configs import config
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.players import ActFields
 from service.turn_queue import queue_turn
 
@@ -176,7 +176,7 @@ async def _open(s: AsyncSession, place: Place, by: int) -> tuple[VoteRound, bool
     return await votes.open_round(s, gs, by, cfg.round_seconds)
 
 
-async def propose(game: Game, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Proposed:
+async def propose(game: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Proposed:
     """A proposal for the open round (opening one): the proposer's character, if they joined, and
     the `others`. A member playing no character gives a name to be shown by. One proposal per
     member per round, at most MAX_PROPOSALS."""
@@ -201,7 +201,7 @@ async def propose(game: Game, place: Place, who: Member, fields: ActFields, extr
     return Proposed(RoundRow.of(rnd), len(made) + 1, film, ins)
 
 
-async def open_round(game: Game, place: Place, user_id: int) -> tuple[RoundRow, bool]:
+async def open_round(game: Deps, place: Place, user_id: int) -> tuple[RoundRow, bool]:
     """The open round, or a new one (True)."""
     async with game.sessions.begin() as s:
         rnd, created = await _open(s, place, user_id)
@@ -221,7 +221,7 @@ async def _ballot(s: AsyncSession, rnd: VoteRound | None, proposal_id: int, user
     return RoundRow.of(rnd), numbers.index(proposal_id) + 1
 
 
-async def vote(game: Game, proposal_id: int, user_id: int) -> tuple[RoundRow, int]:
+async def vote(game: Deps, proposal_id: int, user_id: int) -> tuple[RoundRow, int]:
     """A vote for a proposal (a second one moves the first); returns its round and option number."""
     async with game.sessions.begin() as s:
         p = await votes.proposal(s, proposal_id)
@@ -230,7 +230,7 @@ async def vote(game: Game, proposal_id: int, user_id: int) -> tuple[RoundRow, in
         return await _ballot(s, await votes.lock_round(s, p.round_id), p.id, user_id)
 
 
-async def vote_for_option(game: Game, place: Place, option: int, user_id: int) -> tuple[RoundRow, int]:
+async def vote_for_option(game: Deps, place: Place, option: int, user_id: int) -> tuple[RoundRow, int]:
     """A vote for option `option` of the channel's open round."""
     async with game.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id)
@@ -243,7 +243,7 @@ async def vote_for_option(game: Game, place: Place, option: int, user_id: int) -
         return await _ballot(s, rnd, made[option - 1].id, user_id)
 
 
-async def _close(game: Game, s: AsyncSession, round_id: int) -> tuple[VoteRound, int | None] | None:
+async def _close(game: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound, int | None] | None:
     """Close one due round (db.votes' rules): its winner becomes a turn, or it is void or empty.
     None: nothing to do now (closed elsewhere, not due, or the backlog is full: the round stays
     open and the next check with a free slot closes it)."""
@@ -276,7 +276,7 @@ async def _close(game: Game, s: AsyncSession, round_id: int) -> tuple[VoteRound,
     return rnd, turn.id
 
 
-async def close_due(game: Game, guild_ids: Collection[int], *, shown: bool = False) -> list[Closed]:
+async def close_due(game: Deps, guild_ids: Collection[int], *, shown: bool = False) -> list[Closed]:
     """Close the due rounds of `guild_ids`, each in its own transaction: a round that fails to
     close stays open and the next check tries again. `shown`: the result is read from the row
     (the page), so it counts as shown at once; else the face marks it when its message shows it."""
@@ -301,7 +301,7 @@ async def close_due(game: Game, guild_ids: Collection[int], *, shown: bool = Fal
     return done
 
 
-async def set_mode(game: Game, place: Place, who: Member, enabled: bool,
+async def set_mode(game: Deps, place: Place, who: Member, enabled: bool,
                    seconds: int | None = None) -> tuple[votes.VoteConfig, list[RoundRow]]:
     """Admins: vote mode on or off (and a round's length); returns the mode and the rounds voided."""
     if seconds is not None and not MIN_ROUND_SECONDS <= seconds <= MAX_ROUND_SECONDS:
@@ -316,7 +316,7 @@ async def set_mode(game: Game, place: Place, who: Member, enabled: bool,
 # --- a round's message
 
 
-async def round_shown(game: Game, round_id: int) -> Shown:
+async def round_shown(game: Deps, round_id: int) -> Shown:
     """What round `round_id`'s message shows now."""
     async with game.sessions() as s:
         v = await view(s, round_id)
@@ -324,19 +324,19 @@ async def round_shown(game: Game, round_id: int) -> Shown:
     return Shown(v, display_film(gs.film_id))
 
 
-async def set_message(game: Game, round_id: int, message_id: int) -> None:
+async def set_message(game: Deps, round_id: int, message_id: int) -> None:
     """The round's message was posted: later updates edit message `message_id`."""
     async with game.sessions.begin() as s:
         await votes.set_message(s, round_id, message_id)
 
 
-async def mark_shown(game: Game, round_id: int) -> None:
+async def mark_shown(game: Deps, round_id: int) -> None:
     """The finished round's message shows its result; until then it is one of the `unshown`."""
     async with game.sessions.begin() as s:
         await votes.mark_shown(s, round_id)
 
 
-async def unshown(game: Game, guild_ids: Collection[int]) -> list[RoundRow]:
+async def unshown(game: Deps, guild_ids: Collection[int]) -> list[RoundRow]:
     """The finished rounds of `guild_ids` whose result is not shown yet (a restart in between)."""
     async with game.sessions() as s:
         return [RoundRow.of(r) for r in await votes.unshown(s, guild_ids)]

@@ -18,7 +18,7 @@ from bot.choices import character_choices, film_choices
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
-from bot.game import member, place
+from bot.service_args import member, place
 from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
 from game.texts import wait_text

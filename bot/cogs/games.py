@@ -9,7 +9,7 @@ from discord import app_commands
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
-from bot.game import place
+from bot.service_args import place
 from game.catalogue import FILMS
 from i18n import _, ngettext
 from service import listings

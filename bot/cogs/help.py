@@ -14,7 +14,7 @@ from bot import checks
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
-from bot.game import place
+from bot.service_args import place
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import L_, N_, _, pgettext

@@ -11,12 +11,12 @@ from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction, announce, by
 from bot.embeds import FIELD_VALUE_MAX, esc, fit
-from bot.game import member, place
+from bot.service_args import member, place
 from game.catalogue import display_film
 from game.stored_reasons import pause_reason
 from i18n import _, ngettext, use_locale
 from service import moderation
-from service.game import Member
+from service.deps import Member
 
 
 class Moderation(GameCog):

@@ -33,8 +33,8 @@ from bot.cogs.shared import (
 )
 from bot.embeds import history_embed, person, states_embed
 from bot.export import ExportLimiter, export_session
-from bot.game import member, place
 from bot.notices import english_note
+from bot.service_args import member, place
 from bot.status import position_text
 from game.catalogue import display_film
 from i18n import _, ngettext

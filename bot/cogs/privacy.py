@@ -20,8 +20,8 @@ from bot.acks import answers_itself
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
-from bot.game import game_of
 from bot.locale import LocalizedItem
+from bot.service_args import deps_of
 from game.member_data import Counts, Stored
 from i18n import L_, _, ngettext, pgettext
 from service import maintenance, privacy
@@ -94,7 +94,7 @@ class ConfirmDelete(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], te
                 await interaction.response.send_message(_("This button is for the member who asked."), ephemeral=True)
                 return
             bot = interaction.client
-            new = await privacy.request_deletion(game_of(bot), self.user_id)
+            new = await privacy.request_deletion(deps_of(bot), self.user_id)
             bot.maintenance.wake_privacy()
             text = _("Your data is being deleted. `/privacy show` tells you when nothing is left.") if new else _(
                 "Your deletion is already under way. `/privacy show` tells you when nothing is left."

@@ -15,9 +15,9 @@ from bot import context, locale
 from bot.choices import catalogue_choices, others_choices, split_names
 from bot.client import AnimeGamerBot
 from bot.embeds import CONTENT_MAX, esc, fit
-from bot.game import game_of
+from bot.service_args import deps_of
 from i18n import _, ngettext, use_locale
-from service.game import Game
+from service.deps import Deps
 from service.players import ActFields
 from settings.limits import FIELD_MAX, OTHERS_MAX
 
@@ -39,10 +39,10 @@ class GameCog(commands.Cog):
         self.bot = bot
 
     @cached_property
-    def service(self) -> Game:
+    def service(self) -> Deps:
         """The game service on the bot's database and queue (a failure to defer reads as the queue
         being down); made at first use: the catalog extraction loads the cogs on a bot without a database."""
-        return game_of(self.bot)
+        return deps_of(self.bot)
 
 
 def by(interaction: discord.Interaction) -> str:

@@ -20,7 +20,7 @@ from bot import removal as shot_removal
 from bot.client import AnimeGamerBot
 from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import person
-from bot.game import member, place
+from bot.service_args import member, place
 from game.shot_errors import ReportCooldown
 from i18n import L_, _, use_locale
 from service import shots

@@ -51,9 +51,9 @@ from bot.embeds import (
     fit_label,
     person,
 )
-from bot.game import member, place
 from bot.locale import LocalizedItem
 from bot.notices import english_note
+from bot.service_args import member, place
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number
 from i18n.translate import Lp_

@@ -33,8 +33,8 @@ from game import stored_reasons
 from game.catalogue import FILMS
 from game.instruction import build_instruction
 from game.states import Prediction
+from play.page import PAGE
 from play.retention import prune as prune_page
-from play.services import SERVICES
 
 QIQI = FILMS["qiqi"]
 ALICE, BOB, DAVE = 424242424242, 515151515151, 616161616161
@@ -274,8 +274,8 @@ async def test_play_page_turns_are_pruned_like_discord_ones(sessions):
         assert await turn_posts.prune_blobs(s, timedelta(days=30)) == 0  # unposted: a Discord poster may still need them
     app = web.Application()  # the page's pruner (play/retention.py, a background task of the page's app)
     kept_days = SimpleNamespace(blob_retention_days=30)
-    app[SERVICES] = SimpleNamespace(game=SimpleNamespace(sessions=sessions, settings=kept_days),  # the page's game service
-                                    db=SimpleNamespace(sessions=sessions), settings=kept_days)
+    app[PAGE] = SimpleNamespace(deps=SimpleNamespace(sessions=sessions, settings=kept_days),  # the page's service dependencies
+                                db=SimpleNamespace(sessions=sessions), settings=kept_days)
     assert await prune_page(app) == 2
     async with sessions() as s:
         gone = await turn_reads.get_turn(s, ids[0], blobs=True)

@@ -391,10 +391,10 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions, sett
     from game.catalogue import display_film, packaged_films, session_film, use_films
     from game.errors import FilmWithdrawn
     from service import maintenance
-    from service.game import Game
+    from service.deps import Deps
     from service.jobs import StoredJobs
 
-    game = Game(settings, sessions, StoredJobs())
+    game = Deps(settings, sessions, StoredJobs())
     gs = await _game(sessions)
     turn = await _submit(sessions, gs)
     try:

@@ -12,18 +12,18 @@ from db.engine import make_sessionmaker
 from db.runtime import Database
 from play.app import make_runner
 from play.events import EventHub
-from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from play.page import PLAY_CHANNEL_ID, Page, ensure_film
 from service.runtime import Store
 from tests.ports import free_port
 
 
 @contextlib.asynccontextmanager
-async def running_app(settings, engine, database_url, **services):
+async def running_app(settings, engine, database_url, **page_of):
     """Serve the play app; yields (base URL, services)."""
     store = Store(Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine)))
     hub = EventHub(database_url, PLAY_CHANNEL_ID)
     await hub.start()
-    svc = PlayServices(settings=settings, store=store, hub=hub, **{"use_queue": False, **services})
+    svc = Page(settings=settings, store=store, hub=hub, **{"use_queue": False, **page_of})
     await ensure_film(svc)
     runner = make_runner(svc, shutdown_timeout=2)  # as `animegamer play` serves it
     await runner.setup()

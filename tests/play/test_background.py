@@ -1,4 +1,4 @@
-"""play.services.every: the page's background tasks (clip pruning, the vote deadline check) run at
+"""play.page.every: the page's background tasks (clip pruning, the vote deadline check) run at
 once and then on their interval for the app's lifetime; a failing round is logged and the next
 one runs; the task ends with the app."""
 
@@ -9,7 +9,7 @@ import logging
 
 from aiohttp import web
 
-from play.services import every
+from play.page import every
 from testkit.waits import wait_for
 
 
@@ -24,7 +24,7 @@ async def test_a_background_job_runs_again_after_a_failure_and_stops_with_the_ap
     app = web.Application()
     app.cleanup_ctx.append(every(0.01, job, "the test job failed"))
     runner = web.AppRunner(app)
-    with caplog.at_level(logging.WARNING, logger="play.services"):
+    with caplog.at_level(logging.WARNING, logger="play.page"):
         await runner.setup()
         await wait_for(lambda: len(runs) >= 3, timeout=5, interval=0.01, what="three rounds")
         await runner.cleanup()

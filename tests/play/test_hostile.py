@@ -313,10 +313,10 @@ def test_host_names_this_server(bound, local, host, ok):
     from aiohttp.test_utils import make_mocked_request
 
     from play.guard import allowed_host
-    from play.services import SERVICES, PlayServices
+    from play.page import PAGE, Page
 
     transport = mock.Mock()
     transport.get_extra_info.side_effect = lambda key, default=None: (local, 8080) if key == "sockname" else default
-    app = {SERVICES: PlayServices(settings=None, store=None, hub=None, host=bound)}
+    app = {PAGE: Page(settings=None, store=None, hub=None, host=bound)}
     request = make_mocked_request("GET", "/api/state", headers={"Host": host}, transport=transport, app=app)
     assert (allowed_host(request) is not None) == ok

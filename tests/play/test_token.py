@@ -18,7 +18,7 @@ from db.runtime import Database
 from localweb.guard import needs_token
 from play.app import make_runner
 from play.events import EventHub
-from play.services import PLAY_CHANNEL_ID, PlayServices, ensure_film
+from play.page import PLAY_CHANNEL_ID, Page, ensure_film
 from service.runtime import Store
 from tests.play.helpers import PlayProcess, play_env
 from tests.ports import free_port
@@ -39,7 +39,7 @@ async def served_everywhere(settings, engine, database_url):
     store = Store(Database(url=database_url, engine=engine, sessions=make_sessionmaker(engine)))
     hub = EventHub(database_url, PLAY_CHANNEL_ID)
     await hub.start()
-    svc = PlayServices(settings=settings, store=store, hub=hub, use_queue=False, host="0.0.0.0")
+    svc = Page(settings=settings, store=store, hub=hub, use_queue=False, host="0.0.0.0")
     await ensure_film(svc)
     runner = make_runner(svc, shutdown_timeout=2, token=TOKEN)
     await runner.setup()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from service.game import Game
+from service.deps import Deps
 from service.jobs import QueueJobs
 
 
 @pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, QueueJobs())
+def game(sessions, settings) -> Deps:
+    return Deps(settings, sessions, QueueJobs())

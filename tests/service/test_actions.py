@@ -23,7 +23,7 @@ from game.session_errors import (
 )
 from game.turn_errors import NotTurnAuthor, TurnNotFinished, TurnNotFound, VoteModeOn
 from service import admin, moderation, players, voting
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.jobs import StoredJobs
 from service.players import ActFields
 
@@ -38,7 +38,7 @@ async def _jobs(sessions) -> list[str]:
         return list((await s.scalars(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))).all())
 
 
-async def _playing(game: Game) -> None:
+async def _playing(game: Deps) -> None:
     await admin.set_film(game, HERE, MOD, "qiqi")
     await players.start(game, HERE, ALICE)
     await players.join(game, HERE, ALICE, "qiqi")
@@ -91,7 +91,7 @@ async def test_start_join_leave_kick_refusals_leave_the_game_as_it_was(game, ses
 
 
 async def test_a_page_player_acts_under_the_name_they_joined_with(sessions, settings):
-    page = Game(settings, sessions, StoredJobs(), audited=False)
+    page = Deps(settings, sessions, StoredJobs(), audited=False)
     await _playing(page)
     done = await players.act(page, HERE, Member(ALICE.id), WALK)  # no name given: the stored one
     assert (done.turn.author_name, done.turn.job_id, done.position) == ("alice", None, None)

@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from service import admin, modlog
-from service.game import Member, Place
+from service import admin, events, modlog
+from service.deps import Member, Place
 
 HERE = Place(100, 200)
 MOD = Member(9, "mod")
@@ -22,14 +22,14 @@ async def test_an_entry_is_heard_at_commit_and_read_with_its_log_channel(game, d
     async def on_connect() -> None:
         connected.set()
 
-    async with modlog.AuditHeard(database_url, on_connect=on_connect) as heard:
+    async with events.Events(database_url, [events.AUDIT_RECORDED], on_connect=on_connect) as heard:
         await asyncio.wait_for(connected.wait(), 10)
         with pytest.raises(RuntimeError):  # rolled back: never heard
             async with game.sessions.begin() as s:
                 await game.record(s, HERE, MOD, "rolled_back")
                 raise RuntimeError("the action failed")
         await admin.set_previews(game, HERE, MOD, True)  # an audited action
-        payload = await asyncio.wait_for(anext(aiter(heard)), 10)
+        payload = (await asyncio.wait_for(anext(aiter(heard)), 10)).payload
     assert payload["guild_id"] == HERE.guild_id
 
     assert await modlog.to_post(game, payload["audit_id"]) is None  # the server has no log channel yet

@@ -5,7 +5,7 @@ server's turn is told it goes next to a flood's, and a flooding server's channel
 from __future__ import annotations
 
 from service import admin, players, reads
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.players import ActFields
 
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
@@ -13,7 +13,7 @@ WALK = ActFields("walk", "town")
 FLOOD_A, FLOOD_B, LONE = Place(100, 200), Place(100, 201), Place(300, 400)
 
 
-async def _playing(game: Game, place: Place) -> None:
+async def _playing(game: Deps, place: Place) -> None:
     await admin.set_film(game, place, MOD, "qiqi")
     await players.start(game, place, ALICE)
     await players.join(game, place, ALICE, "qiqi")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from service import admin, maintenance, players, privacy
-from service.game import Member, Place
+from service.deps import Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)

@@ -12,7 +12,7 @@ from db.models import Turn
 from game.errors import NothingToExport
 from game.session_errors import NoSession, UnknownGame
 from service import admin, moderation, players, reads, voting
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)
@@ -21,7 +21,7 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
 
 
-async def _playing(game: Game) -> None:
+async def _playing(game: Deps) -> None:
     await admin.set_film(game, HERE, MOD, "qiqi")
     await players.start(game, HERE, ALICE)
     await players.join(game, HERE, ALICE, "qiqi")

@@ -7,7 +7,7 @@ from sqlalchemy import func, select, text, update
 
 from db.models import GameSession, VoteRound
 from service import admin, players, voting
-from service.game import Member, Place
+from service.deps import Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)

@@ -13,7 +13,7 @@ from db.models import AuditLog
 from game.content_errors import FilterTermExists, FilterTermUnknown
 from game.errors import GameError
 from service import admin
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.jobs import StoredJobs
 
 HERE = Place(100, 200)
@@ -22,8 +22,8 @@ ADMIN = Member(9, "boss")
 
 
 @pytest.fixture
-def game(sessions, settings) -> Game:
-    return Game(settings, sessions, StoredJobs())
+def game(sessions, settings) -> Deps:
+    return Deps(settings, sessions, StoredJobs())
 
 
 async def _audit(sessions) -> list[tuple[str, str | None, dict]]:
@@ -120,7 +120,7 @@ async def test_show_says_where_the_language_and_previews_come_from(game, session
 
 
 async def test_the_pages_game_changes_settings_without_an_audit_log(sessions, settings):
-    page = Game(settings, sessions, StoredJobs(), audited=False)
+    page = Deps(settings, sessions, StoredJobs(), audited=False)
     await admin.set_previews(page, HERE, ADMIN, True)
     await admin.add_filter_term(page, HERE, ADMIN, "dragon")
     shown = await admin.shown(page, HERE)

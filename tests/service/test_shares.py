@@ -12,7 +12,7 @@ from sqlalchemy import text
 from animegamer.cli import main
 from game.turn_errors import MemberQuota, ServerQuota
 from service import admin, moderation, players, shares
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.players import ActFields
 from service.shares import ShareRefused
 
@@ -21,7 +21,7 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
 
 
-async def _playing(game: Game, place: Place = HERE) -> None:
+async def _playing(game: Deps, place: Place = HERE) -> None:
     await admin.set_film(game, place, MOD, "qiqi")
     await players.start(game, place, ALICE)
     await players.join(game, place, ALICE, "qiqi")
@@ -58,7 +58,7 @@ async def test_a_servers_quota_refuses_with_the_wait_and_lets_the_next_turn_in_w
 
 
 async def test_a_members_quota_counts_their_turns_only_and_cancelled_turns_do_not_count(game, sessions, settings):
-    game = Game(settings.model_copy(update={"member_turns_per_hour": 2}), sessions, game.jobs)
+    game = Deps(settings.model_copy(update={"member_turns_per_hour": 2}), sessions, game.jobs)
     await _playing(game)
     first = await players.act(game, HERE, ALICE, WALK)
     await players.act(game, HERE, ALICE, WALK)
@@ -87,7 +87,7 @@ async def test_the_operators_changes_are_kept_and_admins_see_the_share_in_force(
         ("alice-ops", None, 40), ("ops", None, None)]
     assert changes[1].before["weight"] == 1 and changes[1].after["weight"] == 3
 
-    game = Game(settings.model_copy(update={"member_turns_per_hour": 5}), sessions, game.jobs)
+    game = Deps(settings.model_copy(update={"member_turns_per_hour": 5}), sessions, game.jobs)
     await _playing(game)
     await players.act(game, HERE, ALICE, WALK)
     shown = await shares.server_share(game, HERE)

@@ -13,7 +13,7 @@ from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyR
 from game.stored_reasons import REMOVER_WORDS
 from i18n import use_locale
 from service import admin, players, shots
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)
@@ -21,7 +21,7 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 POST, STATUS = 7001, 7002
 
 
-async def _posted(game: Game, sessions) -> Turn:
+async def _posted(game: Deps, sessions) -> Turn:
     """Alice's turn, finished and posted (POST), after its status message (STATUS)."""
     await admin.set_film(game, HERE, MOD, "qiqi")
     await players.start(game, HERE, ALICE)

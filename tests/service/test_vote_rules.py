@@ -15,7 +15,7 @@ from game.errors import GameError
 from game.session_errors import NotJoined, SessionPaused
 from game.turn_errors import AlreadyProposed, NoOpenRound, RoundFull, UnknownProposal, VoteModeOff, VoteModeOn
 from service import admin, moderation, players, voting
-from service.game import Member, Place
+from service.deps import Member, Place
 from service.players import ActFields
 
 HERE = Place(100, 200)

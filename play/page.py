@@ -1,4 +1,5 @@
-"""What the play page's handlers share: the services it runs on, and the one local channel.
+"""What the play page's handlers share (`Page`: its settings, database, live events and the service's
+dependencies, reached from a request by `page_of`), and the one local channel.
 
 The page is one game channel (PLAY_CHANNEL_ID) of one local guild. Each browser tab is a player,
 known by a random id it keeps in sessionStorage; whoever opens the page on this machine may also
@@ -18,7 +19,7 @@ from aiohttp import web
 
 from play.events import EventHub
 from service import default_film, maintenance
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 from service.runtime import Store
 from settings import Settings
 
@@ -33,7 +34,7 @@ ADMIN = Member(PLAY_ADMIN_ID, "")  # whoever opened the page: its admin and mode
 
 
 @dataclass
-class PlayServices:
+class Page:
     settings: Settings
     store: Store  # the database, handed to the service (the page opens no session itself)
     hub: EventHub
@@ -45,24 +46,24 @@ class PlayServices:
     host: str = "127.0.0.1"
 
     @cached_property
-    def game(self) -> Game:
+    def deps(self) -> Deps:
         """The game service on the page's database (no audit log: the page has one local admin)."""
-        return self.store.game(self.settings, queue=self.use_queue, audited=False)
+        return self.store.deps(self.settings, queue=self.use_queue, audited=False)
 
 
-SERVICES = web.AppKey("services", PlayServices)
+PAGE = web.AppKey("page", Page)
 
 
-def services(request: web.Request) -> PlayServices:
-    return request.app[SERVICES]
+def page_of(request: web.Request) -> Page:
+    return request.app[PAGE]
 
 
-async def ensure_film(svc: PlayServices) -> str:
+async def ensure_film(svc: Page) -> str:
     """The page's guild gets the default film the first time, so there is always a cast; a game
     whose film left the catalogue waits, paused (the page shows why). Returns the film being
     played (the live session's, else the configured one)."""
-    await maintenance.pause_withdrawn(svc.game)
-    return await default_film.ensure_film(svc.game, PLACE)
+    await maintenance.pause_withdrawn(svc.deps)
+    return await default_film.ensure_film(svc.deps, PLACE)
 
 
 def every(seconds: float, job: Callable[[web.Application], Awaitable[object]], failed: str

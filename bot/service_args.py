@@ -8,11 +8,11 @@ import discord
 
 from bot import context
 from bot.hosting import Stored
-from service.game import Game, Member, Place
+from service.deps import Deps, Member, Place
 
 
-def game_of(bot: Stored) -> Game:
-    return Game(bot.settings, bot.db.sessions, bot.queue)
+def deps_of(bot: Stored) -> Deps:
+    return Deps(bot.settings, bot.db.sessions, bot.queue)
 
 
 def place(interaction: discord.Interaction) -> Place:

@@ -1,4 +1,4 @@
-"""What every action is given: the service's dependencies (`Game`), where it happens (`Place`)
+"""What every action is given: the service's dependencies (`Deps`), where it happens (`Place`)
 and who asks (`Member`)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Member:
 
 
 @dataclass(frozen=True)
-class Game:
+class Deps:
     """The service's dependencies, given by the face that runs it. `audited`: admin and moderator
     actions are written to the audit log (the bot's servers; the play page has none: whoever opens
     it on this machine is its admin)."""
