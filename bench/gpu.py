@@ -382,7 +382,7 @@ def environment(device: torch.device) -> str:
     return ", ".join(parts)
 
 
-def main(argv=None) -> int:
+def arguments() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tiny", action="store_true", help="tiny configs on CPU (under a minute)")
     ap.add_argument("--out", default=None, help="Markdown file for the table (default: bench-gpu.md, bench-gpu-tiny.md)")
@@ -396,6 +396,11 @@ def main(argv=None) -> int:
     ap.add_argument("--train-phases", default="a,b", help="--train: the phases to run")
     ap.add_argument("--train-steps", type=int, default=2, help="--train: timed optimizer steps per phase")
     ap.add_argument("--train-accum", type=int, default=4, help="--train: micro-steps per optimizer step")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = arguments()
     args = ap.parse_args(argv)
     if args.tiny:
         torch.set_num_threads(min(2, torch.get_num_threads()))
