@@ -5,24 +5,19 @@ shard_count`, and a gateway session identified as shard i gets only the events a
 shard i's guilds. A large bot runs its shards in several processes (`animegamer bot --shards 0-3
 --shard-count 8`, or ANIMEGAMER_SHARD_IDS / ANIMEGAMER_SHARD_COUNT); each process must then do on
 its own (posting finished turns, vote rounds, idle pauses, pruning, the notifier's sweep) only what
-belongs to its shards' guilds. `ShardClaim` says which those are, in Python (`owns`) and in SQL
-(`sql_filter`). Unsharded (no ids: every shard in this process) it claims every guild.
+belongs to its shards' guilds. `ShardClaim` says which those are (`owns`; the database applies the
+same claim in SQL: db.claims). Unsharded (no ids: every shard in this process) it claims every guild.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Integer, literal, true
-from sqlalchemy.orm import QueryableAttribute
-
+from contracts.ids import SHARD_SHIFT
 from settings import check_shards, parse_shard_ids
 
 __all__ = ["SHARD_SHIFT", "ShardClaim", "format_shard_ids", "parse_shard_ids", "shard_of"]
-
-SHARD_SHIFT = 22  # a snowflake's bits below its timestamp
 
 
 def shard_of(guild_id: int, count: int) -> int:
@@ -76,18 +71,6 @@ class ShardClaim:
             return True
         assert self.ids is not None and self.count is not None
         return (0 if guild_id is None else shard_of(guild_id, self.count)) in self.ids
-
-    def sql_filter(self, column: ColumnElement[Any] | QueryableAttribute[Any]) -> ColumnElement[bool]:
-        """A WHERE clause keeping the rows whose guild id `column` (a BIGINT) is on this process's
-        shards: `(column >> 22) % count IN (ids)`, computed exactly by Postgres on the bigint;
-        `true()` when the process claims every guild. A NULL guild id is not claimed by a
-        sharded process."""
-        if self.everything:
-            return true()
-        assert self.ids is not None and self.count is not None
-        # bigint >> integer (Postgres has no bigint >> bigint), then bigint % bigint: exact, no float.
-        shard = column.op(">>", return_type=BigInteger)(literal(SHARD_SHIFT, Integer)) % self.count
-        return shard == self.ids[0] if len(self.ids) == 1 else shard.in_(self.ids)
 
     def __str__(self) -> str:
         if self.count is None:

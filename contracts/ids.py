@@ -4,3 +4,7 @@ face bounds what a request may name by them, so a hostile value (2**64) is refus
 
 BIGINT_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+
+# Discord's shard of a server: (id >> SHARD_SHIFT) % shard count, the bits below a snowflake's
+# timestamp shifted out. The bot computes it in Python, the database in SQL (db.claims).
+SHARD_SHIFT = 22

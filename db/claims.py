@@ -1,6 +1,6 @@
 """Which servers' rows a query may touch: a bot process running some of the gateway shards claims
-only their servers (bot.shards.ShardClaim). The db layer takes any object with the claim's shape,
-so it needs nothing from the bot package.
+only their servers (bot.shards.ShardClaim). The db layer takes any object with the claim's shape
+(its shard ids and count), so it needs nothing from the bot package, and writes the SQL itself.
 
 `claim=None` everywhere means every server (the play page, the worker, an unsharded bot)."""
 
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Select, select, true
+from sqlalchemy import BigInteger, ColumnElement, Integer, Select, literal, select, true
 from sqlalchemy.orm import QueryableAttribute
 
+from contracts.ids import SHARD_SHIFT
 from db.models import GameSession
 
 
@@ -22,16 +23,32 @@ class GuildClaim(Protocol):
         """Every server: no filter needed."""
         ...
 
-    def sql_filter(self, column: ColumnElement[Any] | QueryableAttribute[Any]) -> ColumnElement[bool]:
-        """A WHERE clause keeping the rows whose server id `column` is claimed."""
+    @property
+    def ids(self) -> tuple[int, ...] | None:
+        """The shards claimed (None: every one)."""
+        ...
+
+    @property
+    def count(self) -> int | None:
+        """Of how many shards (None: unsharded)."""
         ...
 
 
+def shard_expr(column: ColumnElement[Any] | QueryableAttribute[Any], count: int) -> ColumnElement[int]:
+    """The shard of the server id `column` (a BIGINT): `(column >> 22) % count`, computed exactly by
+    Postgres on the bigint (bigint >> integer: Postgres has no bigint >> bigint; then bigint %
+    bigint: no float)."""
+    return column.op(">>", return_type=BigInteger)(literal(SHARD_SHIFT, Integer)) % count
+
+
 def claimed(column: ColumnElement[Any] | QueryableAttribute[Any], claim: GuildClaim | None) -> ColumnElement[bool]:
-    """`claim`'s filter on the server id `column`; true() for every server."""
+    """A WHERE clause keeping the rows whose server id `column` is on `claim`'s shards; true() for
+    every server. A NULL server id is not claimed by a sharded process."""
     if claim is None or claim.everything:
         return true()
-    return claim.sql_filter(column)
+    assert claim.ids is not None and claim.count is not None
+    shard = shard_expr(column, claim.count)
+    return shard == claim.ids[0] if len(claim.ids) == 1 else shard.in_(claim.ids)
 
 
 def narrows(claim: GuildClaim | None) -> bool:

@@ -17,6 +17,7 @@ import bot.commands as bot_commands
 from animegamer.cli import main
 from bot.health import gateway_state
 from bot.shards import ShardClaim, format_shard_ids, parse_shard_ids, shard_of
+from db.claims import claimed, shard_expr
 from db.models import GuildSettings
 from settings import Settings, SettingsError, load_settings
 from testkit.fake_discord.gateway import shard_of as fake_shard_of
@@ -73,10 +74,10 @@ async def test_the_sql_filter_keeps_exactly_the_claimed_guilds_rows(sessions):
         await s.execute(insert(GuildSettings), [{"guild_id": g} for g in rows])
         for claim in (ShardClaim.of([0], 2), ShardClaim.of([1], 2), ShardClaim.of([0, 2, 5], 8), ShardClaim.of([7], 8),
                       ShardClaim.of(range(999), 1000), ShardClaim.of(None, 8), ShardClaim()):
-            got = (await s.scalars(select(GuildSettings.guild_id).where(claim.sql_filter(GuildSettings.guild_id)))).all()
+            got = (await s.scalars(select(GuildSettings.guild_id).where(claimed(GuildSettings.guild_id, claim)))).all()
             assert sorted(got) == [g for g in rows if claim.owns(g)], claim
         # Also as Postgres' own shard for each row, beside Python's.
-        shard = ShardClaim.of([0], 8).sql_filter(GuildSettings.guild_id).left  # (guild_id >> 22) % 8
+        shard = shard_expr(GuildSettings.guild_id, 8)  # (guild_id >> 22) % 8
         pairs = (await s.execute(select(GuildSettings.guild_id, shard))).all()
         assert all(pg == shard_of(g, 8) for g, pg in pairs) and len(pairs) == len(rows)
         await s.rollback()
