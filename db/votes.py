@@ -11,7 +11,7 @@ The rules:
 - A round is due when its deadline has passed, or when every joined player has voted. Its
   deadline is stored in Postgres, so a restarted bot or page closes it on time (`due_rounds`).
 - The winner has the most votes; a tie goes to the earliest proposal among the tied (also
-  when nobody voted: the first proposal wins). It becomes a turn through `submit_turn`, credited
+  when nobody voted: the first proposal wins). It becomes a turn through `service.turn_queue.queue_turn`, credited
   to its proposer, who need not have joined. The author's cooldown does not apply (the round's
   length paces the channel); the backlog cap does: with the backlog full the round stays open
   and closes at the first check with a free slot.

@@ -119,8 +119,7 @@ async def act(game: Deps, place: Place, who: Member, fields: ActFields, extra_ru
     before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""
     async with game.sessions.begin() as s:
         gs = await refusals.running_session(s, place.channel_id, lock=True)
-        await refusals.require_direct_play(s, place.channel_id)  # vote mode: propose instead
-        me = await refusals.player(s, gs, who.id)
+        me = await refusals.direct_player(s, gs, who.id)
         film = session_film(gs.film_id)
         cfg = await config(game, s, place)
         ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,

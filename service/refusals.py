@@ -49,3 +49,10 @@ async def player(s: AsyncSession, gs: GameSession, user_id: int) -> Player:
     if me is None:
         raise NotJoined()
     return me
+
+
+async def direct_player(s: AsyncSession, gs: GameSession, user_id: int) -> Player:
+    """Who may play a turn of their own in `gs`: not in vote mode (VoteModeOn: propose instead),
+    and joined (NotJoined). The checks every direct turn takes, once."""
+    await require_direct_play(s, gs.channel_id)
+    return await player(s, gs, user_id)

@@ -41,8 +41,7 @@ async def submit_turn(s: AsyncSession, gs: GameSession, *, author_id: int, autho
     queue_turn."""
     await turns.lock_session(s, gs)
     refusals.require_running(gs)
-    await refusals.require_direct_play(s, gs.channel_id)
-    await refusals.player(s, gs, author_id)
+    await refusals.direct_player(s, gs, author_id)
     return await queue_turn(s, gs, author_id=author_id, author_name=author_name, instruction=instruction,
                             limits=limits, enqueue=enqueue, now=now)
 
