@@ -31,25 +31,20 @@ from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
 from inference.decoder.uncond import UNCOND_IP_TOKENS, UNCOND_TEXT_TOKENS
 
 from .config import RunConfig
+from .decoder_data import ClipFeatures, DecoderDataError, clip_items, collate, phase_settings
+from .decoder_export import export_decoder, sample_clip
 from .decoder_recipe import (
     LORA_TARGETS,
-    ClipFeatures,
-    DecoderDataError,
     DecoderTrainee,
     add_lora,
     cast_frozen,
-    clip_items,
-    collate,
     decoder_counts,
     decoder_shape,
     diffusion_loss,
     dit_config_of,
     draws,
-    export_decoder,
     half_dtype,
     load_transformer,
-    phase_settings,
-    sample_clip,
     unwrapped,
     video_tokens,
 )

@@ -30,24 +30,11 @@ from torch import nn
 
 from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
 
-# Re-exported: phase (a) (training.decoder_a) takes the decoder phases' shared parts from here.
-from .decoder_data import (
-    ClipFeatures,
-    ClipItem,
-    DecoderDataError,
-    ShardReader,
-    clip_items,
-    collate,
-    heldout_clip_ids,
-    phase_settings,
-)
-from .decoder_export import DECODER_DIR, DTYPES, export_decoder, merged_transformer, sample_clip
+from .decoder_data import DecoderDataError
 from .diffusion import NoiseSchedule, drop_masks, sample_timesteps, v_loss
 
-__all__ = ["DECODER_DIR", "DTYPES", "ClipFeatures", "ClipItem", "DecoderDataError", "DecoderTrainee", "Draws",
-           "ShardReader", "add_lora", "cast_frozen", "clip_items", "collate", "decoder_counts", "decoder_shape",
-           "diffusion_loss", "dit_config_of", "draws", "export_decoder", "half_dtype", "heldout_clip_ids",
-           "load_transformer", "merged_transformer", "phase_settings", "sample_clip", "unwrapped", "video_tokens"]
+__all__ = ["DecoderTrainee", "Draws", "add_lora", "cast_frozen", "decoder_counts", "decoder_shape", "diffusion_loss",
+           "dit_config_of", "draws", "half_dtype", "load_transformer", "unwrapped", "video_tokens"]
 
 log = logging.getLogger(__name__)
 

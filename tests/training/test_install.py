@@ -26,7 +26,8 @@ CAST = [{"id": "tiny", "name": "Tiny"}, {"id": "bob", "name": "Bob"}]
 def make_runs(root: Path, film_id: str = "tinyfilm") -> tuple[Path, Path]:
     """runs/b (export/MLLM-<id>/pytorch_model.bin, films.toml) and runs/c (export/decoder/,
     films.toml), as training.cli leaves them."""
-    from training.decoder_recipe import add_lora, export_decoder, load_transformer
+    from training.decoder_export import export_decoder
+    from training.decoder_recipe import add_lora, load_transformer
 
     b, c = root / "b", root / "c"
     agent = save_agent_checkpoint(random_mllm("cpu", torch.float32, rep_dim=16), b / "export" / f"MLLM-{film_id}" /
