@@ -4,7 +4,9 @@ in case the bot is added back, then deleted by the bot's scheduled job.
 Deleting a server's data deletes every row of every table with a `guild_id` column (settings,
 channels, sessions, the audit log, vote channels and rounds, privacy tombstones, and whatever
 table a later revision adds with that column); a session's players, character states, turns
-(with their clips) and vote proposals and ballots go with it (ON DELETE CASCADE)."""
+(with their clips) and vote proposals and ballots go with it (ON DELETE CASCADE). The fair order's
+place of each of its channels (queue_channels, keyed by channel, not server) goes first, while the
+sessions still say which channels were the server's."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from db.bounds import require_id
 from db.claims import GuildClaim, claimed
 from db.dml import rowcount
-from db.models import Base, GameSession, GuildDeparture
+from db.models import Base, GameSession, GuildDeparture, QueueChannel
 
 
 async def record_departure(s: AsyncSession, guild_id: int, keep_days: float, *, now: datetime | None = None) -> GuildDeparture:
@@ -65,6 +67,10 @@ def _guild_tables():
 async def delete_guild_data(s: AsyncSession, guild_id: int) -> dict[str, int]:
     """Every row of the server, in the caller's transaction; rows deleted per table (cascades not counted)."""
     counts: dict[str, int] = {}
+    channels = select(GameSession.channel_id).where(GameSession.guild_id == guild_id)
+    n = await rowcount(s, delete(QueueChannel).where(QueueChannel.channel_id.in_(channels)))
+    if n:
+        counts[QueueChannel.__tablename__] = n
     for table in _guild_tables():
         n = await rowcount(s, delete(table).where(table.c.guild_id == guild_id))
         if n:

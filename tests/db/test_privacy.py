@@ -24,6 +24,8 @@ from db.models import (
     Player,
     PrivacyRequest,
     PrivacyTombstone,
+    QueueChannel,
+    QueueShare,
     Turn,
     VoteBallot,
     VoteProposal,
@@ -249,10 +251,15 @@ async def test_departed_server_deleted_after_retention_unless_back(sessions):
         assert await departures.due(s, now=left + timedelta(days=30)) == [G1]
         await departures.record_departure(s, G2, 30, now=left)
         assert await departures.cancel_departures(s, [G2]) == [G2]  # the bot was added back to G2
+        # Their places in the fair order: a server's row, and its channel's (keyed by channel only).
+        for guild_id, channel_id in ((G1, 11), (G2, 22)):
+            s.add(QueueShare(queue_name="turns-qiqi", guild_id=guild_id, pass_=1.0))
+            s.add(QueueChannel(queue_name="turns-qiqi", channel_id=channel_id, taken=1.0))
     async with sessions.begin() as s:
         for guild_id in await departures.due(s, now=left + timedelta(days=31)):
             counts = await departures.delete_guild_data(s, guild_id)
             assert counts["game_sessions"] == 1 and counts["audit_log"] == 4 and counts["content_filter_terms"] == 1
+            assert counts["queue_shares"] == 1 and counts["queue_channels"] == 1
     async with sessions() as s:
         assert await s.get(GameSession, g1.id) is None
         assert await s.scalar(select(func.count()).select_from(Turn).where(Turn.session_id == g1.id)) == 0
@@ -261,6 +268,8 @@ async def test_departed_server_deleted_after_retention_unless_back(sessions):
         assert await s.get(GameSession, g2.id) is not None  # the other server keeps everything
         assert await s.scalar(select(func.count()).select_from(Turn).where(Turn.session_id == g2.id)) == 1
         assert await s.scalar(select(func.count()).select_from(GuildDeparture)) == 0
+        assert (await s.scalars(select(QueueShare.guild_id))).all() == [G2]
+        assert (await s.scalars(select(QueueChannel.channel_id))).all() == [22]
 
 
 async def test_play_page_turns_are_pruned_like_discord_ones(sessions):
