@@ -25,6 +25,9 @@ and `offload_int4` (int4 MLLM), VAE tiled, one stage's weights on the device at 
 bf16 ones. In the offload modes the "measured" figure is what a GPU would hold in each stage: the
 weights the offload has on the device in that stage plus the stage's live activations (the live
 tensors above all the weights), against the plan's prediction for the same mode.
+
+This module is the command and the run; the models it builds are bench/fullsize_models.py's, the
+table bench/fullsize_report.py's, the RSS readings bench/host_memory.py's.
 """
 
 from __future__ import annotations
@@ -33,23 +36,22 @@ import _paths  # noqa: F401  (first: keeps bench/queue.py from shadowing the std
 
 import argparse
 import gc
-import os
-import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+from fullsize_models import fast_dtype, quantized_mllm, random_decoder
+from fullsize_report import ModeRun, StageRow, environment, table
+from host_memory import available, reset_rss_hwm, rss_hwm
 
 from contracts.turn import HistoryTurn, TurnRequest
 from game.states import Prediction
 from inference.backends.animegamer import AnimeGamerBackend, AnimeGamerSettings
-from inference.decoder.diffusers_api import AutoencoderKLCogVideoX
 from inference.decoder.pipeline import AnimeGamerDecoder, prepare
-from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG, AnimeGamerTransformer3DModel
+from inference.decoder.transformer import ANIMEGAMER_2B_CONFIG
 from inference.decoder.vae import COGVIDEOX_VAE_CONFIG
 from inference.memory.live import GiB, LiveBytes
 from inference.memory.offload import transfer_seconds
@@ -71,78 +73,7 @@ STAGES = ("mllm", "denoise", "vae", "mp4")
 MODES = ("resident", "low_vram", "offload", "offload_int4")
 
 
-def fast_dtype() -> tuple[torch.dtype, str]:
-    """The CPU's fast dtype for both models (a GPU runs the decoder in fp16): bf16 where the CPU
-    has AMX or AVX-512 BF16 (several times fp32's rate), fp32 elsewhere (without them PyTorch's bf16
-    matmul takes a reference path two orders of magnitude slower)."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        flags = set()
-    if flags & {"amx_bf16", "avx512_bf16"}:
-        return torch.bfloat16, "bf16 (the CPU has " + ", ".join(sorted(flags & {"amx_bf16", "avx512_bf16"})) + ")"
-    return torch.float32, "fp32 (this CPU has neither AMX nor AVX-512 BF16: bf16 matmuls would take a reference path)"
-
-
-# -- the process's memory -----------------------------------------------------------------------
-
-
-def rss_hwm() -> int:
-    """The process's resident-set high-water mark (VmHWM), bytes."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def reset_rss_hwm() -> bool:
-    """Restart the high-water mark from the current RSS (Linux: write 5 to clear_refs)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def available() -> int:
-    """Bytes this process may still take: MemAvailable (and the cgroup's limit, if lower)."""
-    avail = 0
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                avail = int(line.split()[1]) * 1024
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
-        if limit != "max":
-            avail = min(avail, int(limit) - used)
-    except (OSError, ValueError):
-        pass
-    return avail
-
-
 # -- one turn, stage by stage -------------------------------------------------------------------
-
-
-@dataclass
-class StageRow:
-    name: str
-    seconds: float = float("nan")
-    rss: int = 0  # high-water mark during the stage
-    live: int = 0  # peak live tensor bytes (dispatch count)
-    largest: str = ""
-    predicted: int = 0
-    note: str = ""
-
-
-@dataclass
-class ModeRun:
-    mode: str
-    rows: list[StageRow] = field(default_factory=list)
-    note: str = ""
-    mp4_bytes: int = 0
 
 
 class StageMeter:
@@ -213,58 +144,16 @@ class FullSize:
         return time.perf_counter() - t
 
     def build_mllm_quantized(self, how: str = "int8") -> float:
-        """The MLLM as low_vram / offload (int8) or offload_int4 (int4) holds it, built one decoder
-        layer at a time, each layer's linears quantised as soon as it exists (the worker's
-        quantize_linears): the whole model in the run's dtype first would need 14.5 GB (bf16) or
-        29 GB (fp32). Random weights, normal(0, 0.02)."""
-        from transformers import MistralForCausalLM
-
-        from inference.mllm.model import AnimeGamerMLLM
-        from inference.mllm.quantize import quantize_linears
-
+        """The MLLM as low_vram / offload (int8) or offload_int4 (int4) holds it, quantised layer by
+        layer as it is built (fullsize_models.quantized_mllm)."""
         t = time.perf_counter()
-        cfg = tiny_mllm.tiny_config(**{"vocab_size": 32284, **self.mllm_shape}, attn_implementation="sdpa")
-        with torch.device("meta"):
-            model = AnimeGamerMLLM(MistralForCausalLM(cfg), self.rep_dim)
-        g = torch.Generator().manual_seed(0)
-
-        def materialize(m: torch.nn.Module) -> None:
-            m.to_empty(device="cpu")
-            with torch.no_grad():
-                for name, p in m.named_parameters():
-                    if p.ndim > 1:
-                        p.normal_(0.0, 0.02, generator=g)
-                    else:
-                        p.fill_(0.0 if name.endswith("bias") else 1.0)  # biases; norm weights
-            m.to(self.dtype)
-
-        lm = model.causal_lm
-        for layer in lm.model.layers:
-            materialize(layer)
-            quantize_linears(layer, how)
-        for m in (lm.model.embed_tokens, lm.model.norm, lm.lm_head, model.input_resampler, model.output_resampler):
-            materialize(m)
-        if how == "int8":  # (int4 keeps the lm_head: its 32,284 rows are no multiple of 8)
-            quantize_linears(lm.lm_head, how)
-        with torch.device("cpu"):
-            lm.model.rotary_emb = type(lm.model.rotary_emb)(cfg)  # its fp32 inv_freq, computed
-        self.mllm = model.eval().requires_grad_(False)
+        self.mllm = quantized_mllm(self.mllm_shape, self.rep_dim, self.dtype, how)
         self.mllm_quantized = how
         return time.perf_counter() - t
 
     def build_decoder(self) -> float:
         t = time.perf_counter()
-        torch.manual_seed(1)
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(self.dtype)  # built in its dtype, as from_pretrained loads it
-        try:
-            dit = AnimeGamerTransformer3DModel(**self.dit_cfg)
-            vae = AutoencoderKLCogVideoX(**self.vae_cfg)
-        finally:
-            torch.set_default_dtype(default)
-        with torch.no_grad():
-            dit.uncond_embedding.normal_()
-        self.decoder = AnimeGamerDecoder(dit, vae, steps=self.steps, **self.size)
+        self.decoder = random_decoder(self.dit_cfg, self.vae_cfg, self.size, self.steps, self.dtype)
         return time.perf_counter() - t
 
     def backend(self, offload: bool = False) -> AnimeGamerBackend:
@@ -396,52 +285,6 @@ class FullSize:
         need = max(over.values())
         return (f"{mode} ({str(self.dtype).replace('torch.', '')}): predicted {need / GiB:.1f} GiB at {', '.join(over)}, this machine can give "
                 f"{room / GiB:.1f} GiB; " + "; ".join(parts))
-
-
-# -- output -------------------------------------------------------------------------------------
-
-
-def gib(n: int) -> str:
-    if not n:
-        return "—"
-    return f"{n / GiB:.2f}" if n >= GiB / 100 else f"{n / GiB:.4f}"  # (the tiny models' stages)
-
-
-def table(runs: list[ModeRun], steps: int) -> str:
-    head = ("| mode | stage | seconds | peak RSS GiB | live tensors GiB (measured) | predicted GiB "
-            "| predicted / measured | largest tensor | note |")
-    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
-    for run in runs:
-        for r in run.rows:
-            ratio = f"{r.predicted / r.live:.3f}" if r.live and r.predicted else "—"
-            secs = f"{r.seconds:.1f}" if r.seconds == r.seconds else "—"
-            label = r.name if r.name != "denoise" else f"denoise ({steps} steps)"
-            lines.append(f"| {run.mode} | {label} | {secs} | {gib(r.rss)} | {gib(r.live)} | {gib(r.predicted)} "
-                         f"| {ratio} | {r.largest or '—'} | {r.note} |")
-    return "\n".join(lines)
-
-
-def environment() -> str:
-    import diffusers
-    import transformers
-
-    cpu = platform.processor() or "cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        import torchao
-
-        ao = f"torchao {torchao.__version__}"
-    except ImportError:
-        ao = "torchao absent"
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GiB
-    return (f"{cpu}, {torch.get_num_threads()} threads, {mem:.1f} GiB RAM; python {platform.python_version()}, "
-            f"torch {torch.__version__}, transformers {transformers.__version__}, diffusers {diffusers.__version__}, {ao}")
 
 
 def tiles_problem(tiles: tuple[int, ...], tiny: bool) -> str | None:

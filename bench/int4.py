@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from fullsize import available
+from host_memory import available
 
 from inference.memory.live import GiB, LiveBytes
 from inference.mllm.instruction import InstructionEncoder
