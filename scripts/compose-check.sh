@@ -181,7 +181,7 @@ step "worker image (docker/worker.Dockerfile)" build_worker
 for image in "$BASE" "$PG_IMAGE" "animegamer-bot:$TAG" "animegamer-worker:$TAG"; do
   say "image $image: $(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1 / 1e6}')"
 done
-say "monitoring profile left out: prom/prometheus and grafana/grafana come only from Docker Hub, which is out of reach here (tests/deploy/test_monitoring.py checks their configuration with promtool)"
+say "monitoring profile left out: prom/prometheus and grafana/grafana come only from Docker Hub, which is out of reach here (tests/deploy/test_monitoring_config.py checks their configuration with promtool)"
 
 # The compose stack and a whole turn: tests/deploy/compose_check.py (the fake Discord runs here).
 step "compose stack and a turn" "$PYTHON" -m tests.deploy.compose_check --project animegamer-check \
