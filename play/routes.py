@@ -236,11 +236,11 @@ async def post_act(request: web.Request, body: ActBody) -> web.Response:
 @routes.post("/api/pause")
 @accepts(body=PauseBody)
 async def post_pause(request: web.Request, body: PauseBody) -> web.Response:
-    game = page_of(request).deps
+    deps = page_of(request).deps
     if body.paused:
-        await moderation.pause(game, PLACE, ADMIN, code=BY_MODERATOR)
+        await moderation.pause(deps, PLACE, ADMIN, code=BY_MODERATOR)
     else:
-        await moderation.resume(game, PLACE, ADMIN)
+        await moderation.resume(deps, PLACE, ADMIN)
     return web.json_response({"ok": True, "paused": body.paused})
 
 

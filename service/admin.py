@@ -22,17 +22,17 @@ from service.modlog import AuditEntry
 from service.shares import ServerShare, server_share
 
 
-async def set_film(game: Deps, place: Place, who: Member, film: str, *, channel_only: bool = False,
+async def set_film(deps: Deps, place: Place, who: Member, film: str, *, channel_only: bool = False,
                    restart: bool = False) -> Film:
     """The film new games use, on the server (or only in this channel). `restart`: a game in
     progress with another film is reset into the new one, and its players leave (the cast changes)."""
     chosen = film_or_error(film)
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await guilds.set_film(s, place.guild_id, chosen.id, channel_id=place.channel_id if channel_only else None)
-        await game.record(s, place, who, "set_film", chosen.id, scope="channel" if channel_only else "server")
+        await deps.record(s, place, who, "set_film", chosen.id, scope="channel" if channel_only else "server")
         gs = await sessions.live_session(s, place.channel_id, lock=True) if restart else None
         if gs is not None and gs.film_id != chosen.id:
-            fresh = (await reset_session(game, s, gs, who)).fresh
+            fresh = (await reset_session(deps, s, gs, who)).fresh
             for p in await sessions.players(s, fresh.id):
                 await sessions.leave(s, fresh, p)
             fresh.film_id = chosen.id
@@ -40,12 +40,12 @@ async def set_film(game: Deps, place: Place, who: Member, film: str, *, channel_
     return chosen
 
 
-async def set_character(game: Deps, place: Place, who: Member, character: str,
+async def set_character(deps: Deps, place: Place, who: Member, character: str,
                         enabled: bool) -> tuple[frozenset[str], ChannelConfig]:
     """Enable or disable a playable character here; returns the playable ids and the configuration
     after the change."""
-    async with game.sessions.begin() as s:
-        cfg = await config(game, s, place)
+    async with deps.sessions.begin() as s:
+        cfg = await config(deps, s, place)
         if cfg.film is None:
             raise NoFilm()
         ch = cfg.film.character(character)
@@ -55,9 +55,9 @@ async def set_character(game: Deps, place: Place, who: Member, character: str,
         (playable.add if enabled else playable.discard)(ch.id)
         cast = frozenset(playable)
         await guilds.set_playable(s, place.guild_id, place.channel_id, sorted(cast))
-        await game.record(s, place, who, "enable_character" if enabled else "disable_character", character,
+        await deps.record(s, place, who, "enable_character" if enabled else "disable_character", character,
                           cast=sorted(cast))
-        return cast, await config(game, s, place)
+        return cast, await config(deps, s, place)
 
 
 # --- the server's settings: limits, the bot's roles, the filter, the moderation log, the
@@ -77,27 +77,27 @@ AUTOMATIC = "auto"  # the language "follow Discord's server language", as the au
 RoleKind = Literal["admin", "moderator"]
 
 
-async def set_limits(game: Deps, place: Place, who: Member, *, cooldown: float | None = None,
+async def set_limits(deps: Deps, place: Place, who: Member, *, cooldown: float | None = None,
                      backlog: int | None = None, max_length: int | None = None) -> LimitsChange:
     """Tighten the server's limits (None: unchanged); looser ones than the operator's never apply
     (the result says which)."""
     values = limit_values(cooldown_seconds=cooldown, backlog_cap=backlog, max_instruction_len=max_length)
-    async with game.sessions.begin() as s:
-        effective = await guilds.set_limits(s, game.settings, place.guild_id, values)
-        await game.record(s, place, who, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
+    async with deps.sessions.begin() as s:
+        effective = await guilds.set_limits(s, deps.settings, place.guild_id, values)
+        await deps.record(s, place, who, "set_limits", None, cooldown=cooldown, backlog=backlog, max_length=max_length)
     return LimitsChange(effective, {n: (v, getattr(effective, n)) for n, v in values.items() if getattr(effective, n) != v})
 
 
-async def set_role(game: Deps, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
+async def set_role(deps: Deps, place: Place, who: Member, kind: RoleKind, role_id: int, role_name: str,
                    enabled: bool) -> list[int]:
     """Give (or take) the bot's admin or moderator rights to a role; the roles that now have them."""
-    async with game.sessions.begin() as s:
-        cfg = await config(game, s, place)
+    async with deps.sessions.begin() as s:
+        cfg = await config(deps, s, place)
         ids = set(cfg.admin_role_ids if kind == "admin" else cfg.moderator_role_ids)
         (ids.add if enabled else ids.discard)(role_id)
         held = sorted(ids)
         await guilds.set_roles(s, place.guild_id, **{f"{kind}_role_ids": held})
-        await game.record(s, place, who, f"{'add' if enabled else 'remove'}_{kind}_role", str(role_id), role=role_name)
+        await deps.record(s, place, who, f"{'add' if enabled else 'remove'}_{kind}_role", str(role_id), role=role_name)
     return held
 
 
@@ -109,59 +109,59 @@ def _filter_term(raw: str) -> str:
         raise FilterTermRefused(e.term, e.lazy_reason) from None
 
 
-async def add_filter_term(game: Deps, place: Place, who: Member, term: str) -> str:
+async def add_filter_term(deps: Deps, place: Place, who: Member, term: str) -> str:
     """Block a word or phrase in the server's instructions; the term as stored (normalised).
     Refused: an invalid term, one already there, a full filter (MAX_TERMS)."""
     added = _filter_term(term)
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await content_filters.lock_terms(s, place.guild_id)
         if await content_filters.has(s, place.guild_id, added):
             raise FilterTermExists(added)
         if await content_filters.count(s, place.guild_id) >= MAX_TERMS:
             raise FilterFull(MAX_TERMS)
         await content_filters.add(s, place.guild_id, added, who.id)
-        await game.record(s, place, who, "filter_add", added)
+        await deps.record(s, place, who, "filter_add", added)
     return added
 
 
-async def remove_filter_term(game: Deps, place: Place, who: Member, term: str) -> str:
+async def remove_filter_term(deps: Deps, place: Place, who: Member, term: str) -> str:
     """Unblock a term of the server's filter (typed as added); the term as it was stored."""
     removed = _filter_term(term)
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         if not await content_filters.remove(s, place.guild_id, removed):
             raise FilterTermUnknown(removed)
-        await game.record(s, place, who, "filter_remove", removed)
+        await deps.record(s, place, who, "filter_remove", removed)
     return removed
 
 
-async def filter_terms(game: Deps, place: Place) -> list[str]:
-    async with game.sessions() as s:
+async def filter_terms(deps: Deps, place: Place) -> list[str]:
+    async with deps.sessions() as s:
         return await content_filters.terms(s, place.guild_id)
 
 
-async def set_log_channel(game: Deps, place: Place, who: Member, channel_id: int | None) -> None:
+async def set_log_channel(deps: Deps, place: Place, who: Member, channel_id: int | None) -> None:
     """Where the server's moderation log goes (None: off)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await modlog.set_log_channel(s, place.guild_id, channel_id)
-        await game.record(s, place, who, "log_channel", None if channel_id is None else str(channel_id))
+        await deps.record(s, place, who, "log_channel", None if channel_id is None else str(channel_id))
 
 
-async def set_language(game: Deps, place: Place, who: Member, language: str | None,
+async def set_language(deps: Deps, place: Place, who: Member, language: str | None,
                        channel_id: int | None = None) -> None:
     """The language of the server's public posts, or of one channel's (`channel_id`); None: the
     server's Discord language (a channel: the server's choice)."""
     require_language(language)
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await guilds.set_language(s, place.guild_id, language, channel_id)
         where = {"scope": "server"} if channel_id is None else {"scope": "channel", "channel": str(channel_id)}
-        await game.record(s, place, who, "set_language", language or AUTOMATIC, **where)
+        await deps.record(s, place, who, "set_language", language or AUTOMATIC, **where)
 
 
-async def set_previews(game: Deps, place: Place, who: Member, on: bool) -> None:
+async def set_previews(deps: Deps, place: Place, who: Member, on: bool) -> None:
     """Whether the server's turns show their clip forming while it is made."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await guilds.set_previews(s, place.guild_id, on)
-        await game.record(s, place, who, "previews", "on" if on else "off")
+        await deps.record(s, place, who, "previews", "on" if on else "off")
 
 
 @dataclass(frozen=True)
@@ -177,9 +177,9 @@ class Shown:
     share: ServerShare  # the server's weight and quotas in force, its last hour and its usage per day
 
 
-async def shown(game: Deps, place: Place, recent: int = 10) -> Shown:
-    async with game.sessions() as s:
-        cfg = await config(game, s, place)
+async def shown(deps: Deps, place: Place, recent: int = 10) -> Shown:
+    async with deps.sessions() as s:
+        cfg = await config(deps, s, place)
         entries = [AuditEntry.of(a) for a in await audit.recent(s, place.guild_id, limit=recent)]
         server = await s.get(GuildSettings, place.guild_id)
         channel = await s.get(ChannelSettings, place.channel_id)
@@ -190,5 +190,5 @@ async def shown(game: Deps, place: Place, recent: int = 10) -> Shown:
     else:
         language, scope = None, None
     chosen = None if server is None else server.previews
-    return Shown(cfg, entries, language, scope, game.settings.previews if chosen is None else chosen, chosen is None,
-                 await server_share(game, place))
+    return Shown(cfg, entries, language, scope, deps.settings.previews if chosen is None else chosen, chosen is None,
+                 await server_share(deps, place))

@@ -18,9 +18,9 @@ from service.deps import Deps, Place
 from settings import Settings
 
 
-async def config(game: Deps, s: AsyncSession, place: Place) -> ChannelConfig:
+async def config(deps: Deps, s: AsyncSession, place: Place) -> ChannelConfig:
     """What applies in `place`, read in the caller's transaction."""
-    return await guilds.channel_config(s, game.settings, place.guild_id, place.channel_id)
+    return await guilds.channel_config(s, deps.settings, place.guild_id, place.channel_id)
 
 
 async def channel_config(opened: async_sessionmaker[AsyncSession], settings: Settings, guild_id: int,

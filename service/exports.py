@@ -9,16 +9,16 @@ from inference.mp4 import ffmpeg_binary
 from service.deps import Deps
 
 
-async def shots(game: Deps, session_id: int, count: int) -> list[turn_reads.Shot]:
+async def shots(deps: Deps, session_id: int, count: int) -> list[turn_reads.Shot]:
     """The latest `count` finished shots of game `session_id` that still have their clip, oldest
     first (each a frozen value: the turn's id, number and clip length)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await turn_reads.exportable_shots(s, session_id, count)
 
 
-async def clip(game: Deps, turn_id: int) -> bytes | None:
+async def clip(deps: Deps, turn_id: int) -> bytes | None:
     """One shot's MP4, in a short read of its own (None once pruned or taken down)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await turn_reads.clip_bytes(s, turn_id)
 
 

@@ -25,10 +25,10 @@ class Listed:
     done: int  # turns with a finished shot (not taken down)
 
 
-async def channel_games(game: Deps, place: Place) -> list[Listed]:
+async def channel_games(deps: Deps, place: Place) -> list[Listed]:
     """The channel's games, oldest first."""
     return [Listed(g.number, g.session.film_id, g.session.status, g.session.created_at, g.turns, g.done)
-            for g in await reads.channel_games(game, place)]
+            for g in await reads.channel_games(deps, place)]
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,9 @@ class Standing:
     states: dict[str, CharacterState]  # character id -> state
 
 
-async def standing(game: Deps, place: Place) -> Standing:
+async def standing(deps: Deps, place: Place) -> Standing:
     """The channel's live game (NoSession if none)."""
-    live = await reads.live_game(game, place)
+    live = await reads.live_game(deps, place)
     gs = live.session
     return Standing(gs.film_id, gs.status, gs.next_seq, tuple(Seat(p.character_id, p.user_name) for p in live.players),
                     live.states)
@@ -75,9 +75,9 @@ class History:
     turns: list[Line]  # oldest first
 
 
-async def history(game: Deps, place: Place, count: int, number: int | None = None) -> History:
+async def history(deps: Deps, place: Place, count: int, number: int | None = None) -> History:
     """The latest `count` turns of the live game, or of game `number`."""
-    gs, turns = await reads.history(game, place, count, number)
+    gs, turns = await reads.history(deps, place, count, number)
     return History(gs.film_id, [Line(t.seq, t.author_name, t.status, t.instruction) for t in turns])
 
 
@@ -90,9 +90,9 @@ class Waiting:
     position: int | None  # its place in the film's queue (None: no job; 0: being made)
 
 
-async def waiting(game: Deps, place: Place) -> list[Waiting]:
+async def waiting(deps: Deps, place: Place) -> list[Waiting]:
     """The live game's queued and running turns (NoSession if no live game)."""
-    return [Waiting(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(game, place)]
+    return [Waiting(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(deps, place)]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Exportable:
     film_id: str
 
 
-async def exportable(game: Deps, place: Place, number: int | None = None) -> Exportable:
+async def exportable(deps: Deps, place: Place, number: int | None = None) -> Exportable:
     """The live game, or game `number`, if it has a finished shot (NothingToExport if not)."""
-    gs = await reads.exportable(game, place, number)
+    gs = await reads.exportable(deps, place, number)
     return Exportable(gs.id, gs.film_id)

@@ -45,12 +45,12 @@ Tell = Callable[[ToPause], Awaitable[bool]]
 Candidates = Callable[[AsyncSession], Awaitable[Sequence[GameSession]]]
 
 
-async def _pause(game: Deps, what: str, candidates: Candidates, reason: str, tell: Tell | None) -> list[int]:
+async def _pause(deps: Deps, what: str, candidates: Candidates, reason: str, tell: Tell | None) -> list[int]:
     """Pause the candidate games, each told first, in one transaction: a crash before the commit
     pauses none, and the next run tells them again (at least once, never silently)."""
     paused: list[int] = []
     try:
-        async with game.sessions.begin() as s:
+        async with deps.sessions.begin() as s:
             for gs in await candidates(s):
                 if tell is not None and not await tell(ToPause(gs.id, gs.guild_id, gs.channel_id, gs.film_id)):
                     continue
@@ -63,27 +63,27 @@ async def _pause(game: Deps, what: str, candidates: Candidates, reason: str, tel
     return paused
 
 
-async def pause_idle(game: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
+async def pause_idle(deps: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
     """Pause the games with no turn for ANIMEGAMER_IDLE_PAUSE_MINUTES; the ids paused."""
-    idle = timedelta(minutes=game.settings.idle_pause_minutes)
-    return await _pause(game, "idle", lambda s: game_sessions.idle_sessions(s, idle, claim), stored_reasons.IDLE, tell)
+    idle = timedelta(minutes=deps.settings.idle_pause_minutes)
+    return await _pause(deps, "idle", lambda s: game_sessions.idle_sessions(s, idle, claim), stored_reasons.IDLE, tell)
 
 
-async def pause_withdrawn(game: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
+async def pause_withdrawn(deps: Deps, *, claim: GuildClaim | None = None, tell: Tell | None = None) -> list[int]:
     """Pause the games whose film left the catalogue (an operator removed or disabled it); the ids
     paused. Their states, players and queued turns are kept: once the film is back a moderator
     resumes them and the queued turns run."""
-    return await _pause(game, "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS), claim),
+    return await _pause(deps, "withdrawn-film", lambda s: game_sessions.withdrawn_sessions(s, set(FILMS), claim),
                         stored_reasons.FILM_WITHDRAWN, tell)
 
 
-async def prune_clips(game: Deps, *, claim: GuildClaim | None = None, unposted_guild_ids: Collection[int] = ()) -> int:
+async def prune_clips(deps: Deps, *, claim: GuildClaim | None = None, unposted_guild_ids: Collection[int] = ()) -> int:
     """Drop the clips and representations of turns older than ANIMEGAMER_BLOB_RETENTION_DAYS;
     how many turns lost theirs. `unposted_guild_ids`: servers whose turns nobody posts (the play
     page's), which count as posted once finished (db.turn_posts.prune_blobs)."""
     try:
-        async with game.sessions.begin() as s:
-            n = await turn_posts.prune_blobs(s, timedelta(days=game.settings.blob_retention_days),
+        async with deps.sessions.begin() as s:
+            n = await turn_posts.prune_blobs(s, timedelta(days=deps.settings.blob_retention_days),
                                              unposted_guild_ids=unposted_guild_ids, claim=claim)
     except Exception as e:
         log.warning("pruning old clips failed: %s", e)
@@ -93,12 +93,12 @@ async def prune_clips(game: Deps, *, claim: GuildClaim | None = None, unposted_g
     return n
 
 
-async def deletion_requests(game: Deps, before_done: Callable[[int], Awaitable[object]] | None = None) -> list[int]:
+async def deletion_requests(deps: Deps, before_done: Callable[[int], Awaitable[object]] | None = None) -> list[int]:
     """Carry out members' pending deletion requests (db.privacy), each step in its own transaction;
     the ids finished. `before_done(request_id)` runs before a request's last step (the bot edits
     the member's posts). A failure leaves the request at its step: the next run goes on from there."""
     try:
-        finished = await member_data.process_pending(game.sessions, before_done=before_done)
+        finished = await member_data.process_pending(deps.sessions, before_done=before_done)
     except Exception as e:
         log.warning("processing members' deletion requests failed (the next run goes on): %s", e)
         return []
@@ -113,21 +113,21 @@ class Departure:
     delete_after: datetime  # when the server's data is deleted unless the bot is added back
 
 
-async def left_server(game: Deps, guild_id: int) -> Departure:
+async def left_server(deps: Deps, guild_id: int) -> Departure:
     """The bot was removed from server `guild_id`: its data is deleted after ANIMEGAMER_GUILD_DATA_DAYS
     unless the bot is added back. Leaving again keeps the first date."""
-    async with game.sessions.begin() as s:
-        row = await departures.record_departure(s, guild_id, game.settings.guild_data_days)
+    async with deps.sessions.begin() as s:
+        row = await departures.record_departure(s, guild_id, deps.settings.guild_data_days)
         return Departure(row.left_at, row.delete_after)
 
 
-async def back_in_server(game: Deps, guild_id: int) -> bool:
+async def back_in_server(deps: Deps, guild_id: int) -> bool:
     """The bot was added to server `guild_id`: a pending deletion of its data is cancelled (True)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         return bool(await departures.cancel_departures(s, [guild_id]))
 
 
-async def departed_servers(game: Deps, present: Collection[int], *, complete: bool, claim: GuildClaim | None = None,
+async def departed_servers(deps: Deps, present: Collection[int], *, complete: bool, claim: GuildClaim | None = None,
                            now: datetime | None = None) -> list[int]:
     """Delete the data of servers that removed the bot more than ANIMEGAMER_GUILD_DATA_DAYS ago; the
     servers deleted. `present`: the servers the bot is in (of `claim`'s shards); one of them is
@@ -135,10 +135,10 @@ async def departed_servers(game: Deps, present: Collection[int], *, complete: bo
     READY), so a server with data that is not in it removed the bot while it was offline, and its
     retention starts now. Only `claim`'s servers: whether the bot is still in the others is for
     their shard's process to say; while that process is down, they wait for it."""
-    days = game.settings.guild_data_days
+    days = deps.settings.guild_data_days
     deleted: list[int] = []
     try:
-        async with game.sessions.begin() as s:
+        async with deps.sessions.begin() as s:
             kept = await departures.cancel_departures(s, present)
             # No GUILD_DELETE came for a server that removed the bot while it was offline.
             gone = await departures.unknown_guilds(s, present, claim) if complete else []
@@ -148,12 +148,12 @@ async def departed_servers(game: Deps, present: Collection[int], *, complete: bo
             log.info("server %s has the bot again: its data stays", guild_id)
         for guild_id in gone:
             log.info("server %s removed the bot while it was offline: its data is deleted in %s days", guild_id, days)
-        async with game.sessions.begin() as s:
+        async with deps.sessions.begin() as s:
             for guild_id in await departures.due(s, now=now, claim=claim):
                 session_ids = await departures.session_ids(s, guild_id)
                 counts = await departures.delete_guild_data(s, guild_id)
                 for session_id in session_ids:  # their waiting jobs would only find nothing to do
-                    await game.jobs.cancel_stale_jobs(s, session_id)
+                    await deps.jobs.cancel_stale_jobs(s, session_id)
                 log.info("server %s removed the bot: its data is deleted (%s)", guild_id, counts)
                 deleted.append(guild_id)
     except Exception as e:

@@ -39,49 +39,49 @@ class Reset:
     cancelled: list[Turn]  # the turns that were waiting (queued), now cancelled
 
 
-async def _reason_allowed(game: Deps, s: AsyncSession, place: Place, reason: str | None,
+async def _reason_allowed(deps: Deps, s: AsyncSession, place: Place, reason: str | None,
                           extra_rules: Sequence[RuleSet]) -> None:
     """A reason shown to the players goes through the content rules (ContentRefused names the rule set)."""
     if reason:
-        (await config(game, s, place)).require_allowed("reason", (reason,), extra_rules)
+        (await config(deps, s, place)).require_allowed("reason", (reason,), extra_rules)
 
 
-async def pause(game: Deps, place: Place, who: Member, reason: str | None = None,
+async def pause(deps: Deps, place: Place, who: Member, reason: str | None = None,
                 extra_rules: Sequence[RuleSet] = (), *, code: str | None = None) -> GameSession:
     """No new turns until resumed; `reason`: the moderator's own words, shown to the players
     (stored cleaned, apart from the code); `code`: why, when they gave none (game.stored_reasons;
     None: no reason shown)."""
-    async with game.sessions.begin() as s:
-        await _reason_allowed(game, s, place, reason, extra_rules)
+    async with deps.sessions.begin() as s:
+        await _reason_allowed(deps, s, place, reason, extra_rules)
         gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, True, code, note=reason)
-        await game.record(s, place, who, "pause", f"session {gs.id}", reason=reason)
+        await deps.record(s, place, who, "pause", f"session {gs.id}", reason=reason)
     return gs
 
 
-async def resume(game: Deps, place: Place, who: Member) -> GameSession:
-    async with game.sessions.begin() as s:
+async def resume(deps: Deps, place: Place, who: Member) -> GameSession:
+    async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, False)
-        await game.record(s, place, who, "resume", f"session {gs.id}")
+        await deps.record(s, place, who, "resume", f"session {gs.id}")
     return gs
 
 
-async def reset_session(game: Deps, s: AsyncSession, gs: GameSession, who: Member) -> Reset:
+async def reset_session(deps: Deps, s: AsyncSession, gs: GameSession, who: Member) -> Reset:
     """Archive `gs` (locked by the caller) and start again with the same players; the waiting
     turns are cancelled and so are their jobs, which would only hold the game's place in the queue."""
     waiting = [t for t in await pending_turns(s, gs.id) if t.status == "queued"]
     fresh = await sessions.reset(s, gs, by=who.id)
-    await game.jobs.cancel_stale_jobs(s, gs.id)
+    await deps.jobs.cancel_stale_jobs(s, gs.id)
     return Reset(gs, fresh, waiting)
 
 
-async def reset(game: Deps, place: Place, who: Member) -> Reset:
+async def reset(deps: Deps, place: Place, who: Member) -> Reset:
     """Archive the game and start again: same players, every character back to the start."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
-        done = await reset_session(game, s, gs, who)
-        await game.record(s, place, who, "reset", f"session {gs.id}", new_session=done.fresh.id,
+        done = await reset_session(deps, s, gs, who)
+        await deps.record(s, place, who, "reset", f"session {gs.id}", new_session=done.fresh.id,
                           cancelled=len(done.cancelled))
     return done
 
@@ -100,17 +100,17 @@ async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | N
     return t
 
 
-async def cancel(game: Deps, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
+async def cancel(deps: Deps, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
                  reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> Turn:
     """Cancel a queued turn (by its number in the live game, or by id) and its job, kept as
     cancelled by a moderator: `who` by name (one without a name, the play page's: "a moderator");
     `reason`: the moderator's own words, content-checked, kept on the turn and audited."""
-    async with game.sessions.begin() as s:
-        await _reason_allowed(game, s, place, reason, extra_rules)
+    async with deps.sessions.begin() as s:
+        await _reason_allowed(deps, s, place, reason, extra_rules)
         row = await _turn(s, place, seq, turn_id)
-        await game.jobs.cancel_queued_turn(s, row, CANCELLED_BY_MODERATOR)
+        await deps.jobs.cancel_queued_turn(s, row, CANCELLED_BY_MODERATOR)
         await note_canceller(s, row, who.name, reason)
-        await game.record(s, place, who, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
+        await deps.record(s, place, who, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
     return row
 
 
@@ -124,25 +124,25 @@ async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderato
     return turn
 
 
-async def cancel_own(game: Deps, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
+async def cancel_own(deps: Deps, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
     """Cancel a queued turn its author asked for, or any one for a moderator (then audited, `via`
     the turn's button); kept as cancelled by `who`, by name."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         turn = await _own_or_moderated(s, turn_id, who, moderator, "cancel")
         own = who.id == turn.author_id
-        await game.jobs.cancel_queued_turn(s, turn, CANCELLED_BY_AUTHOR if own else CANCELLED_BY_MODERATOR)
+        await deps.jobs.cancel_queued_turn(s, turn, CANCELLED_BY_AUTHOR if own else CANCELLED_BY_MODERATOR)
         await note_canceller(s, turn, who.name)
         if who.id != turn.author_id:
-            await game.record(s, place, who, "cancel_turn", str(turn.seq), turn_id=turn.id, via="button")
+            await deps.record(s, place, who, "cancel_turn", str(turn.seq), turn_id=turn.id, via="button")
     return turn
 
 
-async def regenerate(game: Deps, place: Place, who: Member, turn_id: int | None = None, *,
+async def regenerate(deps: Deps, place: Place, who: Member, turn_id: int | None = None, *,
                      moderator: bool) -> Regenerated:
     """Generate the live game's latest turn again with a new seed (its effect on the characters is
     undone first). `turn_id`: the take a member clicked, which must still be that latest turn and
     theirs unless they moderate; None: the latest turn of the channel's live game."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         if turn_id is None:
             gs, turn = await live_session(s, place.channel_id), None
         else:
@@ -154,29 +154,29 @@ async def regenerate(game: Deps, place: Place, who: Member, turn_id: int | None 
         # the take's message: its status message, edited into the post (which may be visible a
         # moment before it is recorded)
         old_message = None if turn is None else turn.posted_message_id or turn.status_message_id
-        fresh = await regenerate_latest(s, gs, game.jobs.enqueue, take=turn)
-        position = await game.jobs.position(s, fresh)
+        fresh = await regenerate_latest(s, gs, deps.jobs.enqueue, take=turn)
+        position = await deps.jobs.position(s, fresh)
         if who.id != fresh.author_id:
-            await game.record(s, place, who, "regenerate_turn", str(fresh.seq), turn_id=fresh.id, via="button")
+            await deps.record(s, place, who, "regenerate_turn", str(fresh.seq), turn_id=fresh.id, via="button")
     return Regenerated(gs, fresh, position, old_message)
 
 
-async def turn_id_of(game: Deps, place: Place, seq: int, reason: str | None = None,
+async def turn_id_of(deps: Deps, place: Place, seq: int, reason: str | None = None,
                      extra_rules: Sequence[RuleSet] = ()) -> int:
     """The id of turn `seq` of the channel's live game, for an action whose `reason` the players see."""
-    async with game.sessions() as s:
-        await _reason_allowed(game, s, place, reason, extra_rules)
+    async with deps.sessions() as s:
+        await _reason_allowed(deps, s, place, reason, extra_rules)
         return (await _turn(s, place, seq, None)).id
 
 
-async def kick(game: Deps, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
+async def kick(deps: Deps, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
     """Remove a player from the game (PlayerNotInGame if they play no character, checked with the
     game locked): their character is free to join."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
         p = await sessions.player_of(s, gs.id, player.id)
         if p is None:
             raise PlayerNotInGame(player.name or "")
         await sessions.leave(s, gs, p)
-        await game.record(s, place, who, "kick", str(player.id), player=player.name, character=p.character_id)
+        await deps.record(s, place, who, "kick", str(player.id), player=player.name, character=p.character_id)
     return gs, p

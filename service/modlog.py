@@ -36,9 +36,9 @@ class AuditEntry:
                    row.details if isinstance(row.details, dict) else {}, row.created_at)
 
 
-async def to_post(game: Deps, audit_id: int) -> tuple[AuditEntry, int] | None:
+async def to_post(deps: Deps, audit_id: int) -> tuple[AuditEntry, int] | None:
     """Entry `audit_id` and its server's log channel; None when either is gone (no log channel)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         row = await audit.entry(s, audit_id)
         channel_id = None if row is None else await modlog.log_channel(s, row.guild_id)
         return None if row is None or channel_id is None else (AuditEntry.of(row), channel_id)

@@ -7,8 +7,8 @@ from db import notices
 from service.deps import Deps
 
 
-async def first_time(game: Deps, user_id: int, notice: str) -> bool:
+async def first_time(deps: Deps, user_id: int, notice: str) -> bool:
     """Record that `notice` is told to the member; True only the first time (of two concurrent
     callers, one gets True)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         return await notices.first_time(s, user_id, notice)

@@ -59,13 +59,13 @@ class Acted:
     instruction: Instruction
 
 
-async def start(game: Deps, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
+async def start(deps: Deps, place: Place, who: Member, film: str | None = None, *, admin: bool = False,
                 extra_rules: Sequence[RuleSet] = ()) -> Started:
     """A game of the configured film, or of `film` (another one only for an admin); refused where
     the channel has one (SessionExists: there is no row to lock yet, so a start racing this one
     is refused by db.sessions.start_session's unique index)."""
-    async with game.sessions.begin() as s:
-        cfg = await config(game, s, place)
+    async with deps.sessions.begin() as s:
+        cfg = await config(deps, s, place)
         chosen = film_or_error(film) if film else cfg.film
         if chosen is None:
             raise NoFilm()
@@ -77,13 +77,13 @@ async def start(game: Deps, place: Place, who: Member, film: str | None = None, 
     return Started(gs, chosen, cfg.name_to_show(who.name or "", extra_rules))
 
 
-async def join(game: Deps, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
+async def join(deps: Deps, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
     """Play a free character of the channel's cast: with the game locked, refused for a character
     not in the cast, for a member who plays one already and for a character someone plays."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id, lock=True)
         film = session_film(gs.film_id)
-        cfg = await config(game, s, place)
+        cfg = await config(deps, s, place)
         cast = cfg.cast_for(film)
         ch = film.character(character)
         if ch is None or ch not in cast:
@@ -93,9 +93,9 @@ async def join(game: Deps, place: Place, who: Member, character: str, extra_rule
     return Joined(gs, film, p)
 
 
-async def leave(game: Deps, place: Place, user_id: int) -> Joined:
+async def leave(deps: Deps, place: Place, user_id: int) -> Joined:
     """Stop playing (NotJoined for a member who plays no character); returns the player as they were."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id, lock=True)
         p = await sessions.leave(s, gs, await refusals.player(s, gs, user_id))
     return Joined(gs, session_film(gs.film_id), p)
@@ -113,20 +113,20 @@ async def _require_free(s: AsyncSession, gs: GameSession, film: Film, user_id: i
         raise CharacterTaken(ch.name, taken.user_name)
 
 
-async def act(game: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
+async def act(deps: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Acted:
     """A turn: the player's character and the `others` in the shot. With the game locked, refused
     when it is paused, in vote mode, for a member who has not joined, and by the content rules
     before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await refusals.running_session(s, place.channel_id, lock=True)
         me = await refusals.direct_player(s, gs, who.id)
         film = session_film(gs.film_id)
-        cfg = await config(game, s, place)
+        cfg = await config(deps, s, place)
         ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
                               fields.adverb, fields.time_of_day, extra_rules=extra_rules)
         name = cfg.name_to_show(who.name, extra_rules) if who.name is not None else me.user_name
-        await check_quota(game, s, place, who)
+        await check_quota(deps, s, place, who)
         turn = await queue_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
-                                enqueue=game.jobs.enqueue)
-        position = await game.jobs.position(s, turn)
+                                enqueue=deps.jobs.enqueue)
+        position = await deps.jobs.position(s, turn)
     return Acted(gs, film, turn, position, ins)

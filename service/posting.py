@@ -65,45 +65,45 @@ def _post(t: Turn, gs: GameSession) -> Post:
                 gs.guild_id, gs.channel_id, gs.film_id)
 
 
-async def claim(game: Deps, claimant: str, guild_ids: Collection[int], lease: timedelta | None = None) -> list[Claimed]:
+async def claim(deps: Deps, claimant: str, guild_ids: Collection[int], lease: timedelta | None = None) -> list[Claimed]:
     """Claim the finished, unposted turns of these servers for `lease` (None: the usual lease),
     oldest first; a game whose turn waits for its next try hands out none of its later ones."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         found = await turn_posts.claim_unposted(s, claimant, lease or turn_posts.POST_LEASE, guild_ids=list(guild_ids))
         return [Claimed(t.id, t.session_id) for t in found]
 
 
-async def release(game: Deps, turn_id: int) -> None:
+async def release(deps: Deps, turn_id: int) -> None:
     """Give a claim back untried (its post waits for something else: its status message)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await turn_posts.release_claim(s, turn_id)
 
 
-async def next_retry(game: Deps, guild_ids: Collection[int]) -> datetime | None:
+async def next_retry(deps: Deps, guild_ids: Collection[int]) -> datetime | None:
     """When the earliest postponed post of these servers may be tried again (None: none waits)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await turn_posts.next_post_retry(s, guild_ids)
 
 
-async def to_post(game: Deps, turn_id: int) -> Post | None:
+async def to_post(deps: Deps, turn_id: int) -> Post | None:
     """The claimed turn as its post shows it, with its clip; None when there is nothing to post
     any more (regenerated, or posted by someone else since the claim)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id, blobs=True)
         if t is None or t.status not in ("done", "failed") or t.posted_at is not None:
             return None
         return _post(t, await sessions.session_by_id(s, t.session_id))
 
 
-async def posted(game: Deps, turn_id: int, message_id: int | None, error: str | None = None) -> None:
+async def posted(deps: Deps, turn_id: int, message_id: int | None, error: str | None = None) -> None:
     """The turn is done with: in `message_id`, or (None) not in the channel, `error` saying why."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await turn_posts.mark_posted(s, turn_id, message_id, error)
 
 
-async def postpone(game: Deps, turn_id: int, delay: timedelta, error: str) -> None:
+async def postpone(deps: Deps, turn_id: int, delay: timedelta, error: str) -> None:
     """A try failed: the claim is released, the try counted, and the next one waits `delay`."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await turn_posts.postpone_post(s, turn_id, delay, error)
 
 
@@ -118,10 +118,10 @@ class TakenDown:
     removed_note: str | None
 
 
-async def taken_down(game: Deps, turn_id: int) -> TakenDown | None:
+async def taken_down(deps: Deps, turn_id: int) -> TakenDown | None:
     """The turn's removal, if it was taken down (None: it was not, or it is gone): a post made
     while its turn was being taken down is edited into the notice after all."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id)
     if t is None or t.removed_at is None:
         return None

@@ -7,8 +7,8 @@ from db import queue_stats
 from service.deps import Deps
 
 
-async def waiting_by_film(game: Deps) -> dict[str, tuple[int, float]]:
+async def waiting_by_film(deps: Deps) -> dict[str, tuple[int, float]]:
     """{film id: (turns waiting, seconds since the oldest of them was submitted)}; films with
     nothing waiting are left out."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await queue_stats.waiting_by_film(s)

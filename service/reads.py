@@ -81,15 +81,15 @@ async def _live(s: AsyncSession, gs: GameSession) -> LiveGame:
     return LiveGame(gs, await sessions.players(s, gs.id), await sessions.states(s, gs.id))
 
 
-async def live_game(game: Deps, place: Place) -> LiveGame:
+async def live_game(deps: Deps, place: Place) -> LiveGame:
     """The channel's live game (NoSession if none) with its players and states."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await _live(s, await live_session(s, place.channel_id))
 
 
-async def table(game: Deps, place: Place) -> Table:
-    async with game.sessions() as s:
-        cfg = await config(game, s, place)
+async def table(deps: Deps, place: Place) -> Table:
+    async with deps.sessions() as s:
+        cfg = await config(deps, s, place)
         gs = await sessions.live_session(s, place.channel_id)
         if gs is None:
             return Table(cfg, None, [])
@@ -105,92 +105,92 @@ async def _game(s: AsyncSession, place: Place, number: int | None) -> GameSessio
     return gs
 
 
-async def game_by_number(game: Deps, place: Place, number: int | None = None) -> GameSession:
+async def game_by_number(deps: Deps, place: Place, number: int | None = None) -> GameSession:
     """The live game (number None), or the channel's game `number` (1: its first; past ones
     included: see channel_games)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await _game(s, place, number)
 
 
-async def history(game: Deps, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:
+async def history(deps: Deps, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:
     """The latest `count` turns of the live game, or of game `number`, oldest first."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         gs = await _game(s, place, number)
         return gs, await turn_reads.history(s, gs.id, count)
 
 
-async def exportable(game: Deps, place: Place, number: int | None = None) -> GameSession:
+async def exportable(deps: Deps, place: Place, number: int | None = None) -> GameSession:
     """The live game, or game `number`, if it has a finished shot to export (NothingToExport if not)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         gs = await _game(s, place, number)
         if not await turn_reads.exportable_shots(s, gs.id, 1):
             raise NothingToExport()
     return gs
 
 
-async def waiting(game: Deps, place: Place) -> list[Placed]:
+async def waiting(deps: Deps, place: Place) -> list[Placed]:
     """The live game's queued and running turns, each with its place in the film's queue."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         gs = await live_session(s, place.channel_id)
-        return [Placed(t, await game.jobs.position(s, t)) for t in await turn_reads.pending_turns(s, gs.id)]
+        return [Placed(t, await deps.jobs.position(s, t)) for t in await turn_reads.pending_turns(s, gs.id)]
 
 
-async def channel_games(game: Deps, place: Place) -> list[games.GameSummary]:
+async def channel_games(deps: Deps, place: Place) -> list[games.GameSummary]:
     """The channel's games, oldest first (their numbers), with their turn counts."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await games.channel_games(s, place.channel_id)
 
 
-async def _queued_place(game: Deps, s: AsyncSession, t: Turn) -> int | None:
+async def _queued_place(deps: Deps, s: AsyncSession, t: Turn) -> int | None:
     """A queued turn's place in its film's queue; None for any other turn."""
-    return await game.jobs.position(s, t) if t.status == "queued" else None
+    return await deps.jobs.position(s, t) if t.status == "queued" else None
 
 
-async def _queued_places(game: Deps, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
+async def _queued_places(deps: Deps, s: AsyncSession, rows: list[Turn]) -> list[Placed]:
     """Each turn with its place, counted for the queued ones only."""
-    return [Placed(t, await _queued_place(game, s, t)) for t in rows]
+    return [Placed(t, await _queued_place(deps, s, t)) for t in rows]
 
 
-async def turns_page(game: Deps, place: Place, *, before: int | None = None, limit: int = 20,
+async def turns_page(deps: Deps, place: Place, *, before: int | None = None, limit: int = 20,
                      only_pending: bool = False) -> TurnsPage:
     """The live game's turns not taken down, the newest `limit` (before turn number `before`), or
     only the waiting and running ones; the queued ones with their places."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         gs = await sessions.live_session(s, place.channel_id)
         if gs is None:
             return TurnsPage(None, [], False)
         if only_pending:
-            return TurnsPage(gs, await _queued_places(game, s, await turn_reads.pending_turns(s, gs.id)), False)
+            return TurnsPage(gs, await _queued_places(deps, s, await turn_reads.pending_turns(s, gs.id)), False)
         rows, more = await turn_reads.page(s, gs.id, limit, before)
-        return TurnsPage(gs, await _queued_places(game, s, rows), more)
+        return TurnsPage(gs, await _queued_places(deps, s, rows), more)
 
 
-async def turn(game: Deps, place: Place, turn_id: int, *, clip: bool = False) -> ChannelTurn | None:
+async def turn(deps: Deps, place: Place, turn_id: int, *, clip: bool = False) -> ChannelTurn | None:
     """Turn `turn_id` if it is one of the channel's (None: no such turn here, e.g. another
     channel's); `clip`: its stored clip and model state loaded too."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id, blobs=clip)
         if t is None:
             return None
         gs = await sessions.session_by_id(s, t.session_id)
         if gs.channel_id != place.channel_id:
             return None
-        return ChannelTurn(t, gs, await _queued_place(game, s, t))
+        return ChannelTurn(t, gs, await _queued_place(deps, s, t))
 
 
-async def playing(game: Deps, place: Place) -> Playing:
-    async with game.sessions() as s:
-        cfg = await config(game, s, place)
+async def playing(deps: Deps, place: Place) -> Playing:
+    async with deps.sessions() as s:
+        cfg = await config(deps, s, place)
         gs = await sessions.live_session(s, place.channel_id)
         return Playing(cfg, FILMS.get(gs.film_id) if gs is not None else cfg.film,
                        await votes.vote_config(s, place.channel_id))
 
 
-async def latest_round(game: Deps, place: Place, voter_id: int | None = None
+async def latest_round(deps: Deps, place: Place, voter_id: int | None = None
                        ) -> tuple[votes.VoteConfig, voting.RoundView | None]:
     """The channel's vote mode, and its live game's latest round (the open one, else how the last
     one ended; None: none yet, or no live game), with `voter_id`'s vote in it."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         cfg = await votes.vote_config(s, place.channel_id)
         gs = await sessions.live_session(s, place.channel_id)
         rnd = await votes.latest_round(s, gs.id) if gs is not None else None

@@ -47,10 +47,10 @@ def _wait(recent: list[datetime], limit: int, now: datetime) -> float:
     return max(1.0, math.ceil((leaving + WINDOW - now).total_seconds()))
 
 
-async def check_quota(game: Deps, s: AsyncSession, place: Place, who: Member) -> None:
+async def check_quota(deps: Deps, s: AsyncSession, place: Place, who: Member) -> None:
     """Raise MemberQuota or ServerQuota when this turn would pass one, in the caller's transaction
     (which holds the server's quota lock until it commits the turn)."""
-    q = quotas(game.settings, await shares.share(s, place.guild_id))
+    q = quotas(deps.settings, await shares.share(s, place.guild_id))
     if not q.server and not q.member:
         return
     await shares.lock_quota(s, place.guild_id)
@@ -75,9 +75,9 @@ class ServerShare:
     usage: list[Usage]  # newest day first
 
 
-async def server_share(game: Deps, place: Place, days: int = 7) -> ServerShare:
-    async with game.sessions() as s:
-        q = quotas(game.settings, await shares.share(s, place.guild_id))
+async def server_share(deps: Deps, place: Place, days: int = 7) -> ServerShare:
+    async with deps.sessions() as s:
+        q = quotas(deps.settings, await shares.share(s, place.guild_id))
         return ServerShare(q, len(await shares.recent_turns(s, place.guild_id)), await shares.usage(s, place.guild_id, days))
 
 

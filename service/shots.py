@@ -23,17 +23,17 @@ async def _by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn:
     return turn
 
 
-async def shot_by_message(game: Deps, guild_id: int, message_id: int) -> Turn:
+async def shot_by_message(deps: Deps, guild_id: int, message_id: int) -> Turn:
     """The turn whose post (or status message) is message `message_id` of server `guild_id`
     (NotAShot if none)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return await _by_message(s, guild_id, message_id)
 
 
-async def reportable(game: Deps, guild_id: int, message_id: int) -> Turn:
+async def reportable(deps: Deps, guild_id: int, message_id: int) -> Turn:
     """The turn behind the message, if it can be reported: not taken down (ShotAlreadyRemoved),
     and the server has a moderation log channel to send it to (NoLogChannel)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         turn = await _by_message(s, guild_id, message_id)
         if turn.removed_at is not None:
             raise ShotAlreadyRemoved(turn.seq)
@@ -42,11 +42,11 @@ async def reportable(game: Deps, guild_id: int, message_id: int) -> Turn:
     return turn
 
 
-async def report(game: Deps, place: Place, who: Member, turn: Turn, message_id: int) -> None:
+async def report(deps: Deps, place: Place, who: Member, turn: Turn, message_id: int) -> None:
     """`who` reports `turn` (seen as message `message_id` in `place`): audited as report_shot."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await turn_reads.session_of(s, turn)
-        await game.record(s, place, who, "report_shot", str(turn.seq),
+        await deps.record(s, place, who, "report_shot", str(turn.seq),
                           turn_id=turn.id, author_id=str(turn.author_id), author=turn.author_name,
                           game_channel_id=str(gs.channel_id), message_id=str(message_id))
 
@@ -63,13 +63,13 @@ class Removed:
     turn: Turn  # as stored after the removal (its removal notice is drawn from it)
 
 
-async def remove(game: Deps, place: Place, who: Member, turn_id: int, reason: str, *, moderator: bool,
+async def remove(deps: Deps, place: Place, who: Member, turn_id: int, reason: str, *, moderator: bool,
                  via: str) -> Removed:
     """`who` (a moderator, or the turn's author) takes turn `turn_id` down, its `reason` kept as the
     remover's words: its content goes (db.removal) and the removal is audited as remove_shot, in one
     transaction. Refused: no such turn (NotAShot), someone else's shot for a non-moderator
     (NotShotAuthor), a shot already down (ShotAlreadyRemoved) or not finished (ShotNotFinished)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         turn = await turn_reads.get_turn(s, turn_id, lock=True)
         if turn is None:
             raise NotAShot()
@@ -83,7 +83,7 @@ async def remove(game: Deps, place: Place, who: Member, turn_id: int, reason: st
         gs = await turn_reads.session_of(s, turn)
         await removal.take_down_turns(s, [turn.id], note=reason, by_id=who.id, by_name=who.name)
         message_id = turn.posted_message_id or turn.status_message_id
-        await game.record(s, place, who, "remove_shot", str(turn.seq),
+        await deps.record(s, place, who, "remove_shot", str(turn.seq),
                           turn_id=turn.id, reason=reason, by="author" if by_author else "moderator", via=via,
                           author_id=str(turn.author_id), author=turn.author_name, game_channel_id=str(gs.channel_id),
                           message_id=None if message_id is None else str(message_id))

@@ -49,28 +49,28 @@ def _shown(t: Turn) -> StatusTurn:
     return StatusTurn(t.id, t.session_id, t.seq, t.seed, t.status, t.instruction, t.author_name, t.status_message_id)
 
 
-async def record_message(game: Deps, turn_id: int, message_id: int) -> StatusTurn | None:
+async def record_message(deps: Deps, turn_id: int, message_id: int) -> StatusTurn | None:
     """Record a turn's status message; the turn as it is now if it was cancelled meanwhile (its
     message is to be closed at once), else None."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         if await turn_posts.set_status_message(s, turn_id, message_id) != "cancelled":
             return None
         t = await turn_reads.get_turn(s, turn_id)
         return None if t is None else _shown(t)
 
 
-async def waiting(game: Deps, guild_ids: Collection[int]) -> list[Waiting]:
+async def waiting(deps: Deps, guild_ids: Collection[int]) -> list[Waiting]:
     """The queued turns of these servers that have a status message, with their places in the
     queue: two queries, however many turns wait."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         queued = await turn_posts.queued_with_status_message(s, list(guild_ids))
-        positions = await game.jobs.positions(s, [t.id for t, _, _ in queued])
+        positions = await deps.jobs.positions(s, [t.id for t, _, _ in queued])
         return [Waiting(_shown(t), channel_id, message_id, positions.get(t.id)) for t, channel_id, message_id in queued]
 
 
-async def turn(game: Deps, turn_id: int) -> tuple[StatusTurn, Where] | None:
+async def turn(deps: Deps, turn_id: int) -> tuple[StatusTurn, Where] | None:
     """A turn as its status message shows it, and where its game plays (None: no such turn)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id)
         if t is None:
             return None

@@ -105,8 +105,8 @@ class TableView:
     pending: tuple[int, ...]
 
 
-async def table(game: Deps, place: Place) -> TableView:
-    t = await reads.table(game, place)
+async def table(deps: Deps, place: Place) -> TableView:
+    t = await reads.table(deps, place)
     if t.live is None:
         return TableView(t.config, None, (), {}, ())
     return TableView(t.config, session_view(t.live.session), tuple(player_view(p) for p in t.live.players),
@@ -120,10 +120,10 @@ class TurnsView:
     more: bool  # older turns before these
 
 
-async def turns_page(game: Deps, place: Place, *, before: int | None = None, limit: int = 20,
+async def turns_page(deps: Deps, place: Place, *, before: int | None = None, limit: int = 20,
                      only_pending: bool = False) -> TurnsView:
     """service.reads.turns_page as views."""
-    page = await reads.turns_page(game, place, before=before, limit=limit, only_pending=only_pending)
+    page = await reads.turns_page(deps, place, before=before, limit=limit, only_pending=only_pending)
     if page.session is None:
         return TurnsView(None, (), False)
     return TurnsView(session_view(page.session), tuple(turn_view(p.turn, p.position) for p in page.turns), page.more)
@@ -136,9 +136,9 @@ class FoundTurn:
     clip: bytes | None  # the stored MP4, when asked for
 
 
-async def turn(game: Deps, place: Place, turn_id: int, *, clip: bool = False) -> FoundTurn | None:
+async def turn(deps: Deps, place: Place, turn_id: int, *, clip: bool = False) -> FoundTurn | None:
     """Turn `turn_id` if it is one of the channel's (None: not here); `clip`: with its MP4."""
-    found = await reads.turn(game, place, turn_id, clip=clip)
+    found = await reads.turn(deps, place, turn_id, clip=clip)
     if found is None:
         return None
     return FoundTurn(turn_view(found.turn, found.position), found.session.film_id, found.turn.mp4 if clip else None)
@@ -152,9 +152,9 @@ class VoteView:
     seconds_left: float  # the open round's time left (0: none open)
 
 
-async def latest_round(game: Deps, place: Place, now: datetime, voter_id: int | None = None) -> VoteView:
+async def latest_round(deps: Deps, place: Place, now: datetime, voter_id: int | None = None) -> VoteView:
     """The channel's vote mode and its latest round (service.reads.latest_round), with
     `voter_id`'s vote, its time left counted from `now`."""
-    cfg, view = await reads.latest_round(game, place, voter_id)
+    cfg, view = await reads.latest_round(deps, place, voter_id)
     left = max(0.0, (view.round.deadline - now).total_seconds()) if view is not None and view.round.status == "open" else 0.0
     return VoteView(cfg.enabled, cfg.round_seconds, view, left)

@@ -176,15 +176,15 @@ async def _open(s: AsyncSession, place: Place, by: int) -> tuple[VoteRound, bool
     return await votes.open_round(s, gs, by, cfg.round_seconds)
 
 
-async def propose(game: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Proposed:
+async def propose(deps: Deps, place: Place, who: Member, fields: ActFields, extra_rules: Sequence[RuleSet] = ()) -> Proposed:
     """A proposal for the open round (opening one): the proposer's character, if they joined, and
     the `others`. A member playing no character gives a name to be shown by. One proposal per
     member per round, at most MAX_PROPOSALS."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         rnd, _created = await _open(s, place, who.id)
         gs = await sessions.session_by_id(s, rnd.session_id)
         film = session_film(gs.film_id)
-        cfg = await config(game, s, place)
+        cfg = await config(deps, s, place)
         me = await sessions.player_of(s, gs.id, who.id)
         if who.name is None and me is None:
             raise InputRefused("name", L_("is empty; please type something"))
@@ -201,9 +201,9 @@ async def propose(game: Deps, place: Place, who: Member, fields: ActFields, extr
     return Proposed(RoundRow.of(rnd), len(made) + 1, film, ins)
 
 
-async def open_round(game: Deps, place: Place, user_id: int) -> tuple[RoundRow, bool]:
+async def open_round(deps: Deps, place: Place, user_id: int) -> tuple[RoundRow, bool]:
     """The open round, or a new one (True)."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         rnd, created = await _open(s, place, user_id)
         return RoundRow.of(rnd), created
 
@@ -221,18 +221,18 @@ async def _ballot(s: AsyncSession, rnd: VoteRound | None, proposal_id: int, user
     return RoundRow.of(rnd), numbers.index(proposal_id) + 1
 
 
-async def vote(game: Deps, proposal_id: int, user_id: int) -> tuple[RoundRow, int]:
+async def vote(deps: Deps, proposal_id: int, user_id: int) -> tuple[RoundRow, int]:
     """A vote for a proposal (a second one moves the first); returns its round and option number."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         p = await votes.proposal(s, proposal_id)
         if p is None:
             raise UnknownProposal()
         return await _ballot(s, await votes.lock_round(s, p.round_id), p.id, user_id)
 
 
-async def vote_for_option(game: Deps, place: Place, option: int, user_id: int) -> tuple[RoundRow, int]:
+async def vote_for_option(deps: Deps, place: Place, option: int, user_id: int) -> tuple[RoundRow, int]:
     """A vote for option `option` of the channel's open round."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id)
         rnd = await votes.open_round_of(s, gs.id, lock=True)
         if rnd is None:
@@ -243,7 +243,7 @@ async def vote_for_option(game: Deps, place: Place, option: int, user_id: int) -
         return await _ballot(s, rnd, made[option - 1].id, user_id)
 
 
-async def _close(game: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound, int | None] | None:
+async def _close(deps: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound, int | None] | None:
     """Close one due round (db.votes' rules): its winner becomes a turn, or it is void or empty.
     None: nothing to do now (closed elsewhere, not due, or the backlog is full: the round stays
     open and the next check with a free slot closes it)."""
@@ -264,34 +264,34 @@ async def _close(game: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound,
     p = await votes.proposal(s, best.proposal.id)
     assert p is not None, "a round's proposals are never deleted"
     # Credited to its proposer, who need not have joined; no cooldown (the round paces the channel).
-    limits = (await config(game, s, Place(gs.guild_id, gs.channel_id))).limits
+    limits = (await config(deps, s, Place(gs.guild_id, gs.channel_id))).limits
     try:
         async with s.begin_nested():
             turn = await queue_turn(s, gs, author_id=p.author_id, author_name=p.author_name,
                                     instruction=votes.proposed_instruction(p), limits=replace(limits, cooldown_seconds=0),
-                                    enqueue=game.jobs.enqueue)
+                                    enqueue=deps.jobs.enqueue)
     except BacklogFull:
         return None
     await votes.won(s, rnd, p.id, turn.id, ROUND_WON)  # RoundView.outcome_text words it from the round
     return rnd, turn.id
 
 
-async def close_due(game: Deps, guild_ids: Collection[int], *, shown: bool = False) -> list[Closed]:
+async def close_due(deps: Deps, guild_ids: Collection[int], *, shown: bool = False) -> list[Closed]:
     """Close the due rounds of `guild_ids`, each in its own transaction: a round that fails to
     close stays open and the next check tries again. `shown`: the result is read from the row
     (the page), so it counts as shown at once; else the face marks it when its message shows it."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         due = await votes.due_rounds(s, list(guild_ids))
     done: list[Closed] = []
     for round_id in due:
         try:
-            async with game.sessions.begin() as s:
-                closed = await _close(game, s, round_id)
+            async with deps.sessions.begin() as s:
+                closed = await _close(deps, s, round_id)
                 if closed is None:
                     continue
                 rnd, turn_id = closed
                 turn = None if turn_id is None else await get_turn(s, turn_id)
-                position = None if turn is None else await game.jobs.position(s, turn)
+                position = None if turn is None else await deps.jobs.position(s, turn)
                 if shown:
                     await votes.mark_shown(s, round_id)
         except Exception as e:
@@ -301,42 +301,42 @@ async def close_due(game: Deps, guild_ids: Collection[int], *, shown: bool = Fal
     return done
 
 
-async def set_mode(game: Deps, place: Place, who: Member, enabled: bool,
+async def set_mode(deps: Deps, place: Place, who: Member, enabled: bool,
                    seconds: int | None = None) -> tuple[votes.VoteConfig, list[RoundRow]]:
     """Admins: vote mode on or off (and a round's length); returns the mode and the rounds voided."""
     if seconds is not None and not MIN_ROUND_SECONDS <= seconds <= MAX_ROUND_SECONDS:
         raise GameError(L_("A round lasts between %(low)s and %(high)s seconds.",
                            low=MIN_ROUND_SECONDS, high=Later(format_number, MAX_ROUND_SECONDS)))
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         cfg, voided = await votes.set_mode(s, place.guild_id, place.channel_id, enabled, seconds)
-        await game.record(s, place, who, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
+        await deps.record(s, place, who, "vote_mode", "on" if enabled else "off", round_seconds=cfg.round_seconds)
     return cfg, [RoundRow.of(r) for r in voided]
 
 
 # --- a round's message
 
 
-async def round_shown(game: Deps, round_id: int) -> Shown:
+async def round_shown(deps: Deps, round_id: int) -> Shown:
     """What round `round_id`'s message shows now."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         v = await view(s, round_id)
         gs = await sessions.session_by_id(s, v.round.session_id)
     return Shown(v, display_film(gs.film_id))
 
 
-async def set_message(game: Deps, round_id: int, message_id: int) -> None:
+async def set_message(deps: Deps, round_id: int, message_id: int) -> None:
     """The round's message was posted: later updates edit message `message_id`."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await votes.set_message(s, round_id, message_id)
 
 
-async def mark_shown(game: Deps, round_id: int) -> None:
+async def mark_shown(deps: Deps, round_id: int) -> None:
     """The finished round's message shows its result; until then it is one of the `unshown`."""
-    async with game.sessions.begin() as s:
+    async with deps.sessions.begin() as s:
         await votes.mark_shown(s, round_id)
 
 
-async def unshown(game: Deps, guild_ids: Collection[int]) -> list[RoundRow]:
+async def unshown(deps: Deps, guild_ids: Collection[int]) -> list[RoundRow]:
     """The finished rounds of `guild_ids` whose result is not shown yet (a restart in between)."""
-    async with game.sessions() as s:
+    async with deps.sessions() as s:
         return [RoundRow.of(r) for r in await votes.unshown(s, guild_ids)]

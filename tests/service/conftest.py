@@ -1,5 +1,5 @@
 """The game service as the play page runs it: the real Postgres of the test (`sessions`) and the
-real procrastinate queue (QueueJobs). A module that needs other jobs overrides `game`."""
+real procrastinate queue (QueueJobs). A module that needs other jobs overrides `deps`."""
 
 from __future__ import annotations
 
@@ -10,5 +10,5 @@ from service.jobs import QueueJobs
 
 
 @pytest.fixture
-def game(sessions, settings) -> Deps:
+def deps(sessions, settings) -> Deps:
     return Deps(settings, sessions, QueueJobs())

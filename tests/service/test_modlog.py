@@ -16,7 +16,7 @@ HERE = Place(100, 200)
 MOD = Member(9, "mod")
 
 
-async def test_an_entry_is_heard_at_commit_and_read_with_its_log_channel(game, database_url):
+async def test_an_entry_is_heard_at_commit_and_read_with_its_log_channel(deps, database_url):
     connected = asyncio.Event()
 
     async def on_connect() -> None:
@@ -25,16 +25,16 @@ async def test_an_entry_is_heard_at_commit_and_read_with_its_log_channel(game, d
     async with events.Events(database_url, [events.AUDIT_RECORDED], on_connect=on_connect) as heard:
         await asyncio.wait_for(connected.wait(), 10)
         with pytest.raises(RuntimeError):  # rolled back: never heard
-            async with game.sessions.begin() as s:
-                await game.record(s, HERE, MOD, "rolled_back")
+            async with deps.sessions.begin() as s:
+                await deps.record(s, HERE, MOD, "rolled_back")
                 raise RuntimeError("the action failed")
-        await admin.set_previews(game, HERE, MOD, True)  # an audited action
+        await admin.set_previews(deps, HERE, MOD, True)  # an audited action
         payload = (await asyncio.wait_for(anext(aiter(heard)), 10)).payload
     assert payload["guild_id"] == HERE.guild_id
 
-    assert await modlog.to_post(game, payload["audit_id"]) is None  # the server has no log channel yet
-    await admin.set_log_channel(game, HERE, MOD, 555)
-    found = await modlog.to_post(game, payload["audit_id"])
+    assert await modlog.to_post(deps, payload["audit_id"]) is None  # the server has no log channel yet
+    await admin.set_log_channel(deps, HERE, MOD, 555)
+    found = await modlog.to_post(deps, payload["audit_id"])
     assert found is not None
     entry, channel_id = found
     assert channel_id == 555
@@ -43,4 +43,4 @@ async def test_an_entry_is_heard_at_commit_and_read_with_its_log_channel(game, d
     assert entry.created_at is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         entry.action = "other"  # type: ignore[misc]
-    assert await modlog.to_post(game, 10**12) is None  # no such entry
+    assert await modlog.to_post(deps, 10**12) is None  # no such entry

@@ -13,26 +13,26 @@ WALK = ActFields("walk", "town")
 FLOOD_A, FLOOD_B, LONE = Place(100, 200), Place(100, 201), Place(300, 400)
 
 
-async def _playing(game: Deps, place: Place) -> None:
-    await admin.set_film(game, place, MOD, "qiqi")
-    await players.start(game, place, ALICE)
-    await players.join(game, place, ALICE, "qiqi")
+async def _playing(deps: Deps, place: Place) -> None:
+    await admin.set_film(deps, place, MOD, "qiqi")
+    await players.start(deps, place, ALICE)
+    await players.join(deps, place, ALICE, "qiqi")
 
 
-async def test_the_places_told_are_the_fair_orders(game):
+async def test_the_places_told_are_the_fair_orders(deps):
     for place in (FLOOD_A, FLOOD_B, LONE):
-        await _playing(game, place)
+        await _playing(deps, place)
     for _ in range(3):
-        await players.act(game, FLOOD_A, ALICE, WALK)  # the flood's first channel queues first
+        await players.act(deps, FLOOD_A, ALICE, WALK)  # the flood's first channel queues first
     for _ in range(3):
-        await players.act(game, FLOOD_B, ALICE, WALK)
-    lone = await players.act(game, LONE, ALICE, WALK)  # last in, first come, first served: place 7
+        await players.act(deps, FLOOD_B, ALICE, WALK)
+    lone = await players.act(deps, LONE, ALICE, WALK)  # last in, first come, first served: place 7
     assert lone.position == 2  # behind one turn of the other server only
-    assert [p.position for p in await reads.waiting(game, LONE)] == [2]
+    assert [p.position for p in await reads.waiting(deps, LONE)] == [2]
     # The flood's channels alternate: A, (lone), B, A, B, A, B.
-    assert [p.position for p in await reads.waiting(game, FLOOD_A)] == [1, 4, 6]
-    assert [p.position for p in await reads.waiting(game, FLOOD_B)] == [3, 5, 7]
-    page = await reads.turns_page(game, FLOOD_B, only_pending=True)
+    assert [p.position for p in await reads.waiting(deps, FLOOD_A)] == [1, 4, 6]
+    assert [p.position for p in await reads.waiting(deps, FLOOD_B)] == [3, 5, 7]
+    page = await reads.turns_page(deps, FLOOD_B, only_pending=True)
     assert [p.position for p in page.turns] == [3, 5, 7]
-    one = await reads.turn(game, LONE, lone.turn.id)
+    one = await reads.turn(deps, LONE, lone.turn.id)
     assert one is not None and one.position == 2

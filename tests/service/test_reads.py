@@ -21,11 +21,11 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
 
 
-async def _playing(game: Deps) -> None:
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    await players.start(game, HERE, ALICE)
-    await players.join(game, HERE, ALICE, "qiqi")
-    await players.join(game, HERE, BOB, "jiji")
+async def _playing(deps: Deps) -> None:
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    await players.start(deps, HERE, ALICE)
+    await players.join(deps, HERE, ALICE, "qiqi")
+    await players.join(deps, HERE, BOB, "jiji")
 
 
 async def _set(sessions, turn_id: int, **values) -> None:
@@ -33,125 +33,125 @@ async def _set(sessions, turn_id: int, **values) -> None:
         await s.execute(update(Turn).where(Turn.id == turn_id).values(**values))
 
 
-async def test_no_game_here_is_refused_and_the_page_gets_its_config_alone(game):
-    await admin.set_film(game, HERE, MOD, "qiqi")
+async def test_no_game_here_is_refused_and_the_page_gets_its_config_alone(deps):
+    await admin.set_film(deps, HERE, MOD, "qiqi")
     for read in (reads.live_game, reads.waiting, reads.game_by_number, reads.exportable):
         with pytest.raises(NoSession):
-            await read(game, HERE)
+            await read(deps, HERE)
     with pytest.raises(NoSession):
-        await reads.history(game, HERE, 10)
-    table = await reads.table(game, HERE)
+        await reads.history(deps, HERE, 10)
+    table = await reads.table(deps, HERE)
     assert (table.config.film and table.config.film.id, table.live, table.pending) == ("qiqi", None, [])
-    assert await reads.turns_page(game, HERE) == reads.TurnsPage(None, [], False)
-    assert await reads.channel_games(game, HERE) == []
+    assert await reads.turns_page(deps, HERE) == reads.TurnsPage(None, [], False)
+    assert await reads.channel_games(deps, HERE) == []
 
 
-async def test_the_live_game_has_its_players_in_join_order_and_their_characters_states(game):
-    await _playing(game)
-    live = await reads.live_game(game, HERE)
+async def test_the_live_game_has_its_players_in_join_order_and_their_characters_states(deps):
+    await _playing(deps)
+    live = await reads.live_game(deps, HERE)
     assert [(p.user_name, p.character_id) for p in live.players] == [("alice", "qiqi"), ("bob", "jiji")]
     assert {c: (st.stamina, st.social, st.entertainment) for c, st in live.states.items()} == {
         "qiqi": (50, 50, 50), "jiji": (50, 50, 50)}
-    await players.act(game, HERE, ALICE, WALK)
-    table = await reads.table(game, HERE)
+    await players.act(deps, HERE, ALICE, WALK)
+    table = await reads.table(deps, HERE)
     assert table.live is not None and table.live.session.id == live.session.id
     assert [t.seq for t in table.pending] == [1]
     with pytest.raises(NoSession):  # another channel's game is not this one's
-        await reads.live_game(game, ELSEWHERE)
+        await reads.live_game(deps, ELSEWHERE)
 
 
-async def test_waiting_turns_have_their_places_and_the_pages_list_counts_only_queued_ones(game, sessions):
+async def test_waiting_turns_have_their_places_and_the_pages_list_counts_only_queued_ones(deps, sessions):
     """In the film's queue the running turn is being made (0) and the next ones follow; the page's
     list gives a place to queued turns only (a running one shows its progress instead)."""
-    await _playing(game)
-    first = (await players.act(game, HERE, ALICE, WALK)).turn
-    await players.act(game, HERE, BOB, WALK)
-    assert [(w.turn.seq, w.position) for w in await reads.waiting(game, HERE)] == [(1, 1), (2, 2)]
+    await _playing(deps)
+    first = (await players.act(deps, HERE, ALICE, WALK)).turn
+    await players.act(deps, HERE, BOB, WALK)
+    assert [(w.turn.seq, w.position) for w in await reads.waiting(deps, HERE)] == [(1, 1), (2, 2)]
     await _set(sessions, first.id, status="running")
-    assert [(w.turn.seq, w.position) for w in await reads.waiting(game, HERE)] == [(1, 0), (2, 1)]
-    page = await reads.turns_page(game, HERE, only_pending=True)
+    assert [(w.turn.seq, w.position) for w in await reads.waiting(deps, HERE)] == [(1, 0), (2, 1)]
+    page = await reads.turns_page(deps, HERE, only_pending=True)
     assert [(p.turn.seq, p.position) for p in page.turns] == [(1, None), (2, 1)] and not page.more
 
 
-async def test_the_pages_list_pages_back_from_the_newest_and_leaves_out_removed_turns(game, sessions):
-    await _playing(game)
-    turns = [(await players.act(game, HERE, ALICE, WALK)).turn for _ in range(4)]
+async def test_the_pages_list_pages_back_from_the_newest_and_leaves_out_removed_turns(deps, sessions):
+    await _playing(deps)
+    turns = [(await players.act(deps, HERE, ALICE, WALK)).turn for _ in range(4)]
     await _set(sessions, turns[1].id, removed_at=turns[1].created_at)  # taken down: gone from the page
-    newest = await reads.turns_page(game, HERE, limit=2)
+    newest = await reads.turns_page(deps, HERE, limit=2)
     assert ([p.turn.seq for p in newest.turns], newest.more) == ([3, 4], True)
-    older = await reads.turns_page(game, HERE, limit=2, before=3)
+    older = await reads.turns_page(deps, HERE, limit=2, before=3)
     assert ([p.turn.seq for p in older.turns], older.more) == ([1], False)
 
 
-async def test_past_games_by_number_their_history_and_what_can_be_exported(game, sessions):
+async def test_past_games_by_number_their_history_and_what_can_be_exported(deps, sessions):
     """A reset archives game 1 and starts game 2: both are reached by number, the live one also
     without; a game with no finished clip has nothing to export."""
-    await _playing(game)
-    first = (await players.act(game, HERE, ALICE, WALK)).turn
-    await players.act(game, HERE, BOB, ActFields("run", "field"))
+    await _playing(deps)
+    first = (await players.act(deps, HERE, ALICE, WALK)).turn
+    await players.act(deps, HERE, BOB, ActFields("run", "field"))
     with pytest.raises(NothingToExport):
-        await reads.exportable(game, HERE)
+        await reads.exportable(deps, HERE)
     await _set(sessions, first.id, status="done", mp4_size=1000)
-    old = await reads.exportable(game, HERE)
-    done = await moderation.reset(game, HERE, MOD)
+    old = await reads.exportable(deps, HERE)
+    done = await moderation.reset(deps, HERE, MOD)
 
-    assert (await reads.game_by_number(game, HERE, 1)).id == old.id
-    assert (await reads.game_by_number(game, HERE, 2)).id == (await reads.game_by_number(game, HERE)).id == done.fresh.id
+    assert (await reads.game_by_number(deps, HERE, 1)).id == old.id
+    assert (await reads.game_by_number(deps, HERE, 2)).id == (await reads.game_by_number(deps, HERE)).id == done.fresh.id
     with pytest.raises(UnknownGame):
-        await reads.game_by_number(game, HERE, 3)
-    gs, turns = await reads.history(game, HERE, 1, number=1)
+        await reads.game_by_number(deps, HERE, 3)
+    gs, turns = await reads.history(deps, HERE, 1, number=1)
     assert gs.id == old.id and [t.seq for t in turns] == [2]  # the latest one
-    assert [t.seq for t in (await reads.history(game, HERE, 10, number=1))[1]] == [1, 2]
-    assert (await reads.history(game, HERE, 10))[1] == []  # the fresh game has no turn yet
-    assert (await reads.exportable(game, HERE, 1)).id == old.id
+    assert [t.seq for t in (await reads.history(deps, HERE, 10, number=1))[1]] == [1, 2]
+    assert (await reads.history(deps, HERE, 10))[1] == []  # the fresh game has no turn yet
+    assert (await reads.exportable(deps, HERE, 1)).id == old.id
     with pytest.raises(NothingToExport):
-        await reads.exportable(game, HERE)
+        await reads.exportable(deps, HERE)
 
-    listed = await reads.channel_games(game, HERE)
+    listed = await reads.channel_games(deps, HERE)
     assert [(g.number, g.session.id, g.turns, g.done) for g in listed] == [(1, old.id, 2, 1), (2, done.fresh.id, 0, 0)]
 
 
-async def test_a_turn_by_id_is_the_channels_own_with_its_place_and_its_clip_on_request(game, sessions):
+async def test_a_turn_by_id_is_the_channels_own_with_its_place_and_its_clip_on_request(deps, sessions):
     """Another channel's turn, or an id no turn has (even past bigint), is not there; a queued turn
     has its place, a running one none; one taken down is still read (a face decides to hide it)."""
-    await _playing(game)
-    first = (await players.act(game, HERE, ALICE, WALK)).turn
-    second = (await players.act(game, HERE, BOB, WALK)).turn
+    await _playing(deps)
+    first = (await players.act(deps, HERE, ALICE, WALK)).turn
+    second = (await players.act(deps, HERE, BOB, WALK)).turn
     for missing in ((ELSEWHERE, first.id), (HERE, second.id + 1000), (HERE, 2**70)):
-        assert await reads.turn(game, *missing) is None
-    found = await reads.turn(game, HERE, second.id)
+        assert await reads.turn(deps, *missing) is None
+    found = await reads.turn(deps, HERE, second.id)
     assert found is not None and (found.turn.seq, found.position, found.session.id) == (2, 2, second.session_id)
     await _set(sessions, first.id, status="running")
-    running = await reads.turn(game, HERE, first.id)
+    running = await reads.turn(deps, HERE, first.id)
     assert running is not None and running.position is None
     await _set(sessions, first.id, status="done", mp4=b"clip-bytes", mp4_size=10, removed_at=first.created_at)
-    done = await reads.turn(game, HERE, first.id, clip=True)
+    done = await reads.turn(deps, HERE, first.id, clip=True)
     assert done is not None and (done.turn.mp4, done.position, done.turn.removed_at) == (b"clip-bytes", None, first.created_at)
 
 
-async def test_what_the_channel_plays_is_its_live_games_film_else_the_configured_one_and_its_vote_mode(game):
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    here = await reads.playing(game, HERE)
+async def test_what_the_channel_plays_is_its_live_games_film_else_the_configured_one_and_its_vote_mode(deps):
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    here = await reads.playing(deps, HERE)
     assert (here.config.film and here.config.film.id, here.film and here.film.id, here.voting.enabled) == ("qiqi", "qiqi", False)
-    await players.start(game, HERE, ALICE)
-    await admin.set_film(game, HERE, MOD, "ponyo")  # new games will use it; the live one keeps its film
-    await voting.set_mode(game, HERE, MOD, True, 60)
-    here = await reads.playing(game, HERE)
+    await players.start(deps, HERE, ALICE)
+    await admin.set_film(deps, HERE, MOD, "ponyo")  # new games will use it; the live one keeps its film
+    await voting.set_mode(deps, HERE, MOD, True, 60)
+    here = await reads.playing(deps, HERE)
     assert (here.config.film and here.config.film.id, here.film and here.film.id) == ("ponyo", "qiqi")
     assert (here.voting.enabled, here.voting.round_seconds) == (True, 60)
 
 
-async def test_the_latest_vote_round_with_the_askers_vote(game):
-    await _playing(game)
-    assert (await reads.latest_round(game, ELSEWHERE))[1] is None  # no game there
-    await voting.set_mode(game, HERE, MOD, True, 60)
-    cfg, view = await reads.latest_round(game, HERE, ALICE.id)
+async def test_the_latest_vote_round_with_the_askers_vote(deps):
+    await _playing(deps)
+    assert (await reads.latest_round(deps, ELSEWHERE))[1] is None  # no game there
+    await voting.set_mode(deps, HERE, MOD, True, 60)
+    cfg, view = await reads.latest_round(deps, HERE, ALICE.id)
     assert (cfg.enabled, cfg.round_seconds, view) == (True, 60, None)
-    await voting.propose(game, HERE, ALICE, WALK)
-    await voting.propose(game, HERE, BOB, ActFields("run", "field"))
-    await voting.vote_for_option(game, HERE, 2, ALICE.id)
-    _cfg, view = await reads.latest_round(game, HERE, ALICE.id)
+    await voting.propose(deps, HERE, ALICE, WALK)
+    await voting.propose(deps, HERE, BOB, ActFields("run", "field"))
+    await voting.vote_for_option(deps, HERE, 2, ALICE.id)
+    _cfg, view = await reads.latest_round(deps, HERE, ALICE.id)
     assert view is not None and view.round.status == "open" and view.my_vote == 2
     assert [(o.number, o.proposal.author_name, o.votes) for o in view.options] == [(1, "alice", 0), (2, "bob", 1)]
-    _cfg, bobs = await reads.latest_round(game, HERE, BOB.id)
+    _cfg, bobs = await reads.latest_round(deps, HERE, BOB.id)
     assert bobs is not None and bobs.my_vote is None

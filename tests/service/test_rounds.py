@@ -14,37 +14,37 @@ HERE = Place(100, 200)
 ALICE, MOD = Member(1, "alice"), Member(9, "mod")
 
 
-async def test_a_rounds_message_from_open_to_its_result_shown(game, sessions):
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    await players.start(game, HERE, ALICE)
-    await players.join(game, HERE, ALICE, "qiqi")
-    await voting.set_mode(game, HERE, MOD, True, 60)
-    proposed = await voting.propose(game, HERE, ALICE, ActFields("walk", "town"))
-    await voting.vote_for_option(game, HERE, 1, ALICE.id)
-    shown = await voting.round_shown(game, proposed.round.id)
+async def test_a_rounds_message_from_open_to_its_result_shown(deps, sessions):
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    await players.start(deps, HERE, ALICE)
+    await players.join(deps, HERE, ALICE, "qiqi")
+    await voting.set_mode(deps, HERE, MOD, True, 60)
+    proposed = await voting.propose(deps, HERE, ALICE, ActFields("walk", "town"))
+    await voting.vote_for_option(deps, HERE, 1, ALICE.id)
+    shown = await voting.round_shown(deps, proposed.round.id)
     assert (shown.view.round.status, shown.view.round.message_id, shown.film.id) == ("open", None, "qiqi")
     assert ([o.number for o in shown.view.options], shown.view.voters, shown.view.players) == ([1], 1, 1)
-    await voting.set_message(game, proposed.round.id, 4242)
-    assert (await voting.round_shown(game, proposed.round.id)).view.round.message_id == 4242
-    assert await voting.unshown(game, [HERE.guild_id]) == []  # open: nothing to show yet
+    await voting.set_message(deps, proposed.round.id, 4242)
+    assert (await voting.round_shown(deps, proposed.round.id)).view.round.message_id == 4242
+    assert await voting.unshown(deps, [HERE.guild_id]) == []  # open: nothing to show yet
     async with sessions.begin() as s:
         await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
-    (closed,) = await voting.close_due(game, [HERE.guild_id])
-    assert [r.id for r in await voting.unshown(game, [HERE.guild_id])] == [closed.round.id]
-    assert await voting.unshown(game, [HERE.guild_id + 1]) == []  # another server's
-    shown = await voting.round_shown(game, closed.round.id)
+    (closed,) = await voting.close_due(deps, [HERE.guild_id])
+    assert [r.id for r in await voting.unshown(deps, [HERE.guild_id])] == [closed.round.id]
+    assert await voting.unshown(deps, [HERE.guild_id + 1]) == []  # another server's
+    shown = await voting.round_shown(deps, closed.round.id)
     assert (shown.view.round.status, shown.view.winner and shown.view.winner.number) == ("closed", 1)
-    await voting.mark_shown(game, closed.round.id)
-    assert await voting.unshown(game, [HERE.guild_id]) == []
+    await voting.mark_shown(deps, closed.round.id)
+    assert await voting.unshown(deps, [HERE.guild_id]) == []
     async with sessions() as s:
         assert await s.scalar(select(VoteRound.result_shown_at).where(VoteRound.id == closed.round.id)) is not None
 
 
-async def test_a_withdrawn_films_round_still_shows(game, sessions):
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    await players.start(game, HERE, ALICE)
-    await voting.set_mode(game, HERE, MOD, True, 60)
-    rnd, _created = await voting.open_round(game, HERE, ALICE.id)
+async def test_a_withdrawn_films_round_still_shows(deps, sessions):
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    await players.start(deps, HERE, ALICE)
+    await voting.set_mode(deps, HERE, MOD, True, 60)
+    rnd, _created = await voting.open_round(deps, HERE, ALICE.id)
     async with sessions.begin() as s:
         await s.execute(update(GameSession).values(film_id="gone"))
-    assert (await voting.round_shown(game, rnd.id)).film.title == "gone (withdrawn)"
+    assert (await voting.round_shown(deps, rnd.id)).film.title == "gone (withdrawn)"

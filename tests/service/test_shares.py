@@ -21,11 +21,11 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
 
 
-async def _playing(game: Deps, place: Place = HERE) -> None:
-    await admin.set_film(game, place, MOD, "qiqi")
-    await players.start(game, place, ALICE)
-    await players.join(game, place, ALICE, "qiqi")
-    await players.join(game, place, BOB, "jiji")
+async def _playing(deps: Deps, place: Place = HERE) -> None:
+    await admin.set_film(deps, place, MOD, "qiqi")
+    await players.start(deps, place, ALICE)
+    await players.join(deps, place, ALICE, "qiqi")
+    await players.join(deps, place, BOB, "jiji")
 
 
 async def _age_oldest(sessions, minutes: float) -> None:
@@ -35,45 +35,45 @@ async def _age_oldest(sessions, minutes: float) -> None:
                              " WHERE id = (SELECT min(id) FROM turns)"), {"m": minutes})
 
 
-async def test_a_servers_quota_refuses_with_the_wait_and_lets_the_next_turn_in_when_the_hour_has_passed(game, sessions):
+async def test_a_servers_quota_refuses_with_the_wait_and_lets_the_next_turn_in_when_the_hour_has_passed(deps, sessions):
     await shares.set_share(sessions, HERE.guild_id, "operator", turns_per_hour=3)
-    await _playing(game, HERE)
-    await _playing(game, THERE)  # the same server's other channel shares its quota
-    await players.act(game, HERE, ALICE, WALK)
-    await players.act(game, THERE, BOB, WALK)
-    await players.act(game, HERE, BOB, WALK)
+    await _playing(deps, HERE)
+    await _playing(deps, THERE)  # the same server's other channel shares its quota
+    await players.act(deps, HERE, ALICE, WALK)
+    await players.act(deps, THERE, BOB, WALK)
+    await players.act(deps, HERE, BOB, WALK)
     with pytest.raises(ServerQuota) as refused:
-        await players.act(game, THERE, ALICE, WALK)
+        await players.act(deps, THERE, ALICE, WALK)
     assert refused.value.params["n"] == 3 and 3500 < refused.value.seconds_left <= 3600
     assert refused.value.message == "This server has played its 3 turns of the past hour; its next turn is possible in 60 minutes."
 
     await _age_oldest(sessions, 59)  # a minute before the oldest turn leaves the window: still full
     with pytest.raises(ServerQuota) as refused:
-        await players.act(game, THERE, ALICE, WALK)
+        await players.act(deps, THERE, ALICE, WALK)
     assert 0 < refused.value.seconds_left <= 60
     await _age_oldest(sessions, 2)  # now it has left: one turn fits again, and only one
-    await players.act(game, THERE, ALICE, WALK)
+    await players.act(deps, THERE, ALICE, WALK)
     with pytest.raises(ServerQuota):
-        await players.act(game, HERE, ALICE, WALK)
+        await players.act(deps, HERE, ALICE, WALK)
 
 
-async def test_a_members_quota_counts_their_turns_only_and_cancelled_turns_do_not_count(game, sessions, settings):
-    game = Deps(settings.model_copy(update={"member_turns_per_hour": 2}), sessions, game.jobs)
-    await _playing(game)
-    first = await players.act(game, HERE, ALICE, WALK)
-    await players.act(game, HERE, ALICE, WALK)
+async def test_a_members_quota_counts_their_turns_only_and_cancelled_turns_do_not_count(deps, sessions, settings):
+    deps = Deps(settings.model_copy(update={"member_turns_per_hour": 2}), sessions, deps.jobs)
+    await _playing(deps)
+    first = await players.act(deps, HERE, ALICE, WALK)
+    await players.act(deps, HERE, ALICE, WALK)
     with pytest.raises(MemberQuota) as refused:
-        await players.act(game, HERE, ALICE, WALK)
+        await players.act(deps, HERE, ALICE, WALK)
     assert refused.value.code == "member_quota" and "you can act again in" in refused.value.message
-    await players.act(game, HERE, BOB, WALK)  # another member's own quota
-    await moderation.cancel(game, HERE, MOD, seq=first.turn.seq)
-    await players.act(game, HERE, ALICE, WALK)  # a cancelled turn gives its place back
+    await players.act(deps, HERE, BOB, WALK)  # another member's own quota
+    await moderation.cancel(deps, HERE, MOD, seq=first.turn.seq)
+    await players.act(deps, HERE, ALICE, WALK)  # a cancelled turn gives its place back
     # A server the operator exempts (0: no quota) plays on.
     await shares.set_share(sessions, HERE.guild_id, "operator", member_turns_per_hour=0)
-    await players.act(game, HERE, ALICE, WALK)
+    await players.act(deps, HERE, ALICE, WALK)
 
 
-async def test_the_operators_changes_are_kept_and_admins_see_the_share_in_force(game, sessions, settings):
+async def test_the_operators_changes_are_kept_and_admins_see_the_share_in_force(deps, sessions, settings):
     with pytest.raises(ShareRefused):
         await shares.set_share(sessions, HERE.guild_id, "ops", weight=0)
     with pytest.raises(ShareRefused):
@@ -87,10 +87,10 @@ async def test_the_operators_changes_are_kept_and_admins_see_the_share_in_force(
         ("alice-ops", None, 40), ("ops", None, None)]
     assert changes[1].before["weight"] == 1 and changes[1].after["weight"] == 3
 
-    game = Deps(settings.model_copy(update={"member_turns_per_hour": 5}), sessions, game.jobs)
-    await _playing(game)
-    await players.act(game, HERE, ALICE, WALK)
-    shown = await shares.server_share(game, HERE)
+    deps = Deps(settings.model_copy(update={"member_turns_per_hour": 5}), sessions, deps.jobs)
+    await _playing(deps)
+    await players.act(deps, HERE, ALICE, WALK)
+    shown = await shares.server_share(deps, HERE)
     assert (shown.quotas.weight, shown.quotas.server, shown.quotas.member, shown.last_hour) == (3, 40, 5, 1)
 
 

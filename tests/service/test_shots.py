@@ -21,36 +21,36 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 POST, STATUS = 7001, 7002
 
 
-async def _posted(game: Deps, sessions) -> Turn:
+async def _posted(deps: Deps, sessions) -> Turn:
     """Alice's turn, finished and posted (POST), after its status message (STATUS)."""
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    await players.start(game, HERE, ALICE)
-    await players.join(game, HERE, ALICE, "qiqi")
-    turn = (await players.act(game, HERE, ALICE, ActFields("walk", "town"))).turn
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    await players.start(deps, HERE, ALICE)
+    await players.join(deps, HERE, ALICE, "qiqi")
+    turn = (await players.act(deps, HERE, ALICE, ActFields("walk", "town"))).turn
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == turn.id)
                         .values(status="done", posted_message_id=POST, status_message_id=STATUS))
     return turn
 
 
-async def test_the_turn_behind_its_post_or_status_message_in_this_server_only(game, sessions):
-    turn = await _posted(game, sessions)
-    assert (await shots.shot_by_message(game, HERE.guild_id, POST)).id == turn.id
-    assert (await shots.shot_by_message(game, HERE.guild_id, STATUS)).id == turn.id
+async def test_the_turn_behind_its_post_or_status_message_in_this_server_only(deps, sessions):
+    turn = await _posted(deps, sessions)
+    assert (await shots.shot_by_message(deps, HERE.guild_id, POST)).id == turn.id
+    assert (await shots.shot_by_message(deps, HERE.guild_id, STATUS)).id == turn.id
     for guild_id, message_id in ((HERE.guild_id, 1234), (HERE.guild_id + 1, POST), (HERE.guild_id, 2**70)):
         with pytest.raises(NotAShot):  # another message, another server's, an id no message has
-            await shots.shot_by_message(game, guild_id, message_id)
+            await shots.shot_by_message(deps, guild_id, message_id)
 
 
-async def test_a_report_needs_a_shot_still_up_and_a_log_channel_and_is_audited(game, sessions):
-    turn = await _posted(game, sessions)
+async def test_a_report_needs_a_shot_still_up_and_a_log_channel_and_is_audited(deps, sessions):
+    turn = await _posted(deps, sessions)
     with pytest.raises(NotAShot):
-        await shots.reportable(game, HERE.guild_id, 1234)
+        await shots.reportable(deps, HERE.guild_id, 1234)
     with pytest.raises(NoLogChannel):
-        await shots.reportable(game, HERE.guild_id, POST)
-    await admin.set_log_channel(game, HERE, MOD, 555)
-    found = await shots.reportable(game, HERE.guild_id, POST)
-    await shots.report(game, HERE, BOB, found, POST)
+        await shots.reportable(deps, HERE.guild_id, POST)
+    await admin.set_log_channel(deps, HERE, MOD, 555)
+    found = await shots.reportable(deps, HERE.guild_id, POST)
+    await shots.report(deps, HERE, BOB, found, POST)
     async with sessions() as s:
         entry = (await s.scalars(select(AuditLog).where(AuditLog.action == "report_shot"))).one()
     assert (entry.guild_id, entry.channel_id, entry.actor_id, entry.actor_name, entry.target) == (100, 200, 2, "bob", "1")
@@ -59,7 +59,7 @@ async def test_a_report_needs_a_shot_still_up_and_a_log_channel_and_is_audited(g
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == turn.id).values(removed_at=turn.created_at))
     with pytest.raises(ShotAlreadyRemoved):  # said before the missing log channel would be
-        await shots.reportable(game, HERE.guild_id, POST)
+        await shots.reportable(deps, HERE.guild_id, POST)
 
 
 async def _entries(sessions, action: str) -> list[AuditLog]:
@@ -74,28 +74,28 @@ async def _stored(sessions, turn_id: int) -> Turn:
         return turn
 
 
-async def test_a_removal_is_refused_in_order_and_a_refusal_changes_nothing(game, sessions):
-    await admin.set_film(game, HERE, MOD, "qiqi")
-    await players.start(game, HERE, ALICE)
-    await players.join(game, HERE, ALICE, "qiqi")
-    queued = (await players.act(game, HERE, ALICE, ActFields("walk", "town"))).turn
+async def test_a_removal_is_refused_in_order_and_a_refusal_changes_nothing(deps, sessions):
+    await admin.set_film(deps, HERE, MOD, "qiqi")
+    await players.start(deps, HERE, ALICE)
+    await players.join(deps, HERE, ALICE, "qiqi")
+    queued = (await players.act(deps, HERE, ALICE, ActFields("walk", "town"))).turn
     with pytest.raises(NotAShot):
-        await shots.remove(game, HERE, MOD, queued.id + 1000, "spoilers", moderator=True, via="/mod remove")
+        await shots.remove(deps, HERE, MOD, queued.id + 1000, "spoilers", moderator=True, via="/mod remove")
     with pytest.raises(NotShotAuthor) as refused:  # someone else's shot, before whether it is finished
-        await shots.remove(game, HERE, BOB, queued.id, "spoilers", moderator=False, via="Remove shot")
+        await shots.remove(deps, HERE, BOB, queued.id, "spoilers", moderator=False, via="Remove shot")
     assert refused.value.params["author"] == "alice"
     with pytest.raises(ShotNotFinished):
-        await shots.remove(game, HERE, ALICE, queued.id, "oops", moderator=False, via="Remove shot")
+        await shots.remove(deps, HERE, ALICE, queued.id, "oops", moderator=False, via="Remove shot")
     with pytest.raises(ShotNotFinished):
-        await shots.remove(game, HERE, MOD, queued.id, "spoilers", moderator=True, via="/mod remove")
+        await shots.remove(deps, HERE, MOD, queued.id, "spoilers", moderator=True, via="/mod remove")
     stored = await _stored(sessions, queued.id)
     assert (stored.removed_at, stored.removed_note, stored.removed_by_id) == (None, None, None)
     assert await _entries(sessions, "remove_shot") == []
 
 
-async def test_the_author_takes_their_shot_down_once_and_it_is_audited(game, sessions):
-    turn = await _posted(game, sessions)
-    done = await shots.remove(game, HERE, ALICE, turn.id, "my mistake", moderator=False, via="Remove shot")
+async def test_the_author_takes_their_shot_down_once_and_it_is_audited(deps, sessions):
+    turn = await _posted(deps, sessions)
+    done = await shots.remove(deps, HERE, ALICE, turn.id, "my mistake", moderator=False, via="Remove shot")
     assert (done.seq, done.guild_id, done.channel_id, done.message_id, done.by_author) == (1, 100, 200, POST, True)
     assert done.turn.removed_at is not None and done.turn.removed_by_id == ALICE.id  # the notice is drawn from it
     stored = await _stored(sessions, turn.id)
@@ -107,15 +107,15 @@ async def test_the_author_takes_their_shot_down_once_and_it_is_audited(game, ses
                              "author_id": "1", "author": "alice", "game_channel_id": "200", "message_id": str(POST)}
     for who, moderator in ((ALICE, False), (MOD, True)):
         with pytest.raises(ShotAlreadyRemoved):
-            await shots.remove(game, HERE, who, turn.id, "again", moderator=moderator, via="/mod remove")
+            await shots.remove(deps, HERE, who, turn.id, "again", moderator=moderator, via="/mod remove")
     assert len(await _entries(sessions, "remove_shot")) == 1
 
 
-async def test_a_moderator_takes_down_anyones_shot_seen_by_its_status_message(game, sessions):
-    turn = await _posted(game, sessions)
+async def test_a_moderator_takes_down_anyones_shot_seen_by_its_status_message(deps, sessions):
+    turn = await _posted(deps, sessions)
     async with sessions.begin() as s:  # not posted yet: its status message is what shows it
         await s.execute(update(Turn).where(Turn.id == turn.id).values(status="failed", posted_message_id=None))
-    done = await shots.remove(game, HERE, MOD, turn.id, "spoilers", moderator=True, via="/mod remove")
+    done = await shots.remove(deps, HERE, MOD, turn.id, "spoilers", moderator=True, via="/mod remove")
     assert (done.message_id, done.by_author) == (STATUS, False)
     stored = await _stored(sessions, turn.id)
     assert (stored.removed_note, stored.removed_by_id, stored.removed_by_name) == ("spoilers", 9, "mod")
@@ -125,14 +125,14 @@ async def test_a_moderator_takes_down_anyones_shot_seen_by_its_status_message(ga
                              "author_id": "1", "author": "alice", "game_channel_id": "200", "message_id": str(STATUS)}
 
 
-async def test_a_refusal_names_a_stand_in_author_in_the_readers_language(game, sessions):
+async def test_a_refusal_names_a_stand_in_author_in_the_readers_language(deps, sessions):
     """A deleted member's shot: the refusal names the stand-in the database keeps ("deleted
     member") in the language it is shown in, not the English stored."""
-    turn = await _posted(game, sessions)
+    turn = await _posted(deps, sessions)
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == turn.id).values(author_name=DELETED_NAME))
     with pytest.raises(NotShotAuthor) as refused:
-        await shots.remove(game, HERE, BOB, turn.id, "spoilers", moderator=False, via="Remove shot")
+        await shots.remove(deps, HERE, BOB, turn.id, "spoilers", moderator=False, via="Remove shot")
     with use_locale("ja"):
         assert "削除済みメンバー" in refused.value.message
     with use_locale("en"):
