@@ -205,7 +205,7 @@ async def post_cast(request: web.Request, body: CastBody) -> web.Response:
 @accepts(body=Empty)
 async def post_start(request: web.Request, body: Empty) -> web.Response:
     done = await players.start(page_of(request).deps, PLACE, ADMIN)
-    return web.json_response({"ok": True, "session_id": done.session.id})
+    return web.json_response({"ok": True, "session_id": done.session_id})
 
 
 @routes.post("/api/join")

@@ -32,7 +32,7 @@ async def set_film(deps: Deps, place: Place, who: Member, film: str, *, channel_
         await deps.record(s, place, who, "set_film", chosen.id, scope="channel" if channel_only else "server")
         gs = await sessions.live_session(s, place.channel_id, lock=True) if restart else None
         if gs is not None and gs.film_id != chosen.id:
-            fresh = (await reset_session(deps, s, gs, who)).fresh
+            fresh, _cancelled = await reset_session(deps, s, gs, who)
             for p in await sessions.players(s, fresh.id):
                 await sessions.leave(s, fresh, p)
             fresh.film_id = chosen.id

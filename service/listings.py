@@ -11,6 +11,7 @@ from datetime import datetime
 from game.states import CharacterState
 from service import reads
 from service.deps import Deps, Place
+from service.results import PlayerView
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,6 @@ async def channel_games(deps: Deps, place: Place) -> list[Listed]:
 
 
 @dataclass(frozen=True)
-class Seat:
-    """A member playing a character."""
-
-    character_id: str
-    user_name: str
-
-
-@dataclass(frozen=True)
 class Standing:
     """The live game: its film, whether it is paused, its next turn's number, and each character's
     state with who plays it (in the order they joined)."""
@@ -47,7 +40,7 @@ class Standing:
     film_id: str
     status: str  # "active" or "paused"
     next_seq: int
-    players: tuple[Seat, ...]
+    players: tuple[PlayerView, ...]
     states: dict[str, CharacterState]  # character id -> state
 
 
@@ -55,7 +48,7 @@ async def standing(deps: Deps, place: Place) -> Standing:
     """The channel's live game (NoSession if none)."""
     live = await reads.live_game(deps, place)
     gs = live.session
-    return Standing(gs.film_id, gs.status, gs.next_seq, tuple(Seat(p.character_id, p.user_name) for p in live.players),
+    return Standing(gs.film_id, gs.status, gs.next_seq, tuple(PlayerView.of(p) for p in live.players),
                     live.states)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions
-from db.models import GameSession, Player, Turn
+from db.models import GameSession, Turn
 from db.turn_reads import get_turn, pending_turns, turn_by_seq
 from db.turns import note_canceller
 from game.content_rules import RuleSet
@@ -21,22 +21,23 @@ from service.configs import config
 from service.deps import Deps, Member, Place
 from service.names import shown_name
 from service.refusals import live_session
+from service.results import PlayerView, SessionRef, TurnRef
 from service.turn_queue import regenerate_latest
 
 
 @dataclass(frozen=True)
 class Regenerated:
-    session: GameSession
-    turn: Turn  # the new take, queued under the same number
+    session: SessionRef
+    turn: TurnRef  # the new take, queued under the same number
     position: int | None
     old_message: int | None  # the previous take's message (its status message, or the post it became)
 
 
 @dataclass(frozen=True)
 class Reset:
-    old: GameSession
-    fresh: GameSession
-    cancelled: list[Turn]  # the turns that were waiting (queued), now cancelled
+    old: SessionRef
+    fresh: SessionRef
+    cancelled: tuple[TurnRef, ...]  # the turns that were waiting (queued), now cancelled
 
 
 async def _reason_allowed(deps: Deps, s: AsyncSession, place: Place, reason: str | None,
@@ -47,7 +48,7 @@ async def _reason_allowed(deps: Deps, s: AsyncSession, place: Place, reason: str
 
 
 async def pause(deps: Deps, place: Place, who: Member, reason: str | None = None,
-                extra_rules: Sequence[RuleSet] = (), *, code: str | None = None) -> GameSession:
+                extra_rules: Sequence[RuleSet] = (), *, code: str | None = None) -> SessionRef:
     """No new turns until resumed; `reason`: the moderator's own words, shown to the players
     (stored cleaned, apart from the code); `code`: why, when they gave none (game.stored_reasons;
     None: no reason shown)."""
@@ -56,34 +57,34 @@ async def pause(deps: Deps, place: Place, who: Member, reason: str | None = None
         gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, True, code, note=reason)
         await deps.record(s, place, who, "pause", f"session {gs.id}", reason=reason)
-    return gs
+        return SessionRef.of(gs)
 
 
-async def resume(deps: Deps, place: Place, who: Member) -> GameSession:
+async def resume(deps: Deps, place: Place, who: Member) -> SessionRef:
     async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
         await sessions.set_paused(s, gs, False)
         await deps.record(s, place, who, "resume", f"session {gs.id}")
-    return gs
+        return SessionRef.of(gs)
 
 
-async def reset_session(deps: Deps, s: AsyncSession, gs: GameSession, who: Member) -> Reset:
-    """Archive `gs` (locked by the caller) and start again with the same players; the waiting
-    turns are cancelled and so are their jobs, which would only hold the game's place in the queue."""
+async def reset_session(deps: Deps, s: AsyncSession, gs: GameSession, who: Member) -> tuple[GameSession, list[Turn]]:
+    """Archive `gs` (locked by the caller) and start again with the same players: the fresh game,
+    and the turns that were waiting, cancelled with their jobs (which would only hold the game's
+    place in the queue)."""
     waiting = [t for t in await pending_turns(s, gs.id) if t.status == "queued"]
     fresh = await sessions.reset(s, gs, by=who.id)
     await deps.jobs.cancel_stale_jobs(s, gs.id)
-    return Reset(gs, fresh, waiting)
+    return fresh, waiting
 
 
 async def reset(deps: Deps, place: Place, who: Member) -> Reset:
     """Archive the game and start again: same players, every character back to the start."""
     async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
-        done = await reset_session(deps, s, gs, who)
-        await deps.record(s, place, who, "reset", f"session {gs.id}", new_session=done.fresh.id,
-                          cancelled=len(done.cancelled))
-    return done
+        fresh, cancelled = await reset_session(deps, s, gs, who)
+        await deps.record(s, place, who, "reset", f"session {gs.id}", new_session=fresh.id, cancelled=len(cancelled))
+        return Reset(SessionRef.of(gs), SessionRef.of(fresh), tuple(TurnRef.of(t) for t in cancelled))
 
 
 async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | None) -> Turn:
@@ -101,7 +102,7 @@ async def _turn(s: AsyncSession, place: Place, seq: int | None, turn_id: int | N
 
 
 async def cancel(deps: Deps, place: Place, who: Member, *, seq: int | None = None, turn_id: int | None = None,
-                 reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> Turn:
+                 reason: str | None = None, extra_rules: Sequence[RuleSet] = ()) -> TurnRef:
     """Cancel a queued turn (by its number in the live game, or by id) and its job, kept as
     cancelled by a moderator: `who` by name (one without a name, the play page's: "a moderator");
     `reason`: the moderator's own words, content-checked, kept on the turn and audited."""
@@ -111,7 +112,7 @@ async def cancel(deps: Deps, place: Place, who: Member, *, seq: int | None = Non
         await deps.jobs.cancel_queued_turn(s, row, CANCELLED_BY_MODERATOR)
         await note_canceller(s, row, who.name, reason)
         await deps.record(s, place, who, "cancel_turn", str(row.seq), turn_id=row.id, reason=reason)
-    return row
+        return TurnRef.of(row)
 
 
 async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderator: bool, verb: str) -> Turn:
@@ -124,7 +125,7 @@ async def _own_or_moderated(s: AsyncSession, turn_id: int, who: Member, moderato
     return turn
 
 
-async def cancel_own(deps: Deps, place: Place, who: Member, turn_id: int, *, moderator: bool) -> Turn:
+async def cancel_own(deps: Deps, place: Place, who: Member, turn_id: int, *, moderator: bool) -> TurnRef:
     """Cancel a queued turn its author asked for, or any one for a moderator (then audited, `via`
     the turn's button); kept as cancelled by `who`, by name."""
     async with deps.sessions.begin() as s:
@@ -134,7 +135,7 @@ async def cancel_own(deps: Deps, place: Place, who: Member, turn_id: int, *, mod
         await note_canceller(s, turn, who.name)
         if who.id != turn.author_id:
             await deps.record(s, place, who, "cancel_turn", str(turn.seq), turn_id=turn.id, via="button")
-    return turn
+        return TurnRef.of(turn)
 
 
 async def regenerate(deps: Deps, place: Place, who: Member, turn_id: int | None = None, *,
@@ -158,7 +159,7 @@ async def regenerate(deps: Deps, place: Place, who: Member, turn_id: int | None 
         position = await deps.jobs.position(s, fresh)
         if who.id != fresh.author_id:
             await deps.record(s, place, who, "regenerate_turn", str(fresh.seq), turn_id=fresh.id, via="button")
-    return Regenerated(gs, fresh, position, old_message)
+        return Regenerated(SessionRef.of(gs), TurnRef.of(fresh), position, old_message)
 
 
 async def turn_id_of(deps: Deps, place: Place, seq: int, reason: str | None = None,
@@ -169,7 +170,7 @@ async def turn_id_of(deps: Deps, place: Place, seq: int, reason: str | None = No
         return (await _turn(s, place, seq, None)).id
 
 
-async def kick(deps: Deps, place: Place, who: Member, player: Member) -> tuple[GameSession, Player]:
+async def kick(deps: Deps, place: Place, who: Member, player: Member) -> tuple[SessionRef, PlayerView]:
     """Remove a player from the game (PlayerNotInGame if they play no character, checked with the
     game locked): their character is free to join."""
     async with deps.sessions.begin() as s:
@@ -179,4 +180,4 @@ async def kick(deps: Deps, place: Place, who: Member, player: Member) -> tuple[G
             raise PlayerNotInGame(player.name or "")
         await sessions.leave(s, gs, p)
         await deps.record(s, place, who, "kick", str(player.id), player=player.name, character=p.character_id)
-    return gs, p
+        return SessionRef.of(gs), PlayerView.of(p)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions
-from db.models import GameSession, Player, Turn
+from db.models import GameSession
 from game.catalogue import Film, session_film
 from game.content_rules import RuleSet
 from game.errors import FilmFixed, NoFilm
@@ -18,6 +18,7 @@ from game.session_errors import AlreadyJoined, CharacterTaken, SessionExists, Un
 from service import refusals
 from service.configs import config, film_or_error
 from service.deps import Deps, Member, Place
+from service.results import PlayerView, SessionRef, TurnRef
 from service.shares import check_quota
 from service.turn_queue import queue_turn
 
@@ -38,23 +39,24 @@ class ActFields:
 
 @dataclass(frozen=True)
 class Started:
-    session: GameSession
+    session_id: int
     film: Film
     name: str  # the starter's name as posts show it
 
 
 @dataclass(frozen=True)
 class Joined:
-    session: GameSession
+    """A join or a leave: the game, its film, and the player (as they were, for a leave)."""
+
+    session: SessionRef
     film: Film
-    player: Player
+    player: PlayerView
 
 
 @dataclass(frozen=True)
 class Acted:
-    session: GameSession
     film: Film
-    turn: Turn
+    turn: TurnRef
     position: int | None  # in the film's queue (None: no job)
     instruction: Instruction
 
@@ -74,7 +76,7 @@ async def start(deps: Deps, place: Place, who: Member, film: str | None = None, 
         if await sessions.live_session(s, place.channel_id) is not None:
             raise SessionExists()
         gs = await sessions.start_session(s, place.guild_id, place.channel_id, chosen, who.id)
-    return Started(gs, chosen, cfg.name_to_show(who.name or "", extra_rules))
+    return Started(gs.id, chosen, cfg.name_to_show(who.name or "", extra_rules))
 
 
 async def join(deps: Deps, place: Place, who: Member, character: str, extra_rules: Sequence[RuleSet] = ()) -> Joined:
@@ -90,7 +92,7 @@ async def join(deps: Deps, place: Place, who: Member, character: str, extra_rule
             raise UnknownCharacter(character, [film.character_name_in(c.id) for c in cast])
         await _require_free(s, gs, film, who.id, ch)
         p = await sessions.join(s, gs, film, who.id, cfg.name_to_show(who.name or "", extra_rules), ch.id)
-    return Joined(gs, film, p)
+    return Joined(SessionRef.of(gs), film, PlayerView.of(p))
 
 
 async def leave(deps: Deps, place: Place, user_id: int) -> Joined:
@@ -98,7 +100,7 @@ async def leave(deps: Deps, place: Place, user_id: int) -> Joined:
     async with deps.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id, lock=True)
         p = await sessions.leave(s, gs, await refusals.player(s, gs, user_id))
-    return Joined(gs, session_film(gs.film_id), p)
+    return Joined(SessionRef.of(gs), session_film(gs.film_id), PlayerView.of(p))
 
 
 async def _require_free(s: AsyncSession, gs: GameSession, film: Film, user_id: int, ch: Character) -> None:
@@ -129,4 +131,4 @@ async def act(deps: Deps, place: Place, who: Member, fields: ActFields, extra_ru
         turn = await queue_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
                                 enqueue=deps.jobs.enqueue)
         position = await deps.jobs.position(s, turn)
-    return Acted(gs, film, turn, position, ins)
+        return Acted(film, TurnRef.of(turn), position, ins)

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from db.models import GameSession, Player, Turn
+from db.models import GameSession, Turn
 from game.channel_config import ChannelConfig
 from game.states import CharacterState
 from service import reads, voting
 from service.deps import Deps, Place
+from service.results import PlayerView
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,6 @@ def session_view(gs: GameSession) -> SessionView:
 
 
 @dataclass(frozen=True)
-class PlayerView:
-    user_id: int
-    user_name: str
-    character_id: str
-
-
-def player_view(p: Player) -> PlayerView:
-    return PlayerView(p.user_id, p.user_name, p.character_id)
-
-
-@dataclass(frozen=True)
 class TableView:
     """The channel: its configuration, its live game (None: none) with its players in the order
     they joined and their characters' states, and the ids of the turns waiting or running."""
@@ -109,7 +99,7 @@ async def table(deps: Deps, place: Place) -> TableView:
     t = await reads.table(deps, place)
     if t.live is None:
         return TableView(t.config, None, (), {}, ())
-    return TableView(t.config, session_view(t.live.session), tuple(player_view(p) for p in t.live.players),
+    return TableView(t.config, session_view(t.live.session), tuple(PlayerView.of(p) for p in t.live.players),
                      dict(t.live.states), tuple(p.id for p in t.pending))
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions, votes
-from db.models import Turn, VoteProposal, VoteRound
+from db.models import VoteProposal, VoteRound
 from db.turn_reads import get_turn
 from game.catalogue import Film, display_film, session_film
 from game.content_rules import RuleSet
@@ -32,6 +32,7 @@ from service import refusals
 from service.configs import config
 from service.deps import Deps, Member, Place
 from service.players import ActFields
+from service.results import TurnRef
 from service.turn_queue import queue_turn
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class Shown:
 @dataclass(frozen=True)
 class Closed:
     round: RoundRow
-    turn: Turn | None  # the winner's turn
+    turn: TurnRef | None  # the winner's turn
     position: int | None
 
 
@@ -294,10 +295,11 @@ async def close_due(deps: Deps, guild_ids: Collection[int], *, shown: bool = Fal
                 position = None if turn is None else await deps.jobs.position(s, turn)
                 if shown:
                     await votes.mark_shown(s, round_id)
+                result = Closed(RoundRow.of(rnd), None if turn is None else TurnRef.of(turn), position)
         except Exception as e:
             log.warning("closing vote round %s failed: %s", round_id, e)
             continue
-        done.append(Closed(RoundRow.of(rnd), turn, position))
+        done.append(result)
     return done
 
 

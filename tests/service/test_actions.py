@@ -33,6 +33,14 @@ ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
 
 
+async def _row(sessions, turn_id: int) -> Turn:
+    """The turn's row as stored (the actions hand back its id and number only)."""
+    async with sessions() as s:
+        row = await s.get(Turn, turn_id)
+    assert row is not None
+    return row
+
+
 async def _jobs(sessions) -> list[str]:
     async with sessions() as s:
         return list((await s.scalars(text("SELECT status::text FROM procrastinate_jobs ORDER BY id"))).all())
@@ -59,7 +67,7 @@ async def test_start_join_act_queue_a_job_with_its_place(deps, sessions):
     assert (joined.player.user_name, joined.player.character_id) == ("alice", "qiqi")
 
     done = await players.act(deps, HERE, ALICE, ActFields("fly on broomstick", "sky", others=["Jiji"]))
-    assert done.turn.seq == 1 and done.position == 1 and done.turn.job_id is not None
+    assert done.turn.seq == 1 and done.position == 1 and (await _row(sessions, done.turn.id)).job_id is not None
     assert done.instruction.text == "Character: Qiqi, Jiji; Motion: fly on broomstick; Background: sky."
     assert await _jobs(sessions) == ["todo"]
     left = await players.leave(deps, HERE, ALICE.id)
@@ -94,7 +102,8 @@ async def test_a_page_player_acts_under_the_name_they_joined_with(sessions, sett
     page = Deps(settings, sessions, StoredJobs(), audited=False)
     await _playing(page)
     done = await players.act(page, HERE, Member(ALICE.id), WALK)  # no name given: the stored one
-    assert (done.turn.author_name, done.turn.job_id, done.position) == ("alice", None, None)
+    row = await _row(sessions, done.turn.id)
+    assert (row.author_name, row.job_id, done.position) == ("alice", None, None)
     async with sessions() as s:
         assert await s.scalar(select(func.count()).select_from(AuditLog)) == 0  # the page keeps no audit log
 
@@ -137,8 +146,9 @@ async def test_pause_resume_cancel_kick(deps, sessions):
     turn = (await players.act(deps, HERE, ALICE, WALK)).turn
     with pytest.raises(TurnNotFound):  # a turn of another channel
         await moderation.cancel(deps, ELSEWHERE, MOD, turn_id=turn.id)
-    row = await moderation.cancel(deps, HERE, MOD, seq=1, reason="dup")
-    assert (row.id, row.status, row.error, row.cancelled_by_name, row.cancel_note) == (
+    cancelled = await moderation.cancel(deps, HERE, MOD, seq=1, reason="dup")
+    row = await _row(sessions, cancelled.id)
+    assert (cancelled.id, row.status, row.error, row.cancelled_by_name, row.cancel_note) == (
         turn.id, "cancelled", "cancelled_by_moderator", MOD.name, "dup")
     assert await _jobs(sessions) == ["cancelled"]
     with pytest.raises(PlayerNotInGame):
@@ -167,7 +177,7 @@ async def test_vote_mode_from_proposals_to_the_winning_turn(deps, sessions):
     async with sessions.begin() as s:
         await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
     (closed,) = await voting.close_due(deps, [HERE.guild_id], shown=True)
-    assert closed.turn is not None and closed.turn.author_name == "bob" and closed.position == 1
+    assert closed.turn is not None and (await _row(sessions, closed.turn.id)).author_name == "bob" and closed.position == 1
     async with sessions() as s:
         rnd = await s.get(VoteRound, closed.round.id)
         assert rnd is not None and rnd.status == "closed" and rnd.result_shown_at is not None
@@ -179,7 +189,7 @@ async def test_a_turns_author_or_a_moderator_cancels_or_regenerates_it(deps, ses
     first = (await players.act(deps, HERE, ALICE, WALK)).turn
     with pytest.raises(NotTurnAuthor):  # bob's button on alice's turn
         await moderation.cancel_own(deps, HERE, BOB, first.id, moderator=False)
-    own = await moderation.cancel_own(deps, HERE, ALICE, first.id, moderator=False)
+    own = await _row(sessions, (await moderation.cancel_own(deps, HERE, ALICE, first.id, moderator=False)).id)
     assert (own.status, own.error, own.cancelled_by_name) == ("cancelled", "cancelled_by_author", ALICE.name)
     second = (await players.act(deps, HERE, BOB, WALK)).turn
     with pytest.raises(TurnNotFinished):
@@ -187,7 +197,8 @@ async def test_a_turns_author_or_a_moderator_cancels_or_regenerates_it(deps, ses
     async with sessions.begin() as s:
         await s.execute(update(Turn).where(Turn.id == second.id).values(status="done", status_message_id=77))
     done = await moderation.regenerate(deps, HERE, MOD, second.id, moderator=True)
-    assert (done.turn.id, done.turn.status, done.old_message, done.position) == (second.id, "queued", 77, 1)
+    assert (done.turn.id, (await _row(sessions, done.turn.id)).status, done.old_message, done.position) == (
+        second.id, "queued", 77, 1)
     async with sessions() as s:
         actions = (await s.scalars(select(AuditLog.action).order_by(AuditLog.id))).all()
     assert list(actions) == ["set_film", "regenerate_turn"]  # the author's own cancel is not audited

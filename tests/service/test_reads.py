@@ -5,6 +5,8 @@ what the channel plays and its latest vote round."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import update
 
@@ -19,6 +21,7 @@ HERE = Place(100, 200)
 ELSEWHERE = Place(100, 201)
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 WALK = ActFields("walk", "town")
+TAKEN_DOWN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # when a test takes a turn down
 
 
 async def _playing(deps: Deps) -> None:
@@ -76,7 +79,7 @@ async def test_waiting_turns_have_their_places_and_the_pages_list_counts_only_qu
 async def test_the_pages_list_pages_back_from_the_newest_and_leaves_out_removed_turns(deps, sessions):
     await _playing(deps)
     turns = [(await players.act(deps, HERE, ALICE, WALK)).turn for _ in range(4)]
-    await _set(sessions, turns[1].id, removed_at=turns[1].created_at)  # taken down: gone from the page
+    await _set(sessions, turns[1].id, removed_at=TAKEN_DOWN)  # taken down: gone from the page
     newest = await reads.turns_page(deps, HERE, limit=2)
     assert ([p.turn.seq for p in newest.turns], newest.more) == ([3, 4], True)
     older = await reads.turns_page(deps, HERE, limit=2, before=3)
@@ -120,13 +123,13 @@ async def test_a_turn_by_id_is_the_channels_own_with_its_place_and_its_clip_on_r
     for missing in ((ELSEWHERE, first.id), (HERE, second.id + 1000), (HERE, 2**70)):
         assert await reads.turn(deps, *missing) is None
     found = await reads.turn(deps, HERE, second.id)
-    assert found is not None and (found.turn.seq, found.position, found.session.id) == (2, 2, second.session_id)
+    assert found is not None and (found.turn.seq, found.position, found.session.id) == (2, 2, found.turn.session_id)
     await _set(sessions, first.id, status="running")
     running = await reads.turn(deps, HERE, first.id)
     assert running is not None and running.position is None
-    await _set(sessions, first.id, status="done", mp4=b"clip-bytes", mp4_size=10, removed_at=first.created_at)
+    await _set(sessions, first.id, status="done", mp4=b"clip-bytes", mp4_size=10, removed_at=TAKEN_DOWN)
     done = await reads.turn(deps, HERE, first.id, clip=True)
-    assert done is not None and (done.turn.mp4, done.position, done.turn.removed_at) == (b"clip-bytes", None, first.created_at)
+    assert done is not None and (done.turn.mp4, done.position, done.turn.removed_at) == (b"clip-bytes", None, TAKEN_DOWN)
 
 
 async def test_what_the_channel_plays_is_its_live_games_film_else_the_configured_one_and_its_vote_mode(deps):

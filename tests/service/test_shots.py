@@ -5,7 +5,7 @@ the removal stored with its remover's words, and the audit entries."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from db.models import AuditLog, Turn
 from db.privacy import DELETED_NAME
@@ -15,13 +15,14 @@ from i18n import use_locale
 from service import admin, players, shots
 from service.deps import Deps, Member, Place
 from service.players import ActFields
+from service.results import TurnRef
 
 HERE = Place(100, 200)
 ALICE, BOB, MOD = Member(1, "alice"), Member(2, "bob"), Member(9, "mod")
 POST, STATUS = 7001, 7002
 
 
-async def _posted(deps: Deps, sessions) -> Turn:
+async def _posted(deps: Deps, sessions) -> TurnRef:
     """Alice's turn, finished and posted (POST), after its status message (STATUS)."""
     await admin.set_film(deps, HERE, MOD, "qiqi")
     await players.start(deps, HERE, ALICE)
@@ -57,7 +58,7 @@ async def test_a_report_needs_a_shot_still_up_and_a_log_channel_and_is_audited(d
     assert entry.details == {"turn_id": turn.id, "author_id": "1", "author": "alice", "game_channel_id": "200",
                              "message_id": str(POST)}
     async with sessions.begin() as s:
-        await s.execute(update(Turn).where(Turn.id == turn.id).values(removed_at=turn.created_at))
+        await s.execute(update(Turn).where(Turn.id == turn.id).values(removed_at=func.now()))
     with pytest.raises(ShotAlreadyRemoved):  # said before the missing log channel would be
         await shots.reportable(deps, HERE.guild_id, POST)
 
