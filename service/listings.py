@@ -75,7 +75,7 @@ async def history(deps: Deps, place: Place, count: int, number: int | None = Non
 
 
 @dataclass(frozen=True)
-class Waiting:
+class QueueLine:
     """A queued or running turn of the live game, as /queue lists it."""
 
     seq: int
@@ -83,9 +83,9 @@ class Waiting:
     position: int | None  # its place in the film's queue (None: no job; 0: being made)
 
 
-async def waiting(deps: Deps, place: Place) -> list[Waiting]:
+async def waiting(deps: Deps, place: Place) -> list[QueueLine]:
     """The live game's queued and running turns (NoSession if no live game)."""
-    return [Waiting(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(deps, place)]
+    return [QueueLine(w.turn.seq, w.turn.author_name, w.position) for w in await reads.waiting(deps, place)]
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class Where:
 
 
 @dataclass(frozen=True)
-class Waiting:
+class QueuedStatus:
     """A queued turn with a status message, and its place in its film's queue (None: no job)."""
 
     turn: StatusTurn
@@ -59,13 +59,13 @@ async def record_message(deps: Deps, turn_id: int, message_id: int) -> StatusTur
         return None if t is None else _shown(t)
 
 
-async def waiting(deps: Deps, guild_ids: Collection[int]) -> list[Waiting]:
+async def waiting(deps: Deps, guild_ids: Collection[int]) -> list[QueuedStatus]:
     """The queued turns of these servers that have a status message, with their places in the
     queue: two queries, however many turns wait."""
     async with deps.sessions() as s:
         queued = await turn_posts.queued_with_status_message(s, list(guild_ids))
         positions = await deps.jobs.positions(s, [t.id for t, _, _ in queued])
-        return [Waiting(_shown(t), channel_id, message_id, positions.get(t.id)) for t, channel_id, message_id in queued]
+        return [QueuedStatus(_shown(t), channel_id, message_id, positions.get(t.id)) for t, channel_id, message_id in queued]
 
 
 async def turn(deps: Deps, turn_id: int) -> tuple[StatusTurn, Where] | None:
