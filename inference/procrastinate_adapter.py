@@ -213,8 +213,10 @@ async def turn_job(s: AsyncSession, turn_id: int):
 # job, by priority then id, when none of the lock's jobs runs), the job of the server with the
 # earliest virtual start on that job's queue, and within that server the channel served least
 # recently. A server's virtual start is max(its pass, the queue's clock); taking its turn moves
-# the clock there and its pass 1 / weight further (stride scheduling). Fetches are serialised by
-# an advisory lock, so each one sees what the one before it took.
+# the clock there and its pass 1 / weight further (stride scheduling). A job taken again (its
+# worker died, or it failed transiently: procrastinate counts `attempts`) is the same turn, so
+# it moves neither. Fetches are serialised by an advisory lock, so each one sees what the one
+# before it took.
 
 FAIR_FETCH_LOCK = 7061638
 
@@ -251,8 +253,8 @@ WITH firsts AS (
     UPDATE procrastinate_jobs j SET status = 'doing', worker_id = %(worker_id)s
       FROM pick WHERE j.id = pick.id AND j.status = 'todo'
     RETURNING j.*
-), charged AS (  -- (only when a server's turn was taken)
-    SELECT p.* FROM pick p JOIN taken t ON t.id = p.id WHERE p.guild_id IS NOT NULL
+), charged AS (  -- (only when a server's turn was taken for the first time: a retry costs nothing more)
+    SELECT p.* FROM pick p JOIN taken t ON t.id = p.id WHERE p.guild_id IS NOT NULL AND t.attempts = 0
 ), clock AS (
     INSERT INTO queue_clocks (queue_name, vtime) SELECT queue_name, tag FROM charged
     ON CONFLICT (queue_name) DO UPDATE SET vtime = greatest(queue_clocks.vtime, EXCLUDED.vtime)
