@@ -44,6 +44,7 @@ from game.turn_errors import BacklogFull  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
 from service import turn_queue as turn_service  # noqa: E402
 from testkit.pg import fresh_database  # noqa: E402
+from testkit.queue import ready_made  # noqa: E402
 
 FLOOD, STEADY, LONE = 1, 2, 3
 NAMES = {FLOOD: "flood", STEADY: "steady", LONE: "lone"}
@@ -78,8 +79,7 @@ class Load:
         async with self.sessions() as s, s.begin():
             gs = await s.get(GameSession, session_id)
             assert gs is not None
-            await turn_service.submit_turn(s, gs, author_id=1, author_name="bench", instruction=ins, limits=self.limits,
-                                           enqueue=self.enqueue)
+            await turn_service.submit_turn(s, gs, 1, ready_made("bench", ins), limits=self.limits, enqueue=self.enqueue)
 
     async def listen(self, listener: Listener) -> None:
         async for n in listener:

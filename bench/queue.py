@@ -45,6 +45,7 @@ from game.instruction import build_instruction  # noqa: E402
 from inference.queue import make_enqueue  # noqa: E402
 from service import turn_queue as turn_service  # noqa: E402
 from testkit.pg import fresh_database  # noqa: E402
+from testkit.queue import ready_made  # noqa: E402
 
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=100)
 MOTIONS = ("walk", "run", "talk", "eat", "sleep", "fly on broomstick")
@@ -89,8 +90,8 @@ class Bench:
             async with self.sessions() as s:
                 async with s.begin():
                     gs = await s.get(GameSession, session_id)
-                    turn = await turn_service.submit_turn(
-                        s, gs, author_id=1, author_name="bench", instruction=ins, limits=LIMITS, enqueue=self.enqueue
+                    turn, _made = await turn_service.submit_turn(
+                        s, gs, 1, ready_made("bench", ins), limits=LIMITS, enqueue=self.enqueue
                     )
                     fut = self.waiters[turn.id] = loop.create_future()
                 committed = time.perf_counter()
@@ -167,7 +168,7 @@ async def drain(bench: Bench, url: str, n: int, args) -> float:
             async with bench.sessions() as s, s.begin():
                 gs = await s.get(GameSession, i)
                 ins = build_instruction(FILMS["qiqi"], ["qiqi"], "walk", "town")
-                await turn_service.submit_turn(s, gs, author_id=1, author_name="bench", instruction=ins, limits=LIMITS, enqueue=bench.enqueue)
+                await turn_service.submit_turn(s, gs, 1, ready_made("bench", ins), limits=LIMITS, enqueue=bench.enqueue)
     total = len(ids) * args.turns
     procs = start_workers(url, n)
     try:
@@ -227,8 +228,8 @@ async def fetch_cost(bench: Bench, url: str, n: int) -> dict[str, list[float]]:
                 async with bench.sessions() as s, s.begin():
                     gs = await s.get(GameSession, session_id)
                     assert gs is not None
-                    await turn_service.submit_turn(s, gs, author_id=1, author_name="bench", limits=LIMITS, enqueue=bench.enqueue,
-                                                   instruction=build_instruction(film, ["qiqi"], "walk", "town"))
+                    await turn_service.submit_turn(s, gs, 1, ready_made("bench", build_instruction(film, ["qiqi"], "walk", "town")),
+                                                   limits=LIMITS, enqueue=bench.enqueue)
                 t0 = time.perf_counter()
                 job = await app.job_manager.fetch_job(["film.qiqi"], workers[order])
                 out[order].append(time.perf_counter() - t0)

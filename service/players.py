@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import sessions
-from db.models import GameSession
+from db.models import GameSession, Player
 from game.catalogue import Film, session_film
 from game.content_rules import RuleSet
 from game.errors import FilmFixed, NoFilm
@@ -20,7 +20,7 @@ from service.configs import config, film_or_error
 from service.deps import Deps, Member, Place
 from service.results import PlayerView, SessionRef, TurnRef
 from service.shares import check_quota
-from service.turn_queue import queue_turn
+from service.turn_queue import Authored, submit_turn
 
 
 @dataclass(frozen=True)
@@ -120,15 +120,17 @@ async def act(deps: Deps, place: Place, who: Member, fields: ActFields, extra_ru
     when it is paused, in vote mode, for a member who has not joined, and by the content rules
     before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""
     async with deps.sessions.begin() as s:
-        gs = await refusals.running_session(s, place.channel_id, lock=True)
-        me = await refusals.direct_player(s, gs, who.id)
+        gs = await refusals.live_session(s, place.channel_id)  # locked and checked by submit_turn
         film = session_film(gs.film_id)
         cfg = await config(deps, s, place)
-        ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
-                              fields.adverb, fields.time_of_day, extra_rules=extra_rules)
-        name = cfg.name_to_show(who.name, extra_rules) if who.name is not None else me.user_name
-        await check_quota(deps, s, place, who)
-        turn = await queue_turn(s, gs, author_id=who.id, author_name=name, instruction=ins, limits=cfg.limits,
-                                enqueue=deps.jobs.enqueue)
+
+        async def compose(me: Player) -> Authored:
+            ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
+                                  fields.adverb, fields.time_of_day, extra_rules=extra_rules)
+            name = cfg.name_to_show(who.name, extra_rules) if who.name is not None else me.user_name
+            await check_quota(deps, s, place, who)
+            return Authored(name, ins)
+
+        turn, made = await submit_turn(s, gs, who.id, compose, limits=cfg.limits, enqueue=deps.jobs.enqueue)
         position = await deps.jobs.position(s, turn)
-        return Acted(film, TurnRef.of(turn), position, ins)
+        return Acted(film, TurnRef.of(turn), position, made.instruction)

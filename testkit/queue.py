@@ -14,11 +14,12 @@ from sqlalchemy import select, text
 
 from db import sessions as session_service
 from db.guilds import Limits
-from db.models import GameSession, Turn
+from db.models import GameSession, Player, Turn
 from game.catalogue import FILMS
-from game.instruction import build_instruction
+from game.instruction import Instruction, build_instruction
 from inference.queue import make_enqueue
 from service import turn_queue as turn_service
+from service.turn_queue import Authored, Compose
 from testkit.waits import wait_for as wait_until  # noqa: F401  (the queue tests' name for the shared wait)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +34,25 @@ async def new_session(sessions, channel_id: int, film: str = "qiqi", user_id: in
     return gs
 
 
+def ready_made(author_name: str, instruction: Instruction) -> Compose:
+    """A direct turn's author and instruction given in advance, for service.turn_queue.submit_turn
+    (the app's /act makes them from the player under the game's lock: service.players.act)."""
+
+    async def compose(_me: Player) -> Authored:
+        return Authored(author_name, instruction)
+
+    return compose
+
+
 async def submit(sessions, gs, motion: str = "walk", *, user_id: int = 1, character: str = "qiqi",
                  background: str = "town", limits: Limits = LIMITS, enqueue=None) -> Turn:
     ins = build_instruction(FILMS[gs.film_id], [character], motion, background, adverb="quickly", time_of_day="day")
     async with sessions() as s, s.begin():
         gs = await s.get(GameSession, gs.id)
-        return await turn_service.submit_turn(
-            s, gs, author_id=user_id, author_name=f"user{user_id}", instruction=ins, limits=limits,
-            enqueue=enqueue or make_enqueue(),
+        turn, _made = await turn_service.submit_turn(
+            s, gs, user_id, ready_made(f"user{user_id}", ins), limits=limits, enqueue=enqueue or make_enqueue()
         )
+        return turn
 
 
 async def turn_rows(sessions, session_id: int | None = None) -> list[Turn]:

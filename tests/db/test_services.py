@@ -25,6 +25,7 @@ from game.session_errors import CharacterTaken, NotJoined, SessionExists, Sessio
 from game.states import CharacterState, Prediction
 from game.turn_errors import BacklogFull, Cooldown, TurnNotCancellable
 from service import configs, refusals, turn_queue
+from testkit.queue import ready_made
 
 QIQI = FILMS["qiqi"]
 LIMITS = Limits(max_instruction_len=300, cooldown_seconds=0, backlog_cap=3)
@@ -43,7 +44,8 @@ async def _submit(sessions, gs, author=1, chars=("qiqi",), limits=LIMITS, enqueu
     async with sessions.begin() as s:
         gs = await s.get(GameSession, gs.id)
         ins = build_instruction(QIQI, list(chars), motion, "sky", "quickly", "night")
-        return await turn_queue.submit_turn(s, gs, author_id=author, author_name=f"user{author}", instruction=ins, limits=limits, enqueue=enqueue)
+        turn, _made = await turn_queue.submit_turn(s, gs, author, ready_made(f"user{author}", ins), limits=limits, enqueue=enqueue)
+        return turn
 
 
 def _result(ml=3, sc=1, et=2, st=-1, rep=True, mp4=b"\x00\x00\x00\x18ftypmp42"):

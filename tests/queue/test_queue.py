@@ -53,11 +53,11 @@ async def test_turn_and_job_are_written_together(sessions):
             from game.instruction import build_instruction
             from inference.queue import make_enqueue
             from service import turn_queue as turn_service
-            from testkit.queue import LIMITS
+            from testkit.queue import LIMITS, ready_made
 
             g = await s.get(GameSession, gs.id)
             ins = build_instruction(FILMS["qiqi"], ["qiqi"], "run", "town")
-            await turn_service.submit_turn(s, g, author_id=1, author_name="u", instruction=ins, limits=LIMITS, enqueue=make_enqueue())
+            await turn_service.submit_turn(s, g, 1, ready_made("u", ins), limits=LIMITS, enqueue=make_enqueue())
             raise Boom()
     assert len(await job_rows(sessions)) == 1 and len(await turn_rows(sessions)) == 1
 
