@@ -1,5 +1,5 @@
 """/export's memory and time: a game of N finished turns, each with a clip of about 1 MB, stitched
-by bot.export.export_session (clips read one at a time, joined by ffmpeg, the video left on disk).
+by bot.answers.export.export_session (clips read one at a time, joined by ffmpeg, the video left on disk).
 
 Prints the Python heap's peak during the export (tracemalloc: what the bot itself holds, ffmpeg
 runs in its own process), the process's resident memory before and after, the seconds taken and
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import update
 
-from bot.export import export_session
+from bot.answers.export import export_session
 from db.engine import make_engine, make_sessionmaker
 from db.migrate import upgrade
 from db.models import Turn

@@ -8,7 +8,7 @@ acknowledged too.
 
 Before the look-up: the arguments' conversion, the cog's and the command's checks and the
 handler then run after every earlier arrival was acknowledged, not in front of them. A check that
-refuses, or an argument that does not convert, answers through the follow-up (bot.replies).
+refuses, or an argument that does not convert, answers through the follow-up (bot.answers.replies).
 
 Why: one event loop carries every interaction. Under a burst (500 channels starting a game at the
 same moment) each acknowledgement needs a few turns of the loop (a new connection: connect, the

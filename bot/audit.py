@@ -4,7 +4,7 @@ log channel, and its sentences with named parameters.
 
 An entry is stored as codes and values (its action's code, a target, details: ids, numbers, what
 people typed), never as a sentence; `describe` renders it in the current language, the member's in
-/admin show, the server's in the moderation log channel (bot.modlog). The play page keeps no
+/admin show, the server's in the moderation log channel (bot.answers.modlog). The play page keeps no
 audit log.
 """
 
@@ -112,7 +112,7 @@ ACTIONS: dict[str, Action] = {
         L_("%(who)s set the language of the public posts in %(channel)s to %(language)s"),
         L_("%(who)s set the language of the public posts to %(language)s")), target="language"),
 }
-# Any other text the content rules refused (`<what>_refused`, bot.replies.record_refusal).
+# Any other text the content rules refused (`<what>_refused`, bot.answers.replies.record_refusal).
 TEXT_REFUSED = Action(_REFUSED, PREVIEW, _says(L_("%(who)s had a text refused by %(rules)s in %(command)s")),
                       target="command")
 

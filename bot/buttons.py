@@ -1,7 +1,7 @@
 """The look of the bot's persistent buttons (`ag:cancel:<turn>`, `ag:regen:<turn>`): what the
 status board and the notifier put on public messages. A button's label is rendered when it is
 made, in the locale current then (the server's: bot.locale.public around the build). The clicks
-are answered by bot.views, whose DynamicItems match these custom_ids after any restart."""
+are answered by bot.answers.views, whose DynamicItems match these custom_ids after any restart."""
 
 from __future__ import annotations
 

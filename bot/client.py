@@ -1,6 +1,6 @@
 """The Discord client: a commands.AutoShardedBot (its shards from settings; bot/shards.py) that
 makes and carries the bot's parts (each given what it uses), and whose setup_hook loads by name
-bot.wiring (the tree's error handler, the persistent buttons) and one cog per concern, then
+bot.answers.wiring (the tree's error handler, the persistent buttons) and one cog per concern, then
 starts the notifier and the scheduled jobs. The parts never import this module; the modules that
 answer interactions read the bot as `discord.Interaction[AnimeGamerBot].client`."""
 
@@ -34,8 +34,9 @@ from settings import Settings
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = ("bot.wiring", "bot.cogs.play", "bot.cogs.admin", "bot.cogs.moderation", "bot.cogs.games", "bot.cogs.vote", "bot.cogs.help",
-              "bot.cogs.privacy", "bot.cogs.shots", "bot.cogs.modlog")
+EXTENSIONS = ("bot.answers.wiring", "bot.answers.cogs.play", "bot.answers.cogs.admin", "bot.answers.cogs.moderation",
+              "bot.answers.cogs.games", "bot.answers.cogs.vote", "bot.answers.cogs.help", "bot.answers.cogs.privacy",
+              "bot.answers.cogs.shots", "bot.answers.cogs.modlog")
 
 
 FULL_COLLECTION_EVERY = 100  # young collections between two full ones (Python's default: 10)

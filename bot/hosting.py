@@ -59,7 +59,7 @@ class Wakes(Protocol):
 
 
 class ShowsRounds(Protocol):
-    """The vote part (bot.cogs.vote): it shows a vote round's message as the round is stored now."""
+    """The vote part (bot.answers.cogs.vote): it shows a vote round's message as the round is stored now."""
 
     async def refresh(self, round_id: int) -> None: ...
 

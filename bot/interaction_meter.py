@@ -20,7 +20,7 @@ grows with Discord's API. The trace sees every answer, those added later include
 what Discord sees: the request leaving, after the connection pool and the event loop's backlog,
 not the moment our code asked for it.
 
-Outcome: "ok" unless bot.replies.report said "refused" (a game rule or a check) or "error" (a bug,
+Outcome: "ok" unless bot.answers.replies.report said "refused" (a game rule or a check) or "error" (a bug,
 an outage). It is counted once, when the task that answered (or reported) ends: a button that
 defers first and fails afterwards counts once, as refused or error, never as ok and then error;
 and a command's outcome is final once its invoker (its error handler included) is done. A
@@ -149,7 +149,7 @@ class InteractionMeter:
     # --- outcome
 
     def outcome(self, interaction: Any, outcome: str) -> None:
-        """What bot.replies.report decided ("refused" or "error"); counted when the task ends."""
+        """What bot.answers.replies.report decided ("refused" or "error"); counted when the task ends."""
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         t = self._tracked.get(int(interaction.id))

@@ -29,7 +29,7 @@ What each metric measures:
 
 Where they are recorded: AnimeGamerBot makes `bot.metrics` (bot/client.py); interactions and their
 acknowledgements in bot.interaction_meter (receipt at the client's dispatch, the answer seen in the
-HTTP session's trace, refusals and errors from bot.replies.report); post lag, retries and give-ups
+HTTP session's trace, refusals and errors from bot.answers.replies.report); post lag, retries and give-ups
 in bot.notifier; the edit queue in bot.edits; the cache in bot.config_cache; the queue gauges and
 database_up in bot.queue_watch (every 15 s); the gateway at each scrape (bot.health).
 """

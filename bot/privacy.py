@@ -74,7 +74,7 @@ async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
 
 async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
     """Edit the request's vote rounds' messages, which list proposals with their authors' names
-    (bot.cogs.vote shows each round as it is stored now); how many."""
+    (bot.answers.cogs.vote shows each round as it is stored now); how many."""
     if not bot.vote_rounds.loaded:
         return 0
     ids = await privacy.rounds_to_refresh(deps_of(bot), request_id)

@@ -1,9 +1,9 @@
 """Taking a shot down from Discord, and what its post shows then.
 
-`/mod remove turn:N reason:...` and the "Remove shot" message command (bot.cogs.shots) both call
+`/mod remove turn:N reason:...` and the "Remove shot" message command (bot.answers.cogs.shots) both call
 `remove`. A moderator may remove any shot of the server; the turn's author may remove their own.
 The rule and the transaction (the content taken down, the remove_shot audit entry that reaches the
-moderation log, bot.modlog) are the service's (service.shots.remove). Then the post is edited in
+moderation log, bot.answers.modlog) are the service's (service.shots.remove). Then the post is edited in
 place: the video, the embed and the button are replaced by a short notice (the message stays, so
 the channel's order is kept), through the channel's edit scheduler like every edit of a post.
 
@@ -111,7 +111,7 @@ class Remover(Speaker, Protocol):
 async def remove(bot: Remover, game: Deps, interaction: discord.Interaction, turn_id: int, reason: str,
                  *, via: str, moderator: bool) -> shots.Removed:
     """Take the turn down for the member of `interaction` (a moderator, or the turn's author:
-    `moderator` is bot.checks.is_moderator's answer); then edit its post in the background.
+    `moderator` is bot.answers.checks.is_moderator's answer); then edit its post in the background.
     Refusals (GameError) are the service's."""
     done = await shots.remove(game, place(interaction), member(interaction), turn_id, reason,
                               moderator=moderator, via=via)

@@ -246,7 +246,7 @@ async def test_an_interaction_counts_once_when_the_task_that_answered_it_ends():
             for step in steps:
                 if step == "answer":
                     await _answer(meter, interaction.id)
-                else:  # bot.replies.report's verdict
+                else:  # bot.answers.replies.report's verdict
                     meter.outcome(interaction, step)
             assert not _counted(m, *labels)  # nothing counted while the handler runs
 

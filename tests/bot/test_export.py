@@ -71,7 +71,7 @@ async def test_unexpected_failure_gives_a_reference_that_is_logged(world, start_
         # ffmpeg's concat would otherwise stop there and still succeed, with the video cut short)
         await s.execute(update(Turn).where(Turn.seq == 2).values(mp4=b"not an mp4 " * 100))
 
-    with caplog.at_level(logging.ERROR, logger="bot.replies"):
+    with caplog.at_level(logging.ERROR, logger="bot.answers.replies"):
         text = await say(w, w.alice, "export", timeout=60)
     ref = re.fullmatch(r"Something went wrong on our side \(reference ([0-9a-f]{8})\)\. Please try again; if it keeps "
                        r"failing, tell a server admin and give them the reference\.", text)

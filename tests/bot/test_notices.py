@@ -1,4 +1,4 @@
-"""The once-per-member English note (bot/notices.py, service/notices.py over db/notices.py) on a
+"""The once-per-member English note (bot/answers/notices.py, service/notices.py over db/notices.py) on a
 real Postgres."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.notices import ENGLISH_NOTE, english_client, english_note, needs_english_note
+from bot.answers.notices import ENGLISH_NOTE, english_client, english_note, needs_english_note
 from db import notices
 from game.catalogue import packaged_films
 from i18n import use_locale

@@ -18,8 +18,8 @@ import discord
 import pytest
 
 from bot import embeds
+from bot.answers.modlog import log_embed
 from bot.audit import describe
-from bot.modlog import log_embed
 from db.models import AuditLog, Turn
 from game import turn_texts
 from i18n import locales, use_locale

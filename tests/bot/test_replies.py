@@ -7,7 +7,7 @@ import socket
 import pytest
 from discord import app_commands
 
-from bot.replies import as_game_error
+from bot.answers.replies import as_game_error
 from game.errors import ServiceDown
 
 

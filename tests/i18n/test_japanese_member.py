@@ -21,7 +21,7 @@ from typing import Any
 
 from babel.messages.catalog import Catalog
 
-from bot.notices import english_note_text
+from bot.answers.notices import english_note_text
 from game.catalogue import packaged_films
 from game.states import STATE_NAMES, state_label
 from i18n import _, catalogs, pgettext, use_locale

@@ -15,10 +15,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import context, replies
+from bot import context
 from bot.acks import answers_itself
+from bot.answers import replies
+from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
 from bot.locale import LocalizedItem
 from bot.service_args import deps_of

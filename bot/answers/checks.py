@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 import discord
 from discord import app_commands
 
-from bot.replies import Refusal, as_game_error
+from bot.answers.replies import Refusal, as_game_error
 from bot.service_args import place
 from game.errors import GuildOnly, MissingRights
 

@@ -12,7 +12,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import context, locale
-from bot.choices import catalogue_choices, others_choices, split_names
+from bot.answers.choices import catalogue_choices, others_choices, split_names
 from bot.client import AnimeGamerBot
 from bot.embeds import CONTENT_MAX, esc, fit
 from bot.service_args import deps_of
@@ -74,7 +74,7 @@ def with_cleaning_notes(text: str, notes) -> str:
 
 
 def with_note(text: str, note: str | None) -> str:
-    """An answer with a one-time notice (bot.notices) after it, the notice kept whole when the
+    """An answer with a one-time notice (bot.answers.notices) after it, the notice kept whole when the
     answer must be cut to fit a message."""
     if not note:
         return fit(text, CONTENT_MAX)

@@ -17,11 +17,10 @@ import re
 import discord
 from discord import app_commands
 
-from bot import checks, locale, replies
+from bot import locale
 from bot.acks import think
-from bot.buttons import view_of
-from bot.client import AnimeGamerBot
-from bot.cogs.shared import (
+from bot.answers import checks, replies
+from bot.answers.cogs.shared import (
     Adverb,
     Background,
     GameCog,
@@ -36,6 +35,9 @@ from bot.cogs.shared import (
     with_cleaning_notes,
     with_note,
 )
+from bot.answers.notices import english_note
+from bot.buttons import view_of
+from bot.client import AnimeGamerBot
 from bot.embeds import (
     DESCRIPTION_MAX,
     DONE,
@@ -52,7 +54,6 @@ from bot.embeds import (
     person,
 )
 from bot.locale import LocalizedItem
-from bot.notices import english_note
 from bot.service_args import member, place
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number

@@ -13,10 +13,9 @@ from pathlib import Path
 import discord
 from discord import app_commands
 
-from bot import checks
-from bot.choices import film_choices, join_choices
-from bot.client import AnimeGamerBot
-from bot.cogs.shared import (
+from bot.answers import checks
+from bot.answers.choices import film_choices, join_choices
+from bot.answers.cogs.shared import (
     Adverb,
     Background,
     GameCog,
@@ -31,9 +30,10 @@ from bot.cogs.shared import (
     with_cleaning_notes,
     with_note,
 )
+from bot.answers.export import ExportLimiter, export_session
+from bot.answers.notices import english_note
+from bot.client import AnimeGamerBot
 from bot.embeds import history_embed, person, states_embed
-from bot.export import ExportLimiter, export_session
-from bot.notices import english_note
 from bot.service_args import member, place
 from bot.status import position_text
 from game.catalogue import display_film

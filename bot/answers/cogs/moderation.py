@@ -6,10 +6,11 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot import checks, locale
+from bot import locale
 from bot import removal as shot_removal
+from bot.answers import checks
+from bot.answers.cogs.shared import GameCog, Interaction, announce, by
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction, announce, by
 from bot.embeds import FIELD_VALUE_MAX, esc, fit
 from bot.service_args import member, place
 from game.catalogue import display_film

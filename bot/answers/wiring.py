@@ -1,14 +1,14 @@
 """What answers the interactions, wired onto the client as it starts: loaded by name with the
 cogs (bot.client.EXTENSIONS), so that bot.client imports none of it. The command tree's errors
-go to bot.replies.report; the persistent buttons (bot.views) answer their clicks after any
+go to bot.answers.replies.report; the persistent buttons (bot.answers.views) answer their clicks after any
 restart."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot import replies
-from bot.views import CancelButton, RegenerateButton
+from bot.answers import replies
+from bot.answers.views import CancelButton, RegenerateButton
 
 if TYPE_CHECKING:
     from bot.client import AnimeGamerBot

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REFUSED = "instruction_refused"  # recorded by the content rules (bot.replies.record_refusal)
+REFUSED = "instruction_refused"  # recorded by the content rules (bot.answers.replies.record_refusal)
 
 
 def jump_url(guild_id: int, channel_id: object, message_id: object) -> str | None:

@@ -1,6 +1,6 @@
 """The message commands on a turn's post ("Apps" on the message): "Remove shot" (a moderator, or
 the turn's author: bot.removal) and "Report shot" (any member: the shot goes to the moderation
-log with a jump link, bot.modlog). Answers are ephemeral.
+log with a jump link, bot.answers.modlog). Answers are ephemeral.
 
 The interaction carries the target message (data.resolved); its id is the turn's post (or status
 message) recorded on the turn. A report is audited like every action, and the audit entry is what
@@ -15,10 +15,11 @@ import time
 import discord
 from discord import app_commands
 
-from bot import checks, context, locale
+from bot import context, locale
 from bot import removal as shot_removal
+from bot.answers import checks
+from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import person
 from bot.service_args import member, place
 from game.shot_errors import ReportCooldown

@@ -6,8 +6,8 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, INFO, fit
 from bot.service_args import place
 from game.catalogue import FILMS

@@ -10,9 +10,9 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot import checks
+from bot.answers import checks
+from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
 from bot.service_args import place
 from game import vocabulary

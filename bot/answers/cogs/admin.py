@@ -12,11 +12,12 @@ import discord
 from discord import app_commands
 
 from bot import audit as bot_audit
-from bot import checks, context, locale
-from bot import modlog as modlog_setup
-from bot.choices import character_choices, film_choices
+from bot import context, locale
+from bot.answers import checks
+from bot.answers import modlog as modlog_setup
+from bot.answers.choices import character_choices, film_choices
+from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.cogs.shared import GameCog, Interaction
 from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
 from bot.service_args import member, place
 from game.catalogue import suggest

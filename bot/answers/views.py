@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot import buttons, checks, replies
+from bot import buttons
 from bot.acks import think
+from bot.answers import checks, replies
 from bot.embeds import esc
 from bot.locale import LocalizedItem
 from bot.service_args import deps_of, member, place

@@ -1,12 +1,12 @@
-"""The moderation log's lifetime (bot.modlog): it listens while the bot runs. /admin log-channel
-chooses the channel (bot.cogs.admin)."""
+"""The moderation log's lifetime (bot.answers.modlog): it listens while the bot runs. /admin log-channel
+chooses the channel (bot.answers.cogs.admin)."""
 
 from __future__ import annotations
 
 from discord.ext import commands
 
+from bot.answers.modlog import ModLog
 from bot.client import AnimeGamerBot
-from bot.modlog import ModLog
 
 
 class ModLogCog(commands.Cog, name="ModLog"):
