@@ -30,9 +30,9 @@ def require_running(gs: GameSession) -> None:
         raise NoSession()
 
 
-async def running_session(s: AsyncSession, channel_id: int, *, lock: bool = False) -> GameSession:
-    """The channel's game, if it is not paused."""
-    gs = await live_session(s, channel_id, lock=lock)
+async def running_session(s: AsyncSession, channel_id: int) -> GameSession:
+    """The channel's game, if it is not paused (its row is not locked)."""
+    gs = await live_session(s, channel_id)
     require_running(gs)
     return gs
 

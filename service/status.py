@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from db import sessions, turn_posts, turn_reads
 from db.models import Turn
-from service.deps import Deps
+from service.deps import Deps, Place
 
 
 @dataclass(frozen=True)
@@ -25,14 +25,6 @@ class StatusTurn:
     instruction: str
     author_name: str
     status_message_id: int | None
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a game plays: its server and channel."""
-
-    guild_id: int
-    channel_id: int
 
 
 @dataclass(frozen=True)
@@ -68,11 +60,11 @@ async def waiting(deps: Deps, guild_ids: Collection[int]) -> list[QueuedStatus]:
         return [QueuedStatus(_shown(t), channel_id, message_id, positions.get(t.id)) for t, channel_id, message_id in queued]
 
 
-async def turn(deps: Deps, turn_id: int) -> tuple[StatusTurn, Where] | None:
+async def turn(deps: Deps, turn_id: int) -> tuple[StatusTurn, Place] | None:
     """A turn as its status message shows it, and where its game plays (None: no such turn)."""
     async with deps.sessions() as s:
         t = await turn_reads.get_turn(s, turn_id)
         if t is None:
             return None
         gs = await sessions.session_by_id(s, t.session_id)
-        return _shown(t), Where(gs.guild_id, gs.channel_id)
+        return _shown(t), Place(gs.guild_id, gs.channel_id)

@@ -150,7 +150,7 @@ class Proposed:
 
 
 @dataclass(frozen=True)
-class Shown:
+class RoundMessage:
     """What a round's message shows: the round with its proposals and votes, and its game's film
     (a withdrawn film's stand-in)."""
 
@@ -318,12 +318,12 @@ async def set_mode(deps: Deps, place: Place, who: Member, enabled: bool,
 # --- a round's message
 
 
-async def round_shown(deps: Deps, round_id: int) -> Shown:
+async def round_shown(deps: Deps, round_id: int) -> RoundMessage:
     """What round `round_id`'s message shows now."""
     async with deps.sessions() as s:
         v = await view(s, round_id)
         gs = await sessions.session_by_id(s, v.round.session_id)
-    return Shown(v, display_film(gs.film_id))
+    return RoundMessage(v, display_film(gs.film_id))
 
 
 async def set_message(deps: Deps, round_id: int, message_id: int) -> None:
