@@ -9,11 +9,26 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import modlog, removal, turn_reads
+from db import modlog, removal, sessions, turn_reads
 from db.models import Turn
 from game.shot_errors import NoLogChannel, NotAShot, NotShotAuthor, ShotAlreadyRemoved, ShotNotFinished
 from service.deps import Deps, Member, Place
 from service.names import shown_name
+
+
+@dataclass(frozen=True)
+class PostedTurn:
+    """The turn behind a message, as a report names it."""
+
+    id: int
+    session_id: int
+    seq: int
+    author_id: int
+    author_name: str
+
+    @classmethod
+    def of(cls, t: Turn) -> PostedTurn:
+        return cls(t.id, t.session_id, t.seq, t.author_id, t.author_name)
 
 
 async def _by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn:
@@ -23,14 +38,14 @@ async def _by_message(s: AsyncSession, guild_id: int, message_id: int) -> Turn:
     return turn
 
 
-async def shot_by_message(deps: Deps, guild_id: int, message_id: int) -> Turn:
+async def shot_by_message(deps: Deps, guild_id: int, message_id: int) -> PostedTurn:
     """The turn whose post (or status message) is message `message_id` of server `guild_id`
     (NotAShot if none)."""
     async with deps.sessions() as s:
-        return await _by_message(s, guild_id, message_id)
+        return PostedTurn.of(await _by_message(s, guild_id, message_id))
 
 
-async def reportable(deps: Deps, guild_id: int, message_id: int) -> Turn:
+async def reportable(deps: Deps, guild_id: int, message_id: int) -> PostedTurn:
     """The turn behind the message, if it can be reported: not taken down (ShotAlreadyRemoved),
     and the server has a moderation log channel to send it to (NoLogChannel)."""
     async with deps.sessions() as s:
@@ -39,13 +54,13 @@ async def reportable(deps: Deps, guild_id: int, message_id: int) -> Turn:
             raise ShotAlreadyRemoved(turn.seq)
         if await modlog.log_channel(s, guild_id) is None:
             raise NoLogChannel()
-    return turn
+        return PostedTurn.of(turn)
 
 
-async def report(deps: Deps, place: Place, who: Member, turn: Turn, message_id: int) -> None:
+async def report(deps: Deps, place: Place, who: Member, turn: PostedTurn, message_id: int) -> None:
     """`who` reports `turn` (seen as message `message_id` in `place`): audited as report_shot."""
     async with deps.sessions.begin() as s:
-        gs = await turn_reads.session_of(s, turn)
+        gs = await sessions.session_by_id(s, turn.session_id)
         await deps.record(s, place, who, "report_shot", str(turn.seq),
                           turn_id=turn.id, author_id=str(turn.author_id), author=turn.author_name,
                           game_channel_id=str(gs.channel_id), message_id=str(message_id))
@@ -60,7 +75,6 @@ class Removed:
     channel_id: int  # the game's channel (where the post is)
     message_id: int | None  # the post, or the status message of a turn not posted yet
     by_author: bool
-    turn: Turn  # as stored after the removal (its removal notice is drawn from it)
 
 
 async def remove(deps: Deps, place: Place, who: Member, turn_id: int, reason: str, *, moderator: bool,
@@ -87,5 +101,4 @@ async def remove(deps: Deps, place: Place, who: Member, turn_id: int, reason: st
                           turn_id=turn.id, reason=reason, by="author" if by_author else "moderator", via=via,
                           author_id=str(turn.author_id), author=turn.author_name, game_channel_id=str(gs.channel_id),
                           message_id=None if message_id is None else str(message_id))
-        await s.refresh(turn)
-    return Removed(turn.seq, gs.guild_id, gs.channel_id, message_id, by_author, turn)
+    return Removed(turn.seq, gs.guild_id, gs.channel_id, message_id, by_author)
