@@ -1,10 +1,12 @@
 """What members read of a channel's games, for both faces: the live game with its players and
-their characters' states, a game by its number (past ones included), its history, the waiting
-turns with their places in the queue, the channel's games, the page's list of turns, one turn
-by id (with its clip), what the channel plays (film and vote mode) and its latest vote round.
+their characters' states, a game's history (the live game's, or a past one's by its number), the
+waiting turns with their places in the queue, the channel's games, the page's list of turns, one
+turn by id (with its clip), what the channel plays (film and vote mode) and its latest vote round.
 
-Each opens its own read-only session and returns rows (a face renders them); a game that is not
-there is refused (NoSession, UnknownGame)."""
+Each opens its own read-only session. What holds rows is copied into frozen values before a face
+sees it (service.listings for the bot's read commands, service.views for the play page);
+`playing` holds none and the faces read it as it is. A game that is not there is refused
+(NoSession, UnknownGame)."""
 
 from __future__ import annotations
 
@@ -103,13 +105,6 @@ async def _game(s: AsyncSession, place: Place, number: int | None) -> GameSessio
     if gs is None:
         raise UnknownGame(number, await games.game_count(s, place.channel_id))
     return gs
-
-
-async def game_by_number(deps: Deps, place: Place, number: int | None = None) -> GameSession:
-    """The live game (number None), or the channel's game `number` (1: its first; past ones
-    included: see channel_games)."""
-    async with deps.sessions() as s:
-        return await _game(s, place, number)
 
 
 async def history(deps: Deps, place: Place, count: int, number: int | None = None) -> tuple[GameSession, list[Turn]]:

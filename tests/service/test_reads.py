@@ -38,7 +38,7 @@ async def _set(sessions, turn_id: int, **values) -> None:
 
 async def test_no_game_here_is_refused_and_the_page_gets_its_config_alone(deps):
     await admin.set_film(deps, HERE, MOD, "qiqi")
-    for read in (reads.live_game, reads.waiting, reads.game_by_number, reads.exportable):
+    for read in (reads.live_game, reads.waiting, reads.exportable):
         with pytest.raises(NoSession):
             await read(deps, HERE)
     with pytest.raises(NoSession):
@@ -98,10 +98,10 @@ async def test_past_games_by_number_their_history_and_what_can_be_exported(deps,
     old = await reads.exportable(deps, HERE)
     done = await moderation.reset(deps, HERE, MOD)
 
-    assert (await reads.game_by_number(deps, HERE, 1)).id == old.id
-    assert (await reads.game_by_number(deps, HERE, 2)).id == (await reads.game_by_number(deps, HERE)).id == done.fresh.id
+    assert (await reads.history(deps, HERE, 1, number=1))[0].id == old.id
+    assert (await reads.history(deps, HERE, 1, number=2))[0].id == (await reads.history(deps, HERE, 1))[0].id == done.fresh.id
     with pytest.raises(UnknownGame):
-        await reads.game_by_number(deps, HERE, 3)
+        await reads.history(deps, HERE, 1, number=3)
     gs, turns = await reads.history(deps, HERE, 1, number=1)
     assert gs.id == old.id and [t.seq for t in turns] == [2]  # the latest one
     assert [t.seq for t in (await reads.history(deps, HERE, 10, number=1))[1]] == [1, 2]
