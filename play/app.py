@@ -61,17 +61,17 @@ SERVER_LOG.addFilter(MalformedRequestsInOneLine())
 METRICS = web.AppKey("metrics", PlayMetrics)
 
 
-def build_app(svc: Page, *, token: str | None = None) -> web.Application:
+def build_app(page: Page, *, token: str | None = None) -> web.Application:
     """token: what every request must carry (localweb.guard.token_guard); None: no token (loopback)."""
     metrics = PlayMetrics()
     app = web.Application(middlewares=[metrics_middleware(metrics), locale_middleware, errors_middleware,
                                        same_origin_middleware, token_middleware],
                           client_max_size=MAX_BODY)
-    app[PAGE] = svc
+    app[PAGE] = page
     if token is not None:
         app[ACCESS_TOKEN] = token
     app[METRICS] = metrics
-    metrics.watch_sse(lambda: len(svc.hub.subscribers))  # the open /api/events streams
+    metrics.watch_sse(lambda: len(page.hub.subscribers))  # the open /api/events streams
     add_metrics_route(app, metrics)
     app.router.add_routes(routes)
     app.router.add_static("/static/", STATIC, append_version=False)
@@ -86,7 +86,7 @@ def build_app(svc: Page, *, token: str | None = None) -> web.Application:
     return app
 
 
-def make_runner(svc: Page, *, shutdown_timeout: float = 3, token: str | None = None) -> web.AppRunner:
+def make_runner(page: Page, *, shutdown_timeout: float = 3, token: str | None = None) -> web.AppRunner:
     """The page's app, ready to serve: aiohttp's server log goes through SERVER_LOG, and there is
     no access log (every request of every tab, polling included, would be a line)."""
-    return web.AppRunner(build_app(svc, token=token), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)
+    return web.AppRunner(build_app(page, token=token), shutdown_timeout=shutdown_timeout, access_log=None, logger=SERVER_LOG)

@@ -58,12 +58,12 @@ def page_of(request: web.Request) -> Page:
     return request.app[PAGE]
 
 
-async def ensure_film(svc: Page) -> str:
+async def ensure_film(page: Page) -> str:
     """The page's guild gets the default film the first time, so there is always a cast; a game
     whose film left the catalogue waits, paused (the page shows why). Returns the film being
     played (the live session's, else the configured one)."""
-    await maintenance.pause_withdrawn(svc.deps)
-    return await default_film.ensure_film(svc.deps, PLACE)
+    await maintenance.pause_withdrawn(page.deps)
+    return await default_film.ensure_film(page.deps, PLACE)
 
 
 def every(seconds: float, job: Callable[[web.Application], Awaitable[object]], failed: str

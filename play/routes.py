@@ -83,9 +83,9 @@ async def index(request: web.Request) -> web.FileResponse:
 async def healthz(request: web.Request) -> web.Response:
     """200 while the page reaches its database and hears its NOTIFYs; 503 (in the JSON error
     format) while either is cut off, so a supervisor can tell the page is waiting for Postgres."""
-    svc = page_of(request)
-    database = "up" if await runtime.answers(svc.store, HEALTH_TIMEOUT) else "unreachable"
-    listening = svc.hub.listening
+    page = page_of(request)
+    database = "up" if await runtime.answers(page.store, HEALTH_TIMEOUT) else "unreachable"
+    listening = page.hub.listening
     body = {"database": database, "live_updates": "up" if listening else "reconnecting"}
     if database == "up" and listening:
         return web.json_response({"status": "ok", **body})
@@ -96,8 +96,8 @@ async def healthz(request: web.Request) -> web.Response:
 @routes.get("/api/state")
 @accepts(query=StateQuery)
 async def get_state(request: web.Request, query: StateQuery) -> web.Response:
-    svc = page_of(request)
-    return web.json_response(shapes.state_json(await views.table(svc.deps, PLACE), query.player, svc.backend))
+    page = page_of(request)
+    return web.json_response(shapes.state_json(await views.table(page.deps, PLACE), query.player, page.backend))
 
 
 @routes.get("/api/turns")
@@ -148,14 +148,14 @@ async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: every NOTIFY of this channel, as JSON. HEAD gets the stream's headers
     and nothing else (the router answers HEAD with this GET handler; aiohttp leaves the body of a
     StreamResponse to it)."""
-    svc = page_of(request)
+    page = page_of(request)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
     await resp.prepare(request)
     if request.method == "HEAD":
         return resp
-    sub = svc.hub.subscribe()
+    sub = page.hub.subscribe()
     try:
         await resp.write(b"retry: 1000\n\n" + sse_frame({"type": "hello"}))
         while True:
@@ -170,7 +170,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
-        svc.hub.unsubscribe(sub)
+        page.hub.unsubscribe(sub)
     return resp
 
 
@@ -186,10 +186,10 @@ def act_fields(body: ActBody) -> ActFields:
 async def post_film(request: web.Request, body: FilmBody) -> web.Response:
     """Admin: choose the film. A game in progress with another film is reset into the new one;
     its players leave, since the cast changes."""
-    svc = page_of(request)
-    film = await admin.set_film(svc.deps, PLACE, ADMIN, body.film, restart=True)
-    if svc.on_film is not None:
-        await svc.on_film(film.id)
+    page = page_of(request)
+    film = await admin.set_film(page.deps, PLACE, ADMIN, body.film, restart=True)
+    if page.on_film is not None:
+        await page.on_film(film.id)
     return web.json_response({"ok": True, "film": film.id})
 
 

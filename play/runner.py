@@ -151,23 +151,23 @@ async def serve(settings: Settings, options: PlayOptions, *, stop: asyncio.Event
         worker = None
         runner = None
         try:
-            svc = Page(settings=settings, store=store, hub=hub, backend=settings.backend, host=options.host)
-            film = await ensure_film(svc)
+            page = Page(settings=settings, store=store, hub=hub, backend=settings.backend, host=options.host)
+            film = await ensure_film(page)
             if options.worker:
                 worker = WorkerProcess(store.url, settings.backend, options, film)
                 if hurry is not None:
                     worker.hurry = hurry
-                svc.on_film = worker.set_film
+                page.on_film = worker.set_film
                 await worker.start()
             token = new_token() if needs_token(options.host) else None  # beyond loopback (localweb.guard)
-            runner = make_runner(svc, shutdown_timeout=3, token=token)
+            runner = make_runner(page, shutdown_timeout=3, token=token)
             await runner.setup()
             site = web.TCPSite(runner, options.host, options.port)
             await site.start()
             port = runner.addresses[0][1] if runner.addresses else options.port  # --port 0: the one chosen
             host = f"[{options.host}]" if ":" in options.host else options.host
-            page = f"http://{host}:{port}" + (f"/?{TOKEN_PARAM}={token}" if token else "")
-            print(f"AnimeGamer play page: {page}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
+            url = f"http://{host}:{port}" + (f"/?{TOKEN_PARAM}={token}" if token else "")
+            print(f"AnimeGamer play page: {url}  (ready in {time.monotonic() - t0:.1f} s; Ctrl-C stops)", flush=True)
             if token:
                 print(f"Served beyond this machine: every request needs the token above (from another machine, "
                       f"put this machine's address in place of {options.host}).", flush=True)
