@@ -121,16 +121,16 @@ async def act(deps: Deps, place: Place, who: Member, fields: ActFields, extra_ru
     before the quotas (service.shares), the backlog and the cooldown (service.turn_queue)."""
     async with deps.sessions.begin() as s:
         gs = await refusals.live_session(s, place.channel_id)  # locked and checked by submit_turn
-        film = session_film(gs.film_id)
         cfg = await config(deps, s, place)
 
         async def compose(me: Player) -> Authored:
-            ins = cfg.instruction(film, [me.character_id, *fields.others], fields.motion, fields.background,
-                                  fields.adverb, fields.time_of_day, extra_rules=extra_rules)
+            # The film after the checks: a paused game whose film was withdrawn is refused as paused.
+            ins = cfg.instruction(session_film(gs.film_id), [me.character_id, *fields.others], fields.motion,
+                                  fields.background, fields.adverb, fields.time_of_day, extra_rules=extra_rules)
             name = cfg.name_to_show(who.name, extra_rules) if who.name is not None else me.user_name
             await check_quota(deps, s, place, who)
             return Authored(name, ins)
 
         turn, made = await submit_turn(s, gs, who.id, compose, limits=cfg.limits, enqueue=deps.jobs.enqueue)
         position = await deps.jobs.position(s, turn)
-        return Acted(film, TurnRef.of(turn), position, made.instruction)
+        return Acted(session_film(gs.film_id), TurnRef.of(turn), position, made.instruction)
