@@ -50,7 +50,7 @@ async def _command_strings() -> list[tuple[str, str]]:
     from discord import app_commands
 
     from bot.client import EXTENSIONS, AnimeGamerBot
-    from bot.translator import context_of
+    from bot.parts.translator import context_of
     from settings import Settings
 
     asked: list[tuple[str, str]] = []
@@ -84,7 +84,7 @@ def template() -> Catalog:
         pot.add(message, None, [(filename, lineno)], context=context, auto_comments=comments,
                 flags=("python-format",) if "%(" in first else ())
     for context, text in asyncio.run(_command_strings()):
-        pot.add(text, None, [("bot/cogs", 0)], context=context)
+        pot.add(text, None, [("bot/answers/cogs", 0)], context=context)
     from game import vocabulary
 
     for context, term in vocabulary.messages():  # the packaged films' suggestions, shown translated
@@ -148,7 +148,7 @@ def _dropped_placeholders(msgid, msgstr) -> set[str]:
 
 def problems(locale: str) -> list[str]:
     """Every reason the locale's catalog is not complete and correct (empty when it is)."""
-    from bot.translator import problem
+    from bot.parts.translator import problem
 
     with POT.open("rb") as f:
         pot = read_po(f)

@@ -13,7 +13,7 @@ channels at once (--mode pipeline, the default). --mode phases fires every chann
 at once, waits for every answer, then every /game join, then every /act.
 
 Printed: interactions acknowledged / sent, answered, acts queued; acknowledgement p50/p95/p99/max
-as the bot measured it (bot.metrics' animegamer_bot_ack_seconds: from its dispatch of the
+as the bot measured it (bot.parts.metrics' animegamer_bot_ack_seconds: from its dispatch of the
 interaction to the callback's body leaving; the raw samples, and the histogram's share within
 100 ms) and as the fake Discord saw it (from its INTERACTION_CREATE to the callback request being
 handled), both per command; the time from the first command to the last answer and the CPU

@@ -25,7 +25,7 @@ import time
 import aiohttp
 from aiohttp import web
 
-BODY = b'{"type":5,"data":{"flags":64}}'  # a private deferral, as bot.acks.think sends
+BODY = b'{"type":5,"data":{"flags":64}}'  # a private deferral, as bot.parts.acks.think sends
 
 
 def serve(port_out, ready) -> None:

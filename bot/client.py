@@ -1,4 +1,4 @@
-"""The Discord client: a commands.AutoShardedBot (its shards from settings; bot/shards.py) that
+"""The Discord client: a commands.AutoShardedBot (its shards from settings; bot/parts/shards.py) that
 makes and carries the bot's parts (each given what it uses), and whose setup_hook loads by name
 bot.answers.wiring (the tree's error handler, the persistent buttons) and one cog per concern, then
 starts the notifier and the scheduled jobs. The parts never import this module; the modules that
@@ -14,20 +14,20 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import acks, health, locale
-from bot.automod import AutoModRules
-from bot.config_cache import ConfigCache
-from bot.edits import EditScheduler
-from bot.hosting import VoteRounds
-from bot.interaction_meter import InteractionMeter
-from bot.maintenance import Maintenance
-from bot.metrics import BotMetrics
-from bot.notifier import RETRY_DELAYS, Notifier
-from bot.permissions import bot_intents
-from bot.queue_watch import QueueWatch
-from bot.shards import ShardClaim
-from bot.status import StatusBoard
-from bot.translator import CatalogTranslator
+from bot.parts import acks, health, locale
+from bot.parts.automod import AutoModRules
+from bot.parts.config_cache import ConfigCache
+from bot.parts.edits import EditScheduler
+from bot.parts.hosting import VoteRounds
+from bot.parts.interaction_meter import InteractionMeter
+from bot.parts.maintenance import Maintenance
+from bot.parts.metrics import BotMetrics
+from bot.parts.notifier import RETRY_DELAYS, Notifier
+from bot.parts.permissions import bot_intents
+from bot.parts.queue_watch import QueueWatch
+from bot.parts.shards import ShardClaim
+from bot.parts.status import StatusBoard
+from bot.parts.translator import CatalogTranslator
 from service.jobs import Jobs, QueueJobs
 from service.runtime import Store
 from settings import Settings
@@ -89,7 +89,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
     ) -> None:
         """db: the database, as service.runtime opened it. post_lease: how long a claim on a turn
         to post holds (None: the service's usual lease). health_address: (host, port) to serve
-        GET /healthz on (bot.health); port 0 picks a free one, then in `health_port`. None: no
+        GET /healthz on (bot.parts.health); port 0 picks a free one, then in `health_port`. None: no
         health endpoint. Shards: settings.shard_ids of settings.shard_count (unset: Discord's
         recommended count, all in this process); the shard_ids/shard_count options override them."""
         # Metrics before the client: its HTTP session is made with the interaction meter's trace.
@@ -109,7 +109,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         )
         self.settings = settings
         self.db = db
-        self.metrics = metrics  # bot.metrics, served at GET /metrics by bot.health
+        self.metrics = metrics  # bot.parts.metrics, served at GET /metrics by bot.parts.health
         self.interaction_meter = meter
         self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
         self.queue: Jobs = queue or QueueJobs()
@@ -118,7 +118,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
         self.edits = EditScheduler(self, metrics, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
         self.board = StatusBoard(self, self.edits)
-        self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.privacy refreshes rounds)
+        self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.parts.privacy refreshes rounds)
         self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
         self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
         self.queue_watch = QueueWatch(self, metrics)  # the queue gauges and database_up
@@ -157,7 +157,7 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.notifier.wake()
 
     def dispatch(self, event_name: str, /, *args, **kwargs) -> None:
-        # INTERACTION_CREATE's receipt, before any handler ran (see bot.interaction_meter)
+        # INTERACTION_CREATE's receipt, before any handler ran (see bot.parts.interaction_meter)
         if event_name == "interaction" and args:
             interaction = args[0]
             self.interaction_meter.received(interaction)

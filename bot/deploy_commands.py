@@ -7,7 +7,7 @@ import sys
 
 def _invite_url(args) -> int:
     from bot.invite import InviteError, client_id_from_token, invite_url
-    from bot.permissions import PERMISSIONS, SCOPE_REASONS
+    from bot.parts.permissions import PERMISSIONS, SCOPE_REASONS
 
     try:
         if args.client_id:

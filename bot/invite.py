@@ -1,4 +1,4 @@
-"""The bot's invite URL, with exactly the permissions and scopes of bot.permissions."""
+"""The bot's invite URL, with exactly the permissions and scopes of bot.parts.permissions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import binascii
 
 import discord
 
-from bot.permissions import SCOPES, bot_permissions
+from bot.parts.permissions import SCOPES, bot_permissions
 
 
 class InviteError(ValueError):

@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 
 from bot.answers.replies import Refusal, as_game_error
-from bot.service_args import place
+from bot.parts.service_args import place
 from game.errors import GuildOnly, MissingRights
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 import discord
 from discord import app_commands
 
-from bot import context
-from bot.service_args import place
+from bot.parts import context
+from bot.parts.service_args import place
 from game import vocabulary
 from game.catalogue import FILMS, NAME_SEPARATORS, Character, Film, fold
 from i18n import _, current_locale, locales

@@ -8,7 +8,7 @@ posts in the background: a player's turn never waits for the log. Sends go throu
 budget (one at a time, at most `limit` in any `per` seconds, at most `backlog` waiting: older
 entries beyond that are dropped with a warning); a failure is logged, never raised. An entry
 recorded while the LISTEN connection is down is not posted (it stays in /admin show).
-The log channel is public: an entry is written in its server's language (bot.locale.public).
+The log channel is public: an entry is written in its server's language (bot.parts.locale.public).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot import audit as bot_audit
-from bot import locale
-from bot.audit import rule_set_text, title_of, turn_text, user_text
-from bot.edits import post_channel
-from bot.embeds import esc, fit, fit_embed
-from bot.service_args import deps_of
+from bot.parts import audit as bot_audit
+from bot.parts import locale
+from bot.parts.audit import rule_set_text, title_of, turn_text, user_text
+from bot.parts.edits import post_channel
+from bot.parts.embeds import esc, fit, fit_embed
+from bot.parts.service_args import deps_of
 from game.shot_errors import LogChannelUnusable
 from i18n import _
 from i18n.translate import Lp_

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot.service_args import deps_of
+from bot.parts.service_args import deps_of
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import _

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot import audit
-from bot.embeds import CONTENT_MAX, fit
-from bot.hints import BOT_HINTS
-from bot.service_args import deps_of, member, place
+from bot.parts import audit
+from bot.parts.embeds import CONTENT_MAX, fit
+from bot.parts.hints import BOT_HINTS
+from bot.parts.service_args import deps_of, member, place
 from game.content_errors import ContentRefused, TextRefused
 from game.content_rules import rule_set_code
 from game.errors import GameError, InternalError, ServiceDown, new_reference
@@ -85,7 +85,7 @@ async def report(interaction: discord.Interaction[AnimeGamerBot], exc: BaseExcep
     """Answer a failed command or button with what to do next."""
     err = as_game_error(exc)
     # A check that said no (discord.py's own, like guild_only, included) is a refusal, not a bug.
-    # Every refusal and error passes here: the interaction's outcome for the metrics (bot.interaction_meter).
+    # Every refusal and error passes here: the interaction's outcome for the metrics (bot.parts.interaction_meter).
     refused = err is not None or isinstance(exc, app_commands.CheckFailure)
     interaction.client.interaction_meter.outcome(interaction, "refused" if refused else "error")
     if err is None:

@@ -1,5 +1,5 @@
 """The clicks on the buttons that keep working after a restart: DynamicItems whose custom_id
-carries the turn id (bot.buttons: `ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in
+carries the turn id (bot.parts.buttons: `ag:cancel:<turn>`, `ag:regen:<turn>`), registered once in
 setup_hook. A click answers in the clicker's language (LocalizedItem adopts it before the
 callback)."""
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from bot import buttons
-from bot.acks import think
 from bot.answers import checks, replies
-from bot.embeds import esc
-from bot.locale import LocalizedItem
-from bot.service_args import deps_of, member, place
+from bot.parts import buttons
+from bot.parts.acks import think
+from bot.parts.embeds import esc
+from bot.parts.locale import LocalizedItem
+from bot.parts.service_args import deps_of, member, place
 from i18n import L_, _
 from service import moderation
 
@@ -31,7 +31,7 @@ class _TurnButton(LocalizedItem, discord.ui.DynamicItem[discord.ui.Button], temp
     a callback that defers, acts on the turn (subclasses' `act`) and reports any refusal. Only the
     subclasses, each with its own template, are registered."""
 
-    look: buttons.TurnButton  # its label, style and custom_id (bot.buttons)
+    look: buttons.TurnButton  # its label, style and custom_id (bot.parts.buttons)
 
     def __init__(self, turn_id: int) -> None:
         super().__init__(self.look.button(turn_id))

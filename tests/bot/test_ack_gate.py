@@ -1,4 +1,4 @@
-"""bot.acks: acknowledgements are sent in order of asking, a bounded number at a time, each
+"""bot.parts.acks: acknowledgements are sent in order of asking, a bounded number at a time, each
 slot freed as its body leaves; a command's work after its acknowledgement waits for the
 interactions received before it to be acknowledged, never for later ones, never past its limit,
 and an interaction that is never answered stops counting at Discord's deadline. On the real bot,
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot import acks
-from bot.acks import AckGate
+from bot.parts import acks
+from bot.parts.acks import AckGate
 from testkit.fake_discord.interactions import CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE
 from testkit.waits import loop_turns, wait_for
 from tests.bot.helpers import answer, say

@@ -1,11 +1,11 @@
-"""bot.audit's registry: every audited action reads as a sentence from its stored codes and
+"""bot.parts.audit's registry: every audited action reads as a sentence from its stored codes and
 values, each variant chosen by what the entry holds; an unknown action still reads."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.audit import ACTIONS, describe, title_of
+from bot.parts.audit import ACTIONS, describe, title_of
 from db.models import AuditLog
 
 WHO = "<@3> (dave)"

@@ -1,9 +1,9 @@
-"""The bot's metrics (bot.metrics) and their GET /metrics next to /healthz (bot.health): bounded
+"""The bot's metrics (bot.parts.metrics) and their GET /metrics next to /healthz (bot.parts.health): bounded
 labels (commands by name, components by family, never an id), the queue gauges from
 db.queue_stats, the gateway's shards read at scrape time, and the endpoint on the real bot
 against the fake Discord. And the wiring: interactions counted once per handler with their outcome
-and timed to their callback POST (bot.interaction_meter), post lag, retries and give-ups, edit
-queue and wait, the config cache, the queue gauges and database_up (bot.queue_watch)."""
+and timed to their callback POST (bot.parts.interaction_meter), post lag, retries and give-ups, edit
+queue and wait, the config cache, the queue gauges and database_up (bot.parts.queue_watch)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import yarl
 from multidict import CIMultiDict
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot import health
-from bot.edits import EditScheduler
-from bot.interaction_meter import STALE, InteractionMeter, callback_interaction_id
-from bot.metrics import (
+from bot.parts import health
+from bot.parts.edits import EditScheduler
+from bot.parts.interaction_meter import STALE, InteractionMeter, callback_interaction_id
+from bot.parts.metrics import (
     ACK_BUCKETS,
     BotMetrics,
     component_family,
@@ -29,7 +29,7 @@ from bot.metrics import (
     interaction_command,
     interaction_kind,
 )
-from bot.queue_watch import QueueWatch
+from bot.parts.queue_watch import QueueWatch
 from testkit.queue import wait_until
 from testkit.waits import Passes, loop_turns
 from tests.bot.conftest import stop_bot

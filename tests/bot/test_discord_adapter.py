@@ -1,4 +1,4 @@
-"""The discord.py internals bot/discord_adapter.py relies on are still there.
+"""The discord.py internals bot/parts/discord_adapter.py relies on are still there.
 
 Each assertion names the installed version, so an upgrade fails here, loudly, rather than in
 production: check the adapter against the new release, then update SUPPORTED_VERSION.
@@ -13,10 +13,10 @@ import discord
 import discord.http
 from discord import interactions
 
-from bot import discord_adapter as adapter
+from bot.parts import discord_adapter as adapter
 
 VERSION = discord.__version__
-WHY = f"discord.py {VERSION} is installed; bot/discord_adapter.py was written for {adapter.SUPPORTED_VERSION}"
+WHY = f"discord.py {VERSION} is installed; bot/parts/discord_adapter.py was written for {adapter.SUPPORTED_VERSION}"
 
 
 def test_installed_version_is_the_supported_one():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from bot.edits import EditScheduler, _Channel
+from bot.parts.edits import EditScheduler, _Channel
 from testkit.waits import wait_for
 
 

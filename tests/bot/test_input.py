@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.embeds import esc
+from bot.parts.embeds import esc
 from tests.bot.helpers import posted_turns, result, say, setup_game, turns_of
 
 

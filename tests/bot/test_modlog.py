@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from bot.embeds import esc
+from bot.parts.embeds import esc
 from db import audit
 from inference.backends.preview import PreviewBackend
 from service import modlog as service_modlog

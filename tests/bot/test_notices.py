@@ -17,7 +17,7 @@ FILMS = packaged_films()
 QIQI = FILMS["qiqi"]
 
 
-def _bot(sessions) -> Any:  # what english_note reads of the bot (its game service: bot.service_args.deps_of)
+def _bot(sessions) -> Any:  # what english_note reads of the bot (its game service: bot.parts.service_args.deps_of)
     return SimpleNamespace(settings=None, db=SimpleNamespace(sessions=sessions), queue=None)
 
 

@@ -81,7 +81,7 @@ async def test_three_channels_five_turns_each_within_the_edit_budget(world, star
         generating += sum("generating" in b for b in shown)
         assert server.max_edits_in_window(channel, EDIT_WINDOW) <= EDIT_LIMIT, f"{channel.name}: {times}"
         # Routine edits (positions, progress) are spaced out; a turn's post (its MP4) is a final
-        # edit, which bot.edits lets go at once when the window has room, so it may follow closely.
+        # edit, which bot.parts.edits lets go at once when the window has room, so it may follow closely.
         edits = sorted((e["at"], any(f.endswith(".mp4") for f in e["files"]))
                        for m in server.channel_messages(channel) for e in m.edits if e["via"] == "channel")
         assert all(b - a >= 0.05 for (a, _), (b, post) in itertools.pairwise(edits) if not post), "routine edits spaced"

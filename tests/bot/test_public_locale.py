@@ -17,9 +17,9 @@ from pathlib import Path
 import discord
 import pytest
 
-from bot import embeds
 from bot.answers.modlog import log_embed
-from bot.audit import describe
+from bot.parts import embeds
+from bot.parts.audit import describe
 from db.models import AuditLog, Turn
 from game import turn_texts
 from i18n import locales, use_locale

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.removal import removed_fields
+from bot.parts.removal import removed_fields
 from db import removal
 from db.models import Turn, VoteProposal
 from game.stored_reasons import PRIVACY_DELETED, REMOVED, REMOVER_WORDS

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 from sqlalchemy import func, insert, select, update
 
-from bot import locale
-from bot.shards import ShardClaim, shard_of
-from bot.status import StatusBoard
+from bot.parts import locale
+from bot.parts.shards import ShardClaim, shard_of
+from bot.parts.status import StatusBoard
 from contracts.turn import TurnResult
 from db import departures, turn_posts, turn_results
 from db import sessions as gsess
@@ -26,6 +26,7 @@ from game.instruction import build_instruction
 from game.states import Prediction
 from service import turn_queue as turns
 from service.jobs import StoredJobs
+from testkit.queue import ready_made
 from testkit.waits import wait_for
 
 QIQI = FILMS["qiqi"]
@@ -93,7 +94,7 @@ async def test_prune_blobs_of_the_claim_only(sessions):
                 fresh = await s.get(GameSession, gs.id)
                 assert fresh is not None
                 ins = build_instruction(QIQI, ["qiqi"], "walk", "town", "", "")
-                t = await turns.submit_turn(s, fresh, author_id=1, author_name="alice", instruction=ins, limits=limits, enqueue=None)
+                t, _made = await turns.submit_turn(s, fresh, 1, ready_made("alice", ins), limits=limits, enqueue=None)
             async with sessions.begin() as s:
                 assert await turn_results.start_turn(s, t.id, 2) is not None
             async with sessions.begin() as s:
@@ -154,7 +155,7 @@ async def test_the_status_board_leaves_another_shards_progress_alone(sessions, m
             gs = await s.get(GameSession, games[guild_id].id)
             assert gs is not None
             ins = build_instruction(QIQI, ["qiqi"], "walk", "town", "", "")
-            t = await turns.submit_turn(s, gs, author_id=1, author_name="alice", instruction=ins, limits=limits, enqueue=None)
+            t, _made = await turns.submit_turn(s, gs, 1, ready_made("alice", ins), limits=limits, enqueue=None)
             await turn_posts.set_status_message(s, t.id, 555_000 + guild_id % 1000)
         async with sessions.begin() as s:
             assert await turn_results.start_turn(s, t.id, 2) is not None

@@ -1,4 +1,4 @@
-"""Gateway shards across bot processes (bot/shards.py): the shard formula as discord.py computes
+"""Gateway shards across bot processes (bot/parts/shards.py): the shard formula as discord.py computes
 it, the claim's SQL filter in a real Postgres query, the shard settings and `animegamer bot
 --shards/--shard-count`, and the bot started on one shard of two against the fake Discord, which
 then gets only that shard's servers."""
@@ -15,8 +15,8 @@ from sqlalchemy import insert, select
 
 import bot.commands as bot_commands
 from animegamer.cli import main
-from bot.health import gateway_state
-from bot.shards import ShardClaim, format_shard_ids, parse_shard_ids, shard_of
+from bot.parts.health import gateway_state
+from bot.parts.shards import ShardClaim, format_shard_ids, parse_shard_ids, shard_of
 from db.claims import claimed, shard_expr
 from db.models import GuildSettings
 from settings import Settings, SettingsError, load_settings

@@ -20,7 +20,7 @@ import discord.http
 import pytest
 from sqlalchemy import func, select, text, update
 
-from bot.shards import shard_of
+from bot.parts.shards import shard_of
 from db.models import GameSession, GuildDeparture, GuildSettings, Turn, VoteRound
 from testkit.fake_discord import FakeChannel, FakeGuild, FakeMember, FakeUser
 from testkit.queue import wait_until

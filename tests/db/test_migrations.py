@@ -59,7 +59,7 @@ async def test_models_and_migrations_agree(database_url):
 async def test_audit_turn_targets_become_numbers_and_still_render():
     """Revision 0011: entries written before it named a turn `turn #4`; after it the target is the
     number, and the entry reads as it did."""
-    from bot.audit import describe
+    from bot.parts.audit import describe
     from db.models import AuditLog
 
     with fresh_database("agmig") as url:
@@ -168,7 +168,7 @@ async def test_pause_and_cancel_reasons_become_codes_and_still_read():
 async def test_refused_rule_sets_become_codes_and_still_read():
     """Revision 0015: a refused text's entry named its rule set in English; after it the entry
     keeps a code (an AutoMod rule's name apart) and reads as it did."""
-    from bot.audit import describe
+    from bot.parts.audit import describe
     from db.models import AuditLog
 
     names = ["the operator's rules", "this server's filter", "this server's AutoMod rule No: spoilers"]

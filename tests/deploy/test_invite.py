@@ -12,7 +12,7 @@ import pytest
 
 from animegamer.cli import main
 from bot.invite import InviteError, client_id_from_token, invite_url
-from bot.permissions import PERMISSIONS, bot_intents, bot_permissions
+from bot.parts.permissions import PERMISSIONS, bot_intents, bot_permissions
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # The documented list (README, "Discord permissions and intents"), as discord.py flags.

@@ -22,7 +22,7 @@ from babel.messages.extract import extract_from_file
 from babel.messages.pofile import write_po
 
 from animegamer.i18n_cli import KEYWORDS, ROOT
-from bot.hints import BOT_HINTS
+from bot.parts.hints import BOT_HINTS
 from game import content_errors, errors, session_errors, shot_errors, stored_reasons, turn_errors
 from game.sanitize import InputRefused, sanitize_field
 from game.states import describe
@@ -32,7 +32,7 @@ from i18n.pseudo import CLOSE, OPEN
 from play.errors import PAGE_HINTS
 from tests.i18n.helpers import catalogs_in
 
-SOURCES = ("bot/hints.py", "game/errors.py", "game/session_errors.py", "game/turn_errors.py", "game/content_errors.py",
+SOURCES = ("bot/parts/hints.py", "game/errors.py", "game/session_errors.py", "game/turn_errors.py", "game/content_errors.py",
            "game/stored_reasons.py", "game/texts.py", "game/shot_errors.py", "game/sanitize.py", "game/instruction.py", "game/states.py",
            "db/sessions.py", "service/voting.py", "service/configs.py", "db/bounds.py", "db/removal.py", "db/privacy.py")
 

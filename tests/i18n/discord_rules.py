@@ -1,5 +1,5 @@
 """Discord's rules for localized application commands, written here independently of
-bot/translator.py so that the tests hold the translator to Discord, not to itself.
+bot/parts/translator.py so that the tests hold the translator to Discord, not to itself.
 
 Sources: Discord's API reference, "Application Commands" (naming, localization, limits).
 """

@@ -3,7 +3,7 @@ Discord's naming rule, descriptions and choices within their lengths, every loca
 Discord's, no two options or subcommands sharing a localized name, and each command within
 Discord's 8000-character total per locale.
 
-The payload is built the way a sync builds it (the bot's tree, its extensions, bot/translator.py's
+The payload is built the way a sync builds it (the bot's tree, its extensions, bot/parts/translator.py's
 CatalogTranslator, `get_translated_payload` per command) and checked with tests/i18n/discord_rules,
 which is written independently of the translator's own checks. It is checked once with the shipped
 catalogs and once with every string of every locale answered by the pseudo-locale (accented and
@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-import bot.translator as translator_module
+import bot.parts.translator as translator_module
 from bot.client import EXTENSIONS, AnimeGamerBot
-from bot.translator import CatalogTranslator
+from bot.parts.translator import CatalogTranslator
 from i18n import catalogs, locales
 from i18n.pseudo import NAME_CONTEXTS, pseudo, pseudo_name
 from settings import Settings

@@ -11,15 +11,15 @@ import babel
 import discord
 from discord import app_commands
 
-from bot import audit as bot_audit
-from bot import context, locale
 from bot.answers import checks
 from bot.answers import modlog as modlog_setup
 from bot.answers.choices import character_choices, film_choices
 from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
-from bot.service_args import member, place
+from bot.parts import audit as bot_audit
+from bot.parts import context, locale
+from bot.parts.embeds import CONTENT_MAX, FIELD_VALUE_MAX, INFO, esc, fit
+from bot.parts.service_args import member, place
 from game.catalogue import suggest
 from game.content_rules import SERVER_FILTER
 from game.texts import wait_text

@@ -8,8 +8,8 @@ from discord import app_commands
 
 from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.embeds import DESCRIPTION_MAX, INFO, fit
-from bot.service_args import place
+from bot.parts.embeds import DESCRIPTION_MAX, INFO, fit
+from bot.parts.service_args import place
 from game.catalogue import FILMS
 from i18n import _, ngettext
 from service import listings

@@ -13,8 +13,8 @@ from discord import app_commands
 from bot.answers import checks
 from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
-from bot.service_args import place
+from bot.parts.embeds import DESCRIPTION_MAX, EMBED_MAX, FIELD_NAME_MAX, FIELD_VALUE_MAX, INFO, TITLE_MAX, esc, fit
+from bot.parts.service_args import place
 from game import vocabulary
 from game.catalogue import FILMS, Film
 from i18n import L_, N_, _, pgettext

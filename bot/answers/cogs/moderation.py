@@ -6,13 +6,13 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot import locale
-from bot import removal as shot_removal
 from bot.answers import checks
 from bot.answers.cogs.shared import GameCog, Interaction, announce, by
 from bot.client import AnimeGamerBot
-from bot.embeds import FIELD_VALUE_MAX, esc, fit
-from bot.service_args import member, place
+from bot.parts import locale
+from bot.parts import removal as shot_removal
+from bot.parts.embeds import FIELD_VALUE_MAX, esc, fit
+from bot.parts.service_args import member, place
 from game.catalogue import display_film
 from game.stored_reasons import pause_reason
 from i18n import _, ngettext, use_locale

@@ -33,9 +33,9 @@ from bot.answers.cogs.shared import (
 from bot.answers.export import ExportLimiter, export_session
 from bot.answers.notices import english_note
 from bot.client import AnimeGamerBot
-from bot.embeds import history_embed, person, states_embed
-from bot.service_args import member, place
-from bot.status import position_text
+from bot.parts.embeds import history_embed, person, states_embed
+from bot.parts.service_args import member, place
+from bot.parts.status import position_text
 from game.catalogue import display_film
 from i18n import _, ngettext
 from service import listings, players

@@ -1,7 +1,7 @@
 """/privacy show and /privacy delete: what the bot stores about a member, and deleting it.
 
 The delete command only records a request (db.privacy.request_deletion) once the member confirms
-with the button; the scheduled job (bot/privacy.py, on the maintenance scheduler) carries it out,
+with the button; the scheduled job (bot/parts/privacy.py, on the maintenance scheduler) carries it out,
 step by step, so a restart halfway finishes it. The bot's arrivals and departures are listened to
 here too: a server that removes the bot has its data deleted after ANIMEGAMER_GUILD_DATA_DAYS
 unless the bot is added back (service.maintenance)."""
@@ -15,14 +15,14 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import context
-from bot.acks import answers_itself
 from bot.answers import replies
 from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
-from bot.locale import LocalizedItem
-from bot.service_args import deps_of
+from bot.parts import context
+from bot.parts.acks import answers_itself
+from bot.parts.embeds import FAILED, FIELD_VALUE_MAX, INFO, fit, fit_label
+from bot.parts.locale import LocalizedItem
+from bot.parts.service_args import deps_of
 from game.member_data import Counts, Stored
 from i18n import L_, _, ngettext, pgettext
 from service import maintenance, privacy

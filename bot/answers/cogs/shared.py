@@ -11,11 +11,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import context, locale
 from bot.answers.choices import catalogue_choices, others_choices, split_names
 from bot.client import AnimeGamerBot
-from bot.embeds import CONTENT_MAX, esc, fit
-from bot.service_args import deps_of
+from bot.parts import context, locale
+from bot.parts.embeds import CONTENT_MAX, esc, fit
+from bot.parts.service_args import deps_of
 from i18n import _, ngettext, use_locale
 from service.deps import Deps
 from service.players import ActFields

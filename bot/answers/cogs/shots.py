@@ -1,5 +1,5 @@
 """The message commands on a turn's post ("Apps" on the message): "Remove shot" (a moderator, or
-the turn's author: bot.removal) and "Report shot" (any member: the shot goes to the moderation
+the turn's author: bot.parts.removal) and "Report shot" (any member: the shot goes to the moderation
 log with a jump link, bot.answers.modlog). Answers are ephemeral.
 
 The interaction carries the target message (data.resolved); its id is the turn's post (or status
@@ -15,13 +15,13 @@ import time
 import discord
 from discord import app_commands
 
-from bot import context, locale
-from bot import removal as shot_removal
 from bot.answers import checks
 from bot.answers.cogs.shared import GameCog, Interaction
 from bot.client import AnimeGamerBot
-from bot.embeds import person
-from bot.service_args import member, place
+from bot.parts import context, locale
+from bot.parts import removal as shot_removal
+from bot.parts.embeds import person
+from bot.parts.service_args import member, place
 from game.shot_errors import ReportCooldown
 from i18n import L_, _, use_locale
 from service import shots

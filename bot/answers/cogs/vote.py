@@ -17,8 +17,6 @@ import re
 import discord
 from discord import app_commands
 
-from bot import locale
-from bot.acks import think
 from bot.answers import checks, replies
 from bot.answers.cogs.shared import (
     Adverb,
@@ -36,9 +34,11 @@ from bot.answers.cogs.shared import (
     with_note,
 )
 from bot.answers.notices import english_note
-from bot.buttons import view_of
 from bot.client import AnimeGamerBot
-from bot.embeds import (
+from bot.parts import locale
+from bot.parts.acks import think
+from bot.parts.buttons import view_of
+from bot.parts.embeds import (
     DESCRIPTION_MAX,
     DONE,
     EMBED_MAX,
@@ -53,8 +53,8 @@ from bot.embeds import (
     fit_label,
     person,
 )
-from bot.locale import LocalizedItem
-from bot.service_args import member, place
+from bot.parts.locale import LocalizedItem
+from bot.parts.service_args import member, place
 from i18n import _, ngettext, pgettext
 from i18n.formatting import number
 from i18n.translate import Lp_

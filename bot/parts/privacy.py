@@ -1,9 +1,9 @@
 """The bot's part in the scheduled jobs for members' data and servers it left (service.maintenance
-holds the jobs; bot.maintenance schedules them): carrying out /privacy delete requests, with the
+holds the jobs; bot.parts.maintenance schedules them): carrying out /privacy delete requests, with the
 edits of the member's posts in Discord, and deleting the data of servers that removed the bot
 once ANIMEGAMER_GUILD_DATA_DAYS have passed, with the servers this process is in.
 
-With the bot's shards spread over processes (bot.shards), a member's deletion request is carried
+With the bot's shards spread over processes (bot.parts.shards), a member's deletion request is carried
 out by whichever process takes it, in every server: its posts are edited through Discord's REST
 API, which serves any of the bot's servers whatever shard this process runs. Servers that removed
 the bot are found and deleted only by the process of their shard (bot.shards_claim): only it
@@ -17,13 +17,13 @@ from typing import Protocol
 
 import discord
 
-from bot import locale
-from bot.edits import EditScheduler
-from bot.hosting import DiscordClient, Stored, VoteRounds
-from bot.locale import Speaker
-from bot.removal import removed_embed
-from bot.service_args import deps_of
-from bot.shards import ShardClaim
+from bot.parts import locale
+from bot.parts.edits import EditScheduler
+from bot.parts.hosting import DiscordClient, Stored, VoteRounds
+from bot.parts.locale import Speaker
+from bot.parts.removal import removed_embed
+from bot.parts.service_args import deps_of
+from bot.parts.shards import ShardClaim
 from service import maintenance, privacy
 from service.jobs import Jobs
 
@@ -48,7 +48,7 @@ class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
 
 def removed_post(seq: int) -> dict:
     """The edit that replaces a deleted member's shot in the channel: the notice of a shot taken
-    down by the system (bot.removal, as the notifier shows it), no clip, no text, no button; in
+    down by the system (bot.parts.removal, as the notifier shows it), no clip, no text, no button; in
     the locale current (the server's: see clear_posts)."""
     return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 

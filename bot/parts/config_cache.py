@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from bot.metrics import BotMetrics
+from bot.parts.metrics import BotMetrics
 from game.channel_config import ChannelConfig
 from service import configs
 from service.configs import LiveCast

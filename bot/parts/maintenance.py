@@ -4,7 +4,7 @@ and sessions whose film was withdrawn from the catalogue, pruning old clips and 
 members' deletion requests and servers that removed the bot. The bot adds the pause notices,
 which are public: each is written in its server's language.
 
-A process running some of the bot's shards (bot.shards) pauses and prunes only its shards'
+A process running some of the bot's shards (bot.parts.shards) pauses and prunes only its shards'
 servers' sessions (bot.shards_claim): each server's are left to the process that has its shard,
 which alone can tell its channel, and waits for it while it is down."""
 
@@ -18,12 +18,12 @@ from typing import Protocol
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot import locale
-from bot import privacy as privacy_jobs
-from bot.embeds import CONTENT_MAX, fit
-from bot.hosting import Wakes
-from bot.service_args import deps_of
-from bot.status import StatusBoard
+from bot.parts import locale
+from bot.parts import privacy as privacy_jobs
+from bot.parts.embeds import CONTENT_MAX, fit
+from bot.parts.hosting import Wakes
+from bot.parts.service_args import deps_of
+from bot.parts.status import StatusBoard
 from game.errors import FilmWithdrawn
 from i18n import ngettext
 from service import maintenance
@@ -62,7 +62,7 @@ class Maintenance:
         self.scheduler.add_job(self.pause_withdrawn, "interval", seconds=self.idle_check_seconds, id="pause_withdrawn",
                                next_run_time=datetime.now(UTC), **_EACH_RUN)
         # Members' deletion requests (also woken by /privacy delete) and servers that removed the
-        # bot (bot/privacy.py), at start and then every minute / hour.
+        # bot (bot/parts/privacy.py), at start and then every minute / hour.
         self.scheduler.add_job(self.privacy, "interval", seconds=self.idle_check_seconds, id="privacy",
                                next_run_time=datetime.now(UTC), **_EACH_RUN)
         self.scheduler.add_job(self.departed, "interval", hours=1, id="departed", next_run_time=datetime.now(UTC), **_EACH_RUN)

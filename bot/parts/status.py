@@ -1,11 +1,11 @@
 """A turn's one message in its channel: sent when the turn is queued (its queue position and a
 Cancel button), edited with a progress bar while it runs, and at the end edited into the turn's
-post by the notifier (bot.notifier), or closed here when the turn is cancelled.
+post by the notifier (bot.parts.notifier), or closed here when the turn is cancelled.
 
-A status message is public: it is built in the server's language (bot.locale.public), which a
+A status message is public: it is built in the server's language (bot.parts.locale.public), which a
 card keeps for the progress edits of its turn.
 
-Every edit goes through the channel's edit scheduler (bot.edits), which keeps each channel within
+Every edit goes through the channel's edit scheduler (bot.parts.edits), which keeps each channel within
 Discord's edit budget and coalesces progress and positions. Queue positions are refreshed only
 when the queue changes (a turn queued, started, finished or cancelled), never on a mere progress
 NOTIFY; what a status message shows of its turn is kept in memory, so a progress NOTIFY costs no
@@ -29,14 +29,14 @@ from typing import Protocol
 
 import discord
 
-from bot import locale
-from bot.buttons import CANCEL, view_of
-from bot.edits import EditScheduler, PostChannel, post_channel
-from bot.embeds import status_embed
-from bot.hosting import DiscordClient, Stored, Wakes
-from bot.locale import Speaker
-from bot.service_args import deps_of
-from bot.shards import ShardClaim
+from bot.parts import locale
+from bot.parts.buttons import CANCEL, view_of
+from bot.parts.edits import EditScheduler, PostChannel, post_channel
+from bot.parts.embeds import status_embed
+from bot.parts.hosting import DiscordClient, Stored, Wakes
+from bot.parts.locale import Speaker
+from bot.parts.service_args import deps_of
+from bot.parts.shards import ShardClaim
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
 from service import events, status

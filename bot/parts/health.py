@@ -4,7 +4,7 @@ notifications (the turns it must post); 503 while any of them is not so. Both an
 part's state as JSON, so the cause of a 503 reads off the body.
 
 The same server answers GET /metrics for Prometheus from the bot's own registry (`bot.metrics`, a
-bot.metrics.BotMetrics); the gateway's per-shard latency and state are read from the bot at each
+bot.parts.metrics.BotMetrics); the gateway's per-shard latency and state are read from the bot at each
 scrape.
 
 A bot cut off from Postgres or Discord keeps running and catches up when they return (the
@@ -20,7 +20,7 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.metrics import BotMetrics, ShardedGateway, gateway_shards
+from bot.parts.metrics import BotMetrics, ShardedGateway, gateway_shards
 from service.runtime import Store, answers
 
 log = logging.getLogger(__name__)

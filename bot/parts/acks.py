@@ -2,7 +2,7 @@
 command before it looks the command up (`acknowledge_command`, from GameTree.interaction_check),
 unless the command answers itself (`@answers_itself`: a first answer with a view, say); every
 button starts with `think` itself. Both send `acknowledge`: a private deferral ("thinking"), sent
-in order of arrival at most SENDING_AT_ONCE at a time, as one bare POST (bot.discord_adapter); then
+in order of arrival at most SENDING_AT_ONCE at a time, as one bare POST (bot.parts.discord_adapter); then
 the work waits (briefly) until every interaction received before that moment has been
 acknowledged too.
 
@@ -27,7 +27,7 @@ Bounded both ways: a command waits only for interactions received before it aske
 later arrivals, so a steady stream cannot starve it), at most `limit` seconds, and an interaction
 that is never acknowledged (no handler, an expired token) stops counting after ACK_DEADLINE.
 
-Receipts and acknowledgements come from bot.interaction_meter, which sees both.
+Receipts and acknowledgements come from bot.parts.interaction_meter, which sees both.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import discord
 
-from bot import discord_adapter
+from bot.parts import discord_adapter
 
 ACK_DEADLINE = 3.0  # seconds: Discord's deadline for an interaction's first answer
 WAIT_LIMIT = 1.0  # seconds: the longest a command's work yields to other acknowledgements

@@ -4,7 +4,7 @@ rather than as a mention. Mentions are also disabled for every message by the cl
 allowed_mentions (so nothing pings even if something slipped through).
 
 Every label is rendered in the locale current when the embed is built: the member's for an
-answer, the server's for a public post (bot.locale.public, around the build). Translations can be
+answer, the server's for a public post (bot.parts.locale.public, around the build). Translations can be
 much longer than the English, so every text is fitted to Discord's limits after rendering
 (`fit`, `fit_embed`, `fit_label`)."""
 
@@ -250,7 +250,7 @@ def progress_text(fraction: float, stage: str | None) -> str:
     return f"{shown} · {stage_text(stage)}" if stage else shown
 
 
-# The titles of a turn's status message, by the state it shows (bot.status, bot.notifier, the cogs).
+# The titles of a turn's status message, by the state it shows (bot.parts.status, bot.parts.notifier, the cogs).
 _STATUS_TITLES = {
     "queued": lambda seq: _("Turn #%(seq)s · queued", seq=seq),
     "generating": lambda seq: _("Turn #%(seq)s · generating", seq=seq),

@@ -53,7 +53,7 @@ def bot_intents() -> discord.Intents:
     """Default intents: none privileged. Roles for admin/moderator checks come with each
     interaction's member payload, and commands are slash commands, so neither the Members nor
     the Message Content intent is needed. `auto_moderation_configuration` (not privileged) brings
-    the AUTO_MODERATION_RULE_* events that keep bot.automod's copy of a server's rules current."""
+    the AUTO_MODERATION_RULE_* events that keep bot.parts.automod's copy of a server's rules current."""
     intents = discord.Intents.default()
     assert not (intents.members or intents.presences or intents.message_content)
     assert intents.auto_moderation_configuration

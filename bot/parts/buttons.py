@@ -1,6 +1,6 @@
 """The look of the bot's persistent buttons (`ag:cancel:<turn>`, `ag:regen:<turn>`): what the
 status board and the notifier put on public messages. A button's label is rendered when it is
-made, in the locale current then (the server's: bot.locale.public around the build). The clicks
+made, in the locale current then (the server's: bot.parts.locale.public around the build). The clicks
 are answered by bot.answers.views, whose DynamicItems match these custom_ids after any restart."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.embeds import fit_label
+from bot.parts.embeds import fit_label
 from i18n import Lazy
 from i18n.translate import Lp_
 

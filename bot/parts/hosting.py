@@ -39,7 +39,7 @@ class DiscordClient(Protocol):
 
 
 class Stored(Protocol):
-    """What the game service runs on in the bot (bot.service_args.deps_of): its settings, its database
+    """What the game service runs on in the bot (bot.parts.service_args.deps_of): its settings, its database
     and its turn queue."""
 
     @property
@@ -66,7 +66,7 @@ class ShowsRounds(Protocol):
 
 class VoteRounds:
     """Where the parts that change what a round's message shows (a member's deletion request:
-    bot.privacy) find the vote part: it registers while it is loaded (cog_load to cog_unload)."""
+    bot.parts.privacy) find the vote part: it registers while it is loaded (cog_load to cog_unload)."""
 
     def __init__(self) -> None:
         self._shows: ShowsRounds | None = None

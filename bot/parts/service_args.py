@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import discord
 
-from bot import context
-from bot.hosting import Stored
+from bot.parts import context
+from bot.parts.hosting import Stored
 from service.deps import Deps, Member, Place
 
 
@@ -16,7 +16,7 @@ def deps_of(bot: Stored) -> Deps:
 
 
 def place(interaction: discord.Interaction) -> Place:
-    """The server channel a command or button was used in; GuildOnly elsewhere (bot.context)."""
+    """The server channel a command or button was used in; GuildOnly elsewhere (bot.parts.context)."""
     return Place(context.guild_id(interaction), context.channel_id(interaction))
 
 

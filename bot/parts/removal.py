@@ -7,12 +7,12 @@ moderation log, bot.answers.modlog) are the service's (service.shots.remove). Th
 place: the video, the embed and the button are replaced by a short notice (the message stays, so
 the channel's order is kept), through the channel's edit scheduler like every edit of a post.
 
-The notice is public: it is rendered in the server's language (bot.locale.public); the answer to
+The notice is public: it is rendered in the server's language (bot.parts.locale.public); the answer to
 the member who removed the shot, in theirs. The notifier re-shows the notice on a post made while
 its turn was being taken down; db.privacy's deletions show it too.
 
 The client is typed by what is read of it (`Remover`), not imported, so that the client's parts
-(the notifier, bot.privacy) can import this module: no import circle.
+(the notifier, bot.parts.privacy) can import this module: no import circle.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import discord
 
-from bot import locale
-from bot.edits import EditScheduler
-from bot.embeds import WAITING, esc, fit_embed
-from bot.locale import Speaker
-from bot.service_args import member, place
+from bot.parts import locale
+from bot.parts.edits import EditScheduler
+from bot.parts.embeds import WAITING, esc, fit_embed
+from bot.parts.locale import Speaker
+from bot.parts.service_args import member, place
 from game.stored_reasons import removal_reason
 from i18n import L_, Lazy, _
 from service import posting, shots
 from service.deps import Deps
 
 if TYPE_CHECKING:
-    from bot.status import StatusBoard
+    from bot.parts.status import StatusBoard
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ _SAID = {
 def removed_embed(seq: int, *, by: Literal["author", "moderator", "system"], reason: str | Lazy | None = None) -> discord.Embed:
     """What a removed shot's post shows instead of its clip and embed ("system": a member's data
     deleted at their request, db.privacy; no reason shown), in the current locale (the server's:
-    build it inside bot.locale.public)."""
+    build it inside bot.parts.locale.public)."""
     e = discord.Embed(title=_("Turn #%(seq)s · removed", seq=seq), description=str(_SAID[by]), colour=WAITING)
     if reason and by == "moderator":
         e.add_field(name=_("Reason"), value=esc(str(reason)), inline=False)
@@ -92,7 +92,7 @@ async def show(edits: EditScheduler, channel_id: int, message_id: int, fields: d
 
 async def reshow_if_removed(game: Deps, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
     """After a post: if the turn was taken down while the post was being made, show the notice
-    (in the locale current: the caller's bot.locale.public)."""
+    (in the locale current: the caller's bot.parts.locale.public)."""
     turn = await posting.taken_down(game, turn_id)
     if turn is not None:
         await show(edits, channel_id, message_id, removed_fields(turn))

@@ -1,5 +1,5 @@
 """Every interaction counted by outcome and timed to its acknowledgement, in one place rather than
-in each command and button (bot.metrics: animegamer_bot_interactions_total{kind,command,outcome}
+in each command and button (bot.parts.metrics: animegamer_bot_interactions_total{kind,command,outcome}
 and animegamer_bot_ack_seconds{kind}).
 
 Receipt (`received`): AnimeGamerBot.dispatch("interaction"). discord.py's
@@ -40,8 +40,8 @@ from typing import Any
 
 import aiohttp
 
-from bot.acks import AckGate
-from bot.metrics import OUTCOMES, BotMetrics, interaction_command, interaction_kind
+from bot.parts.acks import AckGate
+from bot.parts.metrics import OUTCOMES, BotMetrics, interaction_command, interaction_kind
 
 STALE = 900.0  # seconds: an interaction's token lives 15 minutes
 _CALLBACK = re.compile(r"/interactions/(\d+)/[^/]+/callback$")
@@ -70,7 +70,7 @@ class InteractionMeter:
     def __init__(self, metrics: BotMetrics) -> None:
         self.metrics = metrics
         self._tracked: collections.OrderedDict[int, _Tracked] = collections.OrderedDict()
-        self.gate = AckGate()  # commands' work yields to acknowledgements in flight (bot.acks)
+        self.gate = AckGate()  # commands' work yields to acknowledgements in flight (bot.parts.acks)
 
     def __len__(self) -> int:
         return len(self._tracked)

@@ -30,7 +30,7 @@ def check_version() -> None:
     v = installed_version()
     if not (v == SUPPORTED_VERSION or v.startswith(SUPPORTED_VERSION + ".")):
         raise RuntimeError(
-            f"discord.py {v} is installed; bot/discord_adapter.py uses the internals of {SUPPORTED_VERSION} "
+            f"discord.py {v} is installed; bot/parts/discord_adapter.py uses the internals of {SUPPORTED_VERSION} "
             "(Interaction._state, Interaction._session, InteractionResponse._response_type): re-check them"
         )
 

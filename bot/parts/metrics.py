@@ -1,5 +1,5 @@
 """The bot's Prometheus metrics, on its own registry (not the process-global one), so that several
-bots can live in one process (tests, benchmarks) without clashing; bot.health serves them at
+bots can live in one process (tests, benchmarks) without clashing; bot.parts.health serves them at
 GET /metrics next to /healthz.
 
 Labels are bounded: an interaction's `command` is the qualified name of a registered slash
@@ -28,10 +28,10 @@ What each metric measures:
 - animegamer_bot_info{version}: 1, labelled with the package version.
 
 Where they are recorded: AnimeGamerBot makes `bot.metrics` (bot/client.py); interactions and their
-acknowledgements in bot.interaction_meter (receipt at the client's dispatch, the answer seen in the
+acknowledgements in bot.parts.interaction_meter (receipt at the client's dispatch, the answer seen in the
 HTTP session's trace, refusals and errors from bot.answers.replies.report); post lag, retries and give-ups
-in bot.notifier; the edit queue in bot.edits; the cache in bot.config_cache; the queue gauges and
-database_up in bot.queue_watch (every 15 s); the gateway at each scrape (bot.health).
+in bot.parts.notifier; the edit queue in bot.parts.edits; the cache in bot.parts.config_cache; the queue gauges and
+database_up in bot.parts.queue_watch (every 15 s); the gateway at each scrape (bot.parts.health).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import discord
 
-from bot.config_cache import ConfigCache
+from bot.parts.config_cache import ConfigCache
 from i18n import locales
 from i18n.context import set_locale, use_locale
 from settings import Settings

@@ -18,7 +18,7 @@ are spaced out and leave the window's last slot free, so a final edit (a turn's 
 for progress or previews; it waits only when final edits alone fill the window.
 
 An edit's texts are rendered by its caller, in the language of the message (the server's for a
-public one: bot.locale.public around the build); an edit runs later, in a task of its channel, so
+public one: bot.parts.locale.public around the build); an edit runs later, in a task of its channel, so
 a lazy `content` is rendered when the edit is scheduled, never in that task.
 
 The edits waiting (`pending_count`) and each edit's wait, from being queued to its request
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import discord
 
-from bot.metrics import BotMetrics
+from bot.parts.metrics import BotMetrics
 from i18n import Lazy
 
 log = logging.getLogger(__name__)

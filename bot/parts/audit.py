@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import babel
 import discord
 
-from bot.embeds import FAILED, INFO, PREVIEW
+from bot.parts.embeds import FAILED, INFO, PREVIEW
 from game.content_rules import stored_rule_set_label
 from i18n import L_, Lazy, _, current_locale, locales, ngettext, pgettext, use_locale
 from i18n.formatting import number

@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import logging
 
-from bot.hosting import Stored
-from bot.metrics import BotMetrics
-from bot.service_args import deps_of
+from bot.parts.hosting import Stored
+from bot.parts.metrics import BotMetrics
+from bot.parts.service_args import deps_of
 from game.catalogue import FILMS
 from service.queue_stats import waiting_by_film
 from service.runtime import outage

@@ -1,7 +1,7 @@
 """Posts finished turns to their channels, each exactly once and in order, and relays progress.
 
 A dedicated LISTEN connection (service.events) wakes the poster when a turn finishes and feeds progress
-and queue changes to the status board; the scheduler's sweep (bot.maintenance) and every
+and queue changes to the status board; the scheduler's sweep (bot.parts.maintenance) and every
 (re)connection wake it too, for anything missed while the bot or its connection was down.
 
 One message per turn: posting edits the turn's status message (sent when it was queued, its id
@@ -19,10 +19,10 @@ retried after `retry_delays` (a few tries over minutes); after the last one the 
 not posted (`post_error`) with a short notice in the channel, and the later turns of its channel,
 held back meanwhile, are posted in order after it.
 
-Posts are public: each is built in its server's language (bot.locale.public) — the embed, the
+Posts are public: each is built in its server's language (bot.parts.locale.public) — the embed, the
 clip's note, the Regenerate button's label and the failure notice.
 
-Metrics (bot.metrics): each post's lag from the turn's finish (animegamer_bot_post_lag_seconds),
+Metrics (bot.parts.metrics): each post's lag from the turn's finish (animegamer_bot_post_lag_seconds),
 tries that failed and will be tried again (animegamer_bot_post_retries_total), and turns given up
 on, after the last try or at once where the channel is gone or closed to the bot
 (animegamer_bot_post_giveups_total).
@@ -43,15 +43,15 @@ from typing import Protocol
 
 import discord
 
-from bot import locale, removal
-from bot.buttons import REGENERATE, view_of
-from bot.edits import EditScheduler
-from bot.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
-from bot.hosting import DiscordClient, Stored
-from bot.locale import Speaker
-from bot.metrics import BotMetrics
-from bot.service_args import deps_of
-from bot.status import StatusBoard
+from bot.parts import locale, removal
+from bot.parts.buttons import REGENERATE, view_of
+from bot.parts.edits import EditScheduler
+from bot.parts.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
+from bot.parts.hosting import DiscordClient, Stored
+from bot.parts.locale import Speaker
+from bot.parts.metrics import BotMetrics
+from bot.parts.service_args import deps_of
+from bot.parts.status import StatusBoard
 from game.catalogue import display_film
 from i18n import L_, _
 from i18n.formatting import size
