@@ -1,7 +1,9 @@
 """bench/fullsize.py --tiny: the full-size CPU turn's code, end to end at tiny size, so it cannot rot.
 
-It prints figures only; this checks that the command parses, every stage of every mode ran through
-the real backend to an MP4, and the table carries the measured and predicted columns."""
+It prints figures only; this checks that the command runs, every stage of every mode ran through
+the real backend to an MP4, and the table carries the measured and predicted columns; and that it
+refuses bad arguments (its main() in this process: a second start of the model stack would add
+nothing the first run does not prove)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.append(str(ROOT / "bench"))  # last: bench/queue.py must not shadow the stdlib
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -42,13 +45,21 @@ def test_fullsize_tiny_runs_every_stage_of_every_mode(tmp_path):
     assert text.count("device weights") >= 6 and "host -> device in the turn's cycle" in text
 
 
-def test_fullsize_refuses_unknown_modes(tmp_path):
-    proc = _run("--tiny", "--modes", "everything", cwd=tmp_path)
-    assert proc.returncode == 2 and "--modes takes some of resident, low_vram, offload, offload_int4" in proc.stderr
+def _refused(capsys, *args: str) -> str:
+    """What fullsize.main says on its way out with argparse's usage error (exit status 2)."""
+    import fullsize
+
+    with pytest.raises(SystemExit) as exited:
+        fullsize.main(list(args))
+    assert exited.value.code == 2
+    return capsys.readouterr().err
 
 
-def test_fullsize_refuses_vae_tiles_that_do_not_give_whole_frames(tmp_path):
+def test_fullsize_refuses_unknown_modes(capsys):
+    assert "--modes takes some of resident, low_vram, offload, offload_int4" in _refused(capsys, "--tiny", "--modes", "everything")
+
+
+def test_fullsize_refuses_vae_tiles_that_do_not_give_whole_frames(capsys):
     """diffusers' tiled decode pads tiles that do not fit the frame: found on the meta device in a
     second, not after an hour's run (a full-size run with 120x180 tiles made 496x760 frames)."""
-    proc = _run("--tiny", "--vae-tiles", "16x24", cwd=tmp_path)
-    assert proc.returncode == 2 and "--vae-tiles 16x24 gives 50x56 frames, not 32x48" in proc.stderr
+    assert "--vae-tiles 16x24 gives 50x56 frames, not 32x48" in _refused(capsys, "--tiny", "--vae-tiles", "16x24")
