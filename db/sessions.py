@@ -15,7 +15,7 @@ from db.bounds import REASON_LEN, fits_bigint, free_text, name_text, require_id
 from db.claims import GuildClaim, claimed
 from db.dml import rowcount
 from db.models import PENDING_TURN_STATUSES, CharacterStateRow, GameSession, Player, Turn
-from game.catalogue import Film, session_film
+from game.catalogue import Film
 from game.session_errors import CharacterTaken, SessionExists
 from game.states import CharacterState
 from game.stored_reasons import MODERATOR_WORDS, PAUSE_REASONS, RESET
@@ -144,9 +144,8 @@ async def touch(s: AsyncSession, session_id: int) -> None:
 async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str | None = None,
                      note: str | None = None) -> GameSession:
     """Pause or resume. `reason`: a pause code (game.stored_reasons; None: no reason given), `note`:
-    a moderator's own words (stored cleaned, under MODERATOR_WORDS). Resuming a game whose film
-    left the catalogue is refused (FilmWithdrawn): no worker serves it, and the withdrawn-film
-    check would pause it again with another notice."""
+    a moderator's own words (stored cleaned, under MODERATOR_WORDS). Whether a game may resume is
+    the service's check (service.moderation.resume)."""
     note = free_text(note, REASON_LEN) if paused else None
     if note:
         reason = MODERATOR_WORDS
@@ -154,8 +153,6 @@ async def set_paused(s: AsyncSession, gs: GameSession, paused: bool, reason: str
         reason = None  # words that cleaned to nothing: no reason given
     if reason is not None and reason not in PAUSE_REASONS:
         raise ValueError(f"unknown pause reason {reason!r} (game.stored_reasons.PAUSE_REASONS)")
-    if not paused:
-        session_film(gs.film_id)
     gs.status = "paused" if paused else "active"
     gs.paused_reason, gs.paused_note = (reason, note) if paused else (None, None)
     if not paused:

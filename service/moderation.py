@@ -13,6 +13,7 @@ from db import sessions
 from db.models import GameSession, Turn
 from db.turn_reads import get_turn, pending_turns, turn_by_seq
 from db.turns import note_canceller
+from game.catalogue import session_film
 from game.content_rules import RuleSet
 from game.session_errors import GameEnded, PlayerNotInGame
 from game.stored_reasons import CANCELLED_BY_AUTHOR, CANCELLED_BY_MODERATOR
@@ -61,8 +62,11 @@ async def pause(deps: Deps, place: Place, who: Member, reason: str | None = None
 
 
 async def resume(deps: Deps, place: Place, who: Member) -> SessionRef:
+    """Refused for a game whose film left the catalogue (FilmWithdrawn): no worker serves it, and
+    the withdrawn-film check would pause it again with another notice."""
     async with deps.sessions.begin() as s:
         gs = await live_session(s, place.channel_id, lock=True)
+        session_film(gs.film_id)
         await sessions.set_paused(s, gs, False)
         await deps.record(s, place, who, "resume", f"session {gs.id}")
         return SessionRef.of(gs)

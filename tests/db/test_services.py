@@ -392,8 +392,8 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions, sett
     can still be shown."""
     from game.catalogue import display_film, packaged_films, session_film, use_films
     from game.errors import FilmWithdrawn
-    from service import maintenance
-    from service.deps import Deps
+    from service import maintenance, moderation
+    from service.deps import Deps, Member, Place
     from service.jobs import StoredJobs
 
     game = Deps(settings, sessions, StoredJobs())
@@ -415,14 +415,12 @@ async def test_sessions_of_a_withdrawn_film_are_paused_not_broken(sessions, sett
         with pytest.raises(FilmWithdrawn):
             session_film(row.film_id)
         with pytest.raises(FilmWithdrawn):  # a moderator cannot resume it while the film is away
-            async with sessions.begin() as s:
-                await gsess.set_paused(s, await s.get(GameSession, gs.id), False)
+            await moderation.resume(game, Place(GUILD, CHANNEL), Member(3))
         async with sessions() as s:
             assert (await s.get(GameSession, gs.id)).status == "paused"
         assert display_film(row.film_id).title == "qiqi (withdrawn)"
     finally:
         use_films(None)
     # Back in the catalogue: a moderator resumes and the game goes on where it was.
-    async with sessions.begin() as s:
-        await gsess.set_paused(s, await s.get(GameSession, gs.id), False)
+    await moderation.resume(game, Place(GUILD, CHANNEL), Member(3))
     assert await maintenance.pause_withdrawn(game) == []
