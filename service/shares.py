@@ -47,15 +47,16 @@ def _wait(recent: list[datetime], limit: int, now: datetime) -> float:
     return max(1.0, math.ceil((leaving + WINDOW - now).total_seconds()))
 
 
-async def check_quota(deps: Deps, s: AsyncSession, place: Place, who: Member) -> None:
+async def check_quota(deps: Deps, s: AsyncSession, place: Place, who: Member | None) -> None:
     """Raise MemberQuota or ServerQuota when this turn would pass one, in the caller's transaction
-    (which holds the server's quota lock until it commits the turn)."""
+    (which holds the server's quota lock until it commits the turn). `who` None: the server's
+    quota only (a vote round's winner, which the channel chose, not its proposer)."""
     q = quotas(deps.settings, await shares.share(s, place.guild_id))
-    if not q.server and not q.member:
+    if not q.server and not (q.member and who is not None):
         return
     await shares.lock_quota(s, place.guild_id)
     now = await shares.now(s)
-    if q.member:
+    if q.member and who is not None:
         mine = await shares.recent_turns(s, place.guild_id, who.id)
         if len(mine) >= q.member:
             raise MemberQuota(q.member, _wait(mine, q.member, now))

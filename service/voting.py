@@ -25,7 +25,15 @@ from game.instruction import Instruction
 from game.sanitize import InputRefused
 from game.stored_reasons import NO_PROPOSALS, ROUND_WON, VOIDED_END, VOIDED_MODE, VOIDED_PAUSE, round_outcome
 from game.texts import Later
-from game.turn_errors import AlreadyProposed, BacklogFull, NoOpenRound, RoundFull, UnknownProposal, VoteModeOff
+from game.turn_errors import (
+    AlreadyProposed,
+    BacklogFull,
+    NoOpenRound,
+    RoundFull,
+    ServerQuota,
+    UnknownProposal,
+    VoteModeOff,
+)
 from i18n import L_, ngettext
 from i18n.formatting import number as format_number
 from service import refusals
@@ -33,6 +41,7 @@ from service.configs import config
 from service.deps import Deps, Member, Place
 from service.players import ActFields
 from service.results import TurnRef
+from service.shares import check_quota
 from service.turn_queue import queue_turn
 
 log = logging.getLogger(__name__)
@@ -246,8 +255,8 @@ async def vote_for_option(deps: Deps, place: Place, option: int, user_id: int) -
 
 async def _close(deps: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound, int | None] | None:
     """Close one due round (db.votes' rules): its winner becomes a turn, or it is void or empty.
-    None: nothing to do now (closed elsewhere, not due, or the backlog is full: the round stays
-    open and the next check with a free slot closes it)."""
+    None: nothing to do now (closed elsewhere, not due, or the backlog or the server's quota is
+    full: the round stays open and the next check with a free slot closes it)."""
     rnd = await votes.lock_due_round(s, round_id)
     if rnd is None:
         return None
@@ -265,13 +274,16 @@ async def _close(deps: Deps, s: AsyncSession, round_id: int) -> tuple[VoteRound,
     p = await votes.proposal(s, best.proposal.id)
     assert p is not None, "a round's proposals are never deleted"
     # Credited to its proposer, who need not have joined; no cooldown (the round paces the channel).
-    limits = (await config(deps, s, Place(gs.guild_id, gs.channel_id))).limits
+    # The server's quota holds (its share of the GPU), not the proposer's: the channel chose it.
+    place = Place(gs.guild_id, gs.channel_id)
+    limits = (await config(deps, s, place)).limits
     try:
         async with s.begin_nested():
+            await check_quota(deps, s, place, None)
             turn = await queue_turn(s, gs, author_id=p.author_id, author_name=p.author_name,
                                     instruction=votes.proposed_instruction(p), limits=replace(limits, cooldown_seconds=0),
                                     enqueue=deps.jobs.enqueue)
-    except BacklogFull:
+    except (BacklogFull, ServerQuota):
         return None
     await votes.won(s, rnd, p.id, turn.id, ROUND_WON)  # RoundView.outcome_text words it from the round
     return rnd, turn.id

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, text, update
 
 from animegamer.cli import main
+from db.models import VoteRound
 from game.turn_errors import MemberQuota, ServerQuota
-from service import admin, moderation, players, shares
+from service import admin, moderation, players, shares, voting
 from service.deps import Deps, Member, Place
 from service.players import ActFields
 from service.shares import ShareRefused
@@ -109,3 +110,26 @@ async def test_the_operator_command_sets_shows_and_refuses(sessions, database_ur
     assert "server 555: weight 2.5, turns per hour default, per member default" in out and " by ops: " in out
     share, changes = await shares.server_changes(sessions, 555)
     assert (share.weight, share.turns_per_hour, len(changes)) == (2.5, None, 2)
+
+
+async def test_a_vote_rounds_winner_waits_for_the_servers_quota_and_not_for_its_proposers(deps, sessions, settings):
+    """The channel chose the winner: the server's quota holds (the round stays open until the
+    hour lets a turn in, as with a full backlog); its proposer's own quota does not."""
+    deps = Deps(settings.model_copy(update={"member_turns_per_hour": 1}), sessions, deps.jobs)
+    await shares.set_share(sessions, HERE.guild_id, "operator", turns_per_hour=2)
+    await _playing(deps)
+    await players.act(deps, HERE, BOB, WALK)
+    await players.act(deps, HERE, ALICE, WALK)  # the server's 2 turns of the hour; alice's 1
+    await voting.set_mode(deps, HERE, MOD, True, 60)
+    proposed = await voting.propose(deps, HERE, ALICE, ActFields("run", "town"))
+    async with sessions.begin() as s:  # the round is due
+        await s.execute(update(VoteRound).where(VoteRound.status == "open").values(deadline=func.now()))
+    assert await voting.close_due(deps, [HERE.guild_id]) == []
+    async with sessions() as s:
+        assert (await s.get(VoteRound, proposed.round.id)).status == "open"
+    await _age_oldest(sessions, 61)  # bob's turn leaves the window: the server has room, alice still none
+    (closed,) = await voting.close_due(deps, [HERE.guild_id])
+    assert (closed.round.status, closed.round.outcome) == ("closed", "won") and closed.turn is not None
+    await voting.set_mode(deps, HERE, MOD, False)
+    with pytest.raises(MemberQuota):  # her own turns, the round's included, still count against her
+        await players.act(deps, HERE, ALICE, WALK)
