@@ -1,8 +1,25 @@
 """The Discord client: a commands.AutoShardedBot (its shards from settings; bot/parts/shards.py) that
-makes and carries the bot's parts (each given what it uses), and whose setup_hook loads by name
-bot.answers.wiring (the tree's error handler, the persistent buttons) and one cog per concern, then
-starts the notifier and the scheduled jobs. The parts never import this module; the modules that
-answer interactions read the bot as `discord.Interaction[AnimeGamerBot].client`."""
+makes the bot's parts (bot.parts) and whose setup_hook loads by name bot.answers.wiring (the tree's
+error handler, the persistent buttons) and one cog per concern, then starts the notifier and the
+scheduled jobs.
+
+Each part is given what it uses: the settings, the database, the game service (made at each use,
+bot.parts.service_args.service_on), the metrics, the edit scheduler, the servers' languages
+(bot.parts.locale.Languages), and this client typed by a Protocol of the few discord.py calls the
+part makes (get_channel, guilds, wait_until_ready...), never the client as such. So no part
+imports this module, and the parts do not reach each other through it.
+
+What the client carries is what the answers (bot.answers) read of it as
+`discord.Interaction[AnimeGamerBot].client`, and what it runs itself:
+- settings, db, queue: the game service of each interaction (bot.parts.service_args.deps_of);
+- config: the configuration cache (/admin; the server's language, bot.parts.locale.Speaker);
+- board, edits: the status messages (the buttons' clicks) and every edit of a message (/mod remove, votes);
+- automod: the servers' AutoMod keyword rules, applied to what members type;
+- maintenance: the scheduled jobs (/privacy delete wakes its job; the vote cog adds its tick);
+- vote_rounds: where the vote cog registers while it is loaded;
+- interaction_meter: each interaction's receipt, acknowledgement and outcome (the tree's check, replies);
+- metrics, notifier, queue_watch, shards_claim, upload_limits, health_port: its own (started and
+  closed with it, /metrics and /healthz, the one command sync, the upload limits seen in dispatch)."""
 
 from __future__ import annotations
 
@@ -24,7 +41,9 @@ from bot.parts.maintenance import Maintenance
 from bot.parts.metrics import BotMetrics
 from bot.parts.notifier import RETRY_DELAYS, Notifier
 from bot.parts.permissions import bot_intents
+from bot.parts.privacy import PrivacyJobs
 from bot.parts.queue_watch import QueueWatch
+from bot.parts.service_args import service_on
 from bot.parts.shards import ShardClaim
 from bot.parts.status import StatusBoard
 from bot.parts.translator import CatalogTranslator
@@ -109,19 +128,32 @@ class AnimeGamerBot(commands.AutoShardedBot):
         )
         self.settings = settings
         self.db = db
+        self.queue: Jobs = queue or QueueJobs()
         self.metrics = metrics  # bot.parts.metrics, served at GET /metrics by bot.parts.health
         self.interaction_meter = meter
         self.shards_claim = ShardClaim.of(self.shard_ids, self.shard_count)  # the guilds this process claims
-        self.queue: Jobs = queue or QueueJobs()
         self.upload_limits: dict[int, int] = {}  # guild id -> attachment size limit seen on interactions
+        # The parts, each given what it uses: the game service (made at each use), the servers'
+        # languages, and this client typed by what the part calls of it.
+        service = service_on(settings, db, self.queue)
         self.config = ConfigCache(db, settings, metrics)  # guild and channel configuration, live sessions' films
+        languages = locale.Languages(settings, self.config, self)
         self.automod = AutoModRules(self)  # servers' AutoMod keyword rules, applied to game text
         self.edits = EditScheduler(self, metrics, limit=edit_budget[0], per=edit_budget[1])  # every edit, per channel
-        self.board = StatusBoard(self, self.edits)
+        # The board and the notifier wake each other: the board's call reads self.notifier when a
+        # status message is sent, after both exist.
+        self.board = StatusBoard(self, service=service, db=db, languages=languages, claim=self.shards_claim, edits=self.edits,
+                                 wake_notifier=lambda: self.notifier.wake())
         self.vote_rounds = VoteRounds()  # the vote cog registers while loaded (bot.parts.privacy refreshes rounds)
-        self.notifier = Notifier(self, lease=post_lease, claimant=claimant, retry_delays=post_retry_delays)
-        self.maintenance = Maintenance(self, sweep_seconds=sweep_seconds)
-        self.queue_watch = QueueWatch(self, metrics)  # the queue gauges and database_up
+        self.notifier = Notifier(self, service=service, db=db, languages=languages, config=self.config, board=self.board,
+                                 edits=self.edits, metrics=metrics, upload_limits=self.upload_limits, lease=post_lease,
+                                 claimant=claimant, retry_delays=post_retry_delays)
+        privacy = PrivacyJobs(self, service=service, languages=languages, edits=self.edits, vote_rounds=self.vote_rounds,
+                              claim=self.shards_claim)
+        self.maintenance = Maintenance(self, service=service, settings=settings, languages=languages, claim=self.shards_claim,
+                                       board=self.board, privacy=privacy, wake_notifier=self.notifier.wake,
+                                       sweep_seconds=sweep_seconds)
+        self.queue_watch = QueueWatch(service, metrics)  # the queue gauges and database_up
         metrics.watch_edit_queue(self.edits.pending_count)
         metrics.watch_gateway(self)
         self._sync_commands = sync_commands
@@ -137,7 +169,8 @@ class AnimeGamerBot(commands.AutoShardedBot):
         self.maintenance.start()
         self.queue_watch.start()
         if self._health_address is not None:
-            self._health_runner, self.health_port = await health.start_server(self, *self._health_address)
+            self._health_runner, self.health_port = await health.start_server(
+                self.metrics, *self._health_address, gateway=self, db=self.db, notifier=self.notifier)
         await self.tree.set_translator(CatalogTranslator())
         # One sync per application: the process that holds shard 0 (or every shard) makes it.
         if self._sync_commands and self.shards_claim.owns(None):

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import discord
-from discord.ext import commands
 
 from game.content_rules import RuleSet, automod_rule_name
 
@@ -53,11 +54,17 @@ def _as_rule(rule: discord.AutoModRule) -> _Rule | None:
     return _Rule(rules, frozenset(rule.exempt_role_ids), frozenset(rule.exempt_channel_ids))
 
 
+class Listeners(Protocol):
+    """The discord client, as far as keeping the rules current reads it: it adds the listeners of
+    the AutoMod rule events."""
+
+    def add_listener(self, func: Callable[..., Coroutine[Any, Any, Any]], /, name: str = ...) -> None: ...
+
+
 class AutoModRules:
     """Per server: its keyword rules by rule id, when they were read, and whether the bot may read them."""
 
-    def __init__(self, bot: commands.bot.BotBase) -> None:
-        self.bot = bot
+    def __init__(self, bot: Listeners) -> None:
         self._rules: dict[int, dict[int, _Rule]] = {}
         self._read_at: dict[int, float] = {}
         self._locks: dict[int, asyncio.Lock] = {}

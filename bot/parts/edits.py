@@ -33,8 +33,10 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import discord
+from discord.abc import GuildChannel, PrivateChannel
 
 from bot.parts.metrics import BotMetrics
 from i18n import Lazy
@@ -48,7 +50,22 @@ PostChannel = (
 _POST_CHANNELS = (discord.TextChannel, discord.VoiceChannel, discord.StageChannel, discord.Thread, discord.DMChannel)
 
 
-def post_channel(bot: discord.Client, channel_id: int, guild_id: int | None = None) -> PostChannel:
+class Channels(Protocol):
+    """The discord client, as far as finding a channel to send to or edit in reads it."""
+
+    def get_channel(self, id: int, /) -> GuildChannel | discord.Thread | PrivateChannel | None: ...
+
+    def get_partial_messageable(self, id: int, /, *, guild_id: int | None = None) -> discord.PartialMessageable: ...
+
+
+class EditClient(Channels, Protocol):
+    """The discord client, as far as the edit scheduler reads it."""
+
+    @property
+    def allowed_mentions(self) -> discord.AllowedMentions | None: ...
+
+
+def post_channel(bot: Channels, channel_id: int, guild_id: int | None = None) -> PostChannel:
     """A channel to send to or edit in: the cached one, else a partial one (no request). A cached
     channel that holds no messages of its own (a forum, a category) gets the partial one too, which
     Discord refuses with an HTTP error like any other channel the bot cannot post in."""
@@ -82,7 +99,7 @@ class _Channel:
 
 
 class EditScheduler:
-    def __init__(self, client: discord.Client, metrics: BotMetrics, *, limit: int = 5, per: float = 5.0) -> None:
+    def __init__(self, client: EditClient, metrics: BotMetrics, *, limit: int = 5, per: float = 5.0) -> None:
         self.client, self.metrics = client, metrics
         self.limit = limit
         self.per = per

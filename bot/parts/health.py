@@ -3,9 +3,9 @@ is connected to Discord's gateway, its database answers, and it hears the databa
 notifications (the turns it must post); 503 while any of them is not so. Both answers carry each
 part's state as JSON, so the cause of a 503 reads off the body.
 
-The same server answers GET /metrics for Prometheus from the bot's own registry (`bot.metrics`, a
-bot.parts.metrics.BotMetrics); the gateway's per-shard latency and state are read from the bot at each
-scrape.
+The same server answers GET /metrics for Prometheus from the bot's own registry (a
+bot.parts.metrics.BotMetrics); the gateway's per-shard latency and state are read from the client at
+each scrape.
 
 A bot cut off from Postgres or Discord keeps running and catches up when they return (the
 notifier sweeps for what it missed); the 503 says it is waiting, it asks for no restart.
@@ -35,17 +35,8 @@ class Listening(Protocol):
         ...
 
 
-class Watched(ShardedGateway, Protocol):
-    """What /healthz and /metrics read of the bot."""
-
-    @property
-    def db(self) -> Store: ...
-
-    @property
-    def notifier(self) -> Listening: ...
-
-    @property
-    def metrics(self) -> BotMetrics: ...
+class Gateway(ShardedGateway, Protocol):
+    """The discord client, as far as /healthz and /metrics read it."""
 
     @property
     def latency(self) -> float: ...
@@ -53,37 +44,37 @@ class Watched(ShardedGateway, Protocol):
     def is_closed(self) -> bool: ...
 
 
-def gateway_state(bot: Watched) -> str:
+def gateway_state(gateway: Gateway) -> str:
     """'connected' while every shard's gateway socket of this process is open after READY."""
-    shards = gateway_shards(bot)
-    if bot.is_closed() or not shards or not all(connected for _, _, connected in shards):
+    shards = gateway_shards(gateway)
+    if gateway.is_closed() or not shards or not all(connected for _, _, connected in shards):
         return "disconnected"
     return "connected"
 
 
-async def health(bot: Watched) -> dict[str, object]:
+async def health(gateway: Gateway, db: Store, notifier: Listening) -> dict[str, object]:
     state: dict[str, object] = {
-        "gateway": gateway_state(bot),
-        "database": "up" if await answers(bot.db, CHECK_TIMEOUT) else "unreachable",
-        "live_updates": "up" if bot.notifier.live else "reconnecting",
+        "gateway": gateway_state(gateway),
+        "database": "up" if await answers(db, CHECK_TIMEOUT) else "unreachable",
+        "live_updates": "up" if notifier.live else "reconnecting",
     }
-    latency = bot.latency
+    latency = gateway.latency
     state["ok"] = state == {"gateway": "connected", "database": "up", "live_updates": "up"}
     state["gateway_latency_ms"] = round(latency * 1000, 1) if math.isfinite(latency) else None
     return state
 
 
-async def start_server(bot: Watched, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Serve GET /healthz and GET /metrics; returns the runner (to clean up) and the bound port
-    (0: a free one)."""
+async def start_server(metrics: BotMetrics, host: str, port: int, *, gateway: Gateway, db: Store,
+                       notifier: Listening) -> tuple[web.AppRunner, int]:
+    """Serve GET /healthz (the gateway, the database and the notifier's LISTEN) and GET /metrics
+    (`metrics`); returns the runner (to clean up) and the bound port (0: a free one)."""
 
     async def view(request: web.Request) -> web.Response:
-        state = await health(bot)
+        state = await health(gateway, db, notifier)
         return web.json_response(state, status=200 if state["ok"] else 503)
 
     async def metrics_view(request: web.Request) -> web.Response:
-        metrics = bot.metrics
-        metrics.watch_gateway(bot)  # the shards' latency and state, read as this scrape collects
+        metrics.watch_gateway(gateway)  # the shards' latency and state, read as this scrape collects
         body = generate_latest(metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -12,6 +12,8 @@
 
 What answers an interaction gets the client as `interaction.client`; it is typed here by what is
 read of it (`Speaker`), not imported, so that the client can import this module: no import circle.
+The client's parts are given a `Languages` instead: the same reads, made of the settings, the
+configuration cache and the guild look-up, not of the client.
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ class Speaker(Protocol):
     def config(self) -> ConfigCache: ...
 
     def get_guild(self, id: int, /) -> discord.Guild | None: ...
+
+
+class GuildLookup(Protocol):
+    """The discord client, as far as a server's language reads it."""
+
+    def get_guild(self, id: int, /) -> discord.Guild | None: ...
+
+
+class Languages:
+    """A Speaker made of what it reads, for the client's parts."""
+
+    def __init__(self, settings: Settings, config: ConfigCache, client: GuildLookup) -> None:
+        self.settings, self.config, self._client = settings, config, client
+
+    def get_guild(self, id: int, /) -> discord.Guild | None:
+        return self._client.get_guild(id)
 
 
 def adopt(interaction: discord.Interaction, *, pseudo: bool) -> str:

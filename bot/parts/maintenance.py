@@ -5,13 +5,13 @@ members' deletion requests and servers that removed the bot. The bot adds the pa
 which are public: each is written in its server's language.
 
 A process running some of the bot's shards (bot.parts.shards) pauses and prunes only its shards'
-servers' sessions (bot.shards_claim): each server's are left to the process that has its shard,
+servers' sessions (its `claim`): each server's are left to the process that has its shard,
 which alone can tell its channel, and waits for it while it is down."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -19,26 +19,25 @@ import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.parts import locale
-from bot.parts import privacy as privacy_jobs
 from bot.parts.embeds import CONTENT_MAX, fit
-from bot.parts.hosting import Wakes
-from bot.parts.service_args import deps_of
+from bot.parts.locale import Speaker
+from bot.parts.privacy import PrivacyJobs
+from bot.parts.service_args import Service
+from bot.parts.shards import ShardClaim
 from bot.parts.status import StatusBoard
 from game.errors import FilmWithdrawn
 from i18n import ngettext
 from service import maintenance
+from settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-class MaintenanceHost(privacy_jobs.PrivacyHost, Protocol):
-    """What the scheduled jobs read of the bot."""
+class Guilds(Protocol):
+    """The discord client, as far as the pause notices read it."""
 
     @property
-    def board(self) -> StatusBoard: ...
-
-    @property
-    def notifier(self) -> Wakes: ...
+    def guilds(self) -> Sequence[discord.Guild]: ...
 
 
 # Every job: missed runs coalesce into one, never two at once, late runs still run.
@@ -46,8 +45,14 @@ _EACH_RUN = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
 
 
 class Maintenance:
-    def __init__(self, bot: MaintenanceHost, *, sweep_seconds: float = 30.0, idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
-        self.bot = bot
+    def __init__(self, client: Guilds, *, service: Service, settings: Settings, languages: Speaker, claim: ShardClaim,
+                 board: StatusBoard, privacy: PrivacyJobs, wake_notifier: Callable[[], None], sweep_seconds: float = 30.0,
+                 idle_check_seconds: float = 60.0, prune_hours: float = 6.0) -> None:
+        """service: the game service; languages: the servers' languages (bot.parts.locale); claim:
+        this process's shards (bot.parts.shards); board: where a pause notice is sent (its
+        channel); privacy: the privacy jobs (bot.parts.privacy); wake_notifier: the sweep."""
+        self.client, self.service, self.settings, self.languages, self.claim = client, service, settings, languages, claim
+        self.board, self.privacy_jobs, self.wake_notifier = board, privacy, wake_notifier
         self.sweep_seconds = sweep_seconds
         self.idle_check_seconds = idle_check_seconds
         self.prune_hours = prune_hours
@@ -83,13 +88,13 @@ class Maintenance:
             self.scheduler.shutdown(wait=False)
 
     async def sweep(self) -> None:
-        self.bot.notifier.wake()
+        self.wake_notifier()
 
     async def privacy(self) -> list[int]:
-        return await privacy_jobs.process_requests(self.bot)
+        return await self.privacy_jobs.process_requests()
 
     async def departed(self, now: datetime | None = None) -> list[int]:
-        return await privacy_jobs.delete_departed(self.bot, now=now)
+        return await self.privacy_jobs.delete_departed(now=now)
 
     def wake_privacy(self) -> None:
         """Run the deletion requests' job now (a member just confirmed one)."""
@@ -97,17 +102,17 @@ class Maintenance:
             self.scheduler.modify_job("privacy", next_run_time=datetime.now(UTC))
 
     async def pause_idle(self) -> list[int]:
-        minutes = round(self.bot.settings.idle_pause_minutes)
+        minutes = round(self.settings.idle_pause_minutes)
 
         def text(gs: maintenance.ToPause) -> str:
             return ngettext("No turn for %(n)s minute. This game is paused (idle). A moderator can resume it with /mod resume.",
                             "No turn for %(n)s minutes. This game is paused (idle). A moderator can resume it with /mod resume.",
                             minutes)
 
-        return await maintenance.pause_idle(deps_of(self.bot), claim=self.bot.shards_claim, tell=self._teller("idle", text))
+        return await maintenance.pause_idle(self.service(), claim=self.claim, tell=self._teller("idle", text))
 
     async def pause_withdrawn(self) -> list[int]:
-        return await maintenance.pause_withdrawn(deps_of(self.bot), claim=self.bot.shards_claim,
+        return await maintenance.pause_withdrawn(self.service(), claim=self.claim,
                                                  tell=self._teller("withdrawn-film", lambda gs: FilmWithdrawn(gs.film_id).message))
 
     def _teller(self, what: str, notice: Callable[[maintenance.ToPause], str]) -> maintenance.Tell:
@@ -115,15 +120,15 @@ class Maintenance:
         called in the server's language. A notice Discord fails to take for now (5xx, timeout)
         leaves its game active until the next check; one it refuses for good (no access, channel
         gone) does not hold the pause back, since the refusal will not change."""
-        mine = {g.id for g in self.bot.guilds}
+        mine = {g.id for g in self.client.guilds}
 
         async def tell(gs: maintenance.ToPause) -> bool:
             if gs.guild_id not in mine:  # a guild the bot has left has no channel to tell
                 return True
             try:
-                async with locale.public(self.bot, gs.guild_id, gs.channel_id):
+                async with locale.public(self.languages, gs.guild_id, gs.channel_id):
                     text = fit(notice(gs), CONTENT_MAX)
-                await self.bot.board.channel(gs.channel_id, gs.guild_id).send(text)
+                await self.board.channel(gs.channel_id, gs.guild_id).send(text)
             except (TimeoutError, discord.DiscordServerError, OSError) as e:
                 log.warning("%s pause of session %s waits: its notice failed for now (%s)", what, gs.id, e)
                 return False
@@ -134,4 +139,4 @@ class Maintenance:
         return tell
 
     async def prune(self) -> int:
-        return await maintenance.prune_clips(deps_of(self.bot), claim=self.bot.shards_claim)
+        return await maintenance.prune_clips(self.service(), claim=self.claim)

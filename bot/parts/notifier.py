@@ -38,25 +38,28 @@ import io
 import logging
 import os
 import socket
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import discord
+from discord.abc import GuildChannel, PrivateChannel
 
 from bot.parts import locale, removal
 from bot.parts.buttons import REGENERATE, view_of
+from bot.parts.config_cache import ConfigCache
 from bot.parts.edits import EditScheduler
 from bot.parts.embeds import CONTENT_MAX, failed_embed, fit, status_embed, turn_embed
-from bot.parts.hosting import DiscordClient, Stored
 from bot.parts.locale import Speaker
 from bot.parts.metrics import BotMetrics
-from bot.parts.service_args import deps_of
+from bot.parts.service_args import Service
 from bot.parts.status import StatusBoard
 from game.catalogue import display_film
 from i18n import L_, _
 from i18n.formatting import size
 from service import events, posting
 from service.posting import Post
+from service.runtime import Store
 
 log = logging.getLogger(__name__)
 
@@ -85,32 +88,48 @@ class Outcome(enum.Enum):
     FAILED = "failed"  # Discord or the network failed: counts as a try
 
 
-class NotifierHost(DiscordClient, Stored, Speaker, Protocol):
-    """What the notifier reads of the bot."""
+class NotifierClient(Protocol):
+    """The discord client, as far as the notifier reads it."""
 
     @property
-    def board(self) -> StatusBoard: ...
+    def guilds(self) -> Sequence[discord.Guild]: ...
 
     @property
-    def edits(self) -> EditScheduler: ...
+    def user(self) -> discord.ClientUser | None: ...
 
-    @property
-    def metrics(self) -> BotMetrics: ...
+    def get_channel(self, id: int, /) -> GuildChannel | discord.Thread | PrivateChannel | None: ...
 
-    @property
-    def upload_limits(self) -> dict[int, int]: ...
+    async def fetch_channel(self, channel_id: int, /) -> GuildChannel | PrivateChannel | discord.Thread: ...
+
+    def is_ready(self) -> bool: ...
+
+    async def wait_until_ready(self) -> None: ...
 
 
 class Notifier:
     def __init__(
         self,
-        bot: NotifierHost,
+        client: NotifierClient,
         *,
+        service: Service,
+        db: Store,
+        languages: Speaker,
+        config: ConfigCache,
+        board: StatusBoard,
+        edits: EditScheduler,
+        metrics: BotMetrics,
+        upload_limits: Mapping[int, int],
         lease: timedelta | None = None,
         claimant: str | None = None,
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
     ) -> None:
-        self.bot = bot
+        """service: the game service; db: the database it LISTENs to; languages: the servers'
+        languages (bot.parts.locale); config: the configuration cache its notifications keep
+        current; board: the status messages it turns into posts; upload_limits: guild id -> the
+        attachment size limit seen on interactions (the client's, kept current there)."""
+        self.client = client
+        self.service, self.db, self.languages, self.config = service, db, languages, config
+        self.board, self.edits, self.metrics, self.upload_limits = board, edits, metrics, upload_limits
         self.lease = lease  # None: the service's usual lease
         self.claimant = claimant or f"bot:{socket.gethostname()}:{os.getpid()}"
         self.retry_delays = tuple(retry_delays)
@@ -160,7 +179,7 @@ class Notifier:
         return self._events is not None and self._events.connected
 
     async def _on_connect(self) -> None:
-        self.bot.config.clear()  # configuration changes may have been missed
+        self.config.clear()  # configuration changes may have been missed
         self.listening.set()
         self.wake()  # sweep for what finished while we were not listening
 
@@ -168,7 +187,7 @@ class Notifier:
         delay = 1.0
         while not self._closed:
             try:
-                async with events.Events(self.bot.db.url, on_connect=self._on_connect) as heard:
+                async with events.Events(self.db.url, on_connect=self._on_connect) as heard:
                     delay = 1.0
                     self._events = heard
                     async for e in heard:
@@ -183,23 +202,23 @@ class Notifier:
     def _dispatch(self, event: str, p: dict) -> None:
         if event == events.TURN_FINISHED:
             self.wake()
-            self.bot.board.queue_changed()
+            self.board.queue_changed()
         elif event == events.TURN_PROGRESS:
             # A turn's first progress also tells the board it started (the queue moved).
             preview = p.get("preview")  # a new preview stored on the turn: its number
-            self.bot.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"),
-                                    None if preview is None else int(preview))
+            self.board.progress(int(p["turn_id"]), int(p["channel_id"]), float(p["progress"]), p.get("stage"),
+                                None if preview is None else int(preview))
         elif event == events.TURN_QUEUED:  # queued, regenerated or cancelled
-            self.bot.board.queue_changed()
+            self.board.queue_changed()
         elif event == events.SESSION_CHANGED:
-            self.bot.config.session_changed(p.get("channel_id"))
+            self.config.session_changed(p.get("channel_id"))
         elif event == events.CONFIG_CHANGED:
-            self.bot.config.config_changed(p.get("guild_id"))
+            self.config.config_changed(p.get("guild_id"))
 
     # --- posting
 
     async def _poster(self) -> None:
-        await self.bot.wait_until_ready()  # channels are known only after READY
+        await self.client.wait_until_ready()  # channels are known only after READY
         while not self._closed:
             await self._wake.wait()
             self._wake.clear()
@@ -214,13 +233,13 @@ class Notifier:
         """Claim and post every finished, unposted turn of this bot's guilds; returns how many
         were posted. A session's turns are posted in order: while one waits for its next try, the
         later ones wait too (claim_unposted does not hand them out)."""
-        if not self.bot.is_ready():
+        if not self.client.is_ready():
             return 0
         posted = 0
-        game = deps_of(self.bot)
+        game = self.service()
         async with self._lock:
             while True:
-                guild_ids = [g.id for g in self.bot.guilds]
+                guild_ids = [g.id for g in self.client.guilds]
                 if not guild_ids:
                     return posted
                 claimed = await posting.claim(game, self.claimant, guild_ids, self.lease)
@@ -247,35 +266,35 @@ class Notifier:
     def upload_limit(self, guild: discord.Guild | None) -> int:
         if guild is None:
             return 10 * 1024 * 1024
-        return self.bot.upload_limits.get(guild.id) or guild.filesize_limit
+        return self.upload_limits.get(guild.id) or guild.filesize_limit
 
     async def _post(self, turn_id: int) -> Outcome:
-        if self.bot.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
+        if self.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
             return Outcome.LATER
-        game = deps_of(self.bot)
+        game = self.service()
         turn = await posting.to_post(game, turn_id)
         if turn is None:
             return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
-        channel = self.bot.get_channel(turn.channel_id)
+        channel = self.client.get_channel(turn.channel_id)
         try:
             if channel is None:
-                channel = await self.bot.fetch_channel(turn.channel_id)
-            async with locale.public(self.bot, turn.guild_id, turn.channel_id):
+                channel = await self.client.fetch_channel(turn.channel_id)
+            async with locale.public(self.languages, turn.guild_id, turn.channel_id):
                 message_id = await self._deliver(turn, channel)
         except (discord.NotFound, discord.Forbidden) as e:
             log.warning("turn %s: cannot post in channel %s (%s); giving up on it", turn.id, turn.channel_id, e)
             await self._mark_posted(turn.id, None, f"the channel is gone or closed to the bot ({e.status})")
-            self.bot.metrics.post_giveups.inc()
+            self.metrics.post_giveups.inc()
             return Outcome.POSTED
         except (TimeoutError, discord.HTTPException, OSError) as e:
             await self._failed(turn, channel, e)
             return Outcome.FAILED
-        self.bot.metrics.posted(post_lag(turn))  # sent: the lag ends here, before it is recorded
+        self.metrics.posted(post_lag(turn))  # sent: the lag ends here, before it is recorded
         await self._mark_posted(turn.id, message_id)
-        self.bot.board.posted(turn.id)
+        self.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
-            async with locale.public(self.bot, turn.guild_id, turn.channel_id):
-                await removal.reshow_if_removed(game, self.bot.edits, turn.id, turn.channel_id, message_id)
+            async with locale.public(self.languages, turn.guild_id, turn.channel_id):
+                await removal.reshow_if_removed(game, self.edits, turn.id, turn.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 
@@ -314,7 +333,7 @@ class Notifier:
     async def _edit_or_send(self, turn: Post, channel, fields: dict, nonce_suffix: str = "") -> int:
         if turn.status_message_id is not None:
             try:
-                await self.bot.edits.final(channel.id, turn.status_message_id, **fields)
+                await self.edits.final(channel.id, turn.status_message_id, **fields)
                 return turn.status_message_id
             except discord.NotFound:
                 log.info("turn %s: its status message was deleted; posting a new one", turn.id)
@@ -325,7 +344,7 @@ class Notifier:
             return found
         if found is not None:
             try:
-                await self.bot.edits.final(channel.id, found, **fields)
+                await self.edits.final(channel.id, found, **fields)
                 return found
             except discord.NotFound:
                 pass
@@ -341,7 +360,7 @@ class Notifier:
         True; an earlier take's post, not yet stripped of its button, is older). (None, False) if
         there is none."""
         cancel, regen = f"ag:cancel:{turn.id}", f"ag:regen:{turn.id}"
-        me = self.bot.user
+        me = self.client.user
         if me is None:  # not logged in (closing): no message can be told to be ours
             return None, False
         assert turn.finished_at is not None, "a done or failed turn has finished_at (complete_turn, fail_turn)"
@@ -367,25 +386,25 @@ class Notifier:
         if tries <= len(self.retry_delays):
             delay = self.retry_delays[tries - 1]
             log.warning("turn %s: posting failed (%s); try %d again in %.0f s", turn.id, why, tries + 1, delay)
-            await posting.postpone(deps_of(self.bot), turn.id, timedelta(seconds=delay), why)
-            self.bot.metrics.post_retries.inc()
+            await posting.postpone(self.service(), turn.id, timedelta(seconds=delay), why)
+            self.metrics.post_retries.inc()
             return
         log.error("turn %s: posting failed %d times (%s); giving up on it", turn.id, tries, why)
         await self._mark_posted(turn.id, None, why)
-        self.bot.metrics.post_giveups.inc()
-        self.bot.board.posted(turn.id)
+        self.metrics.post_giveups.inc()
+        self.board.posted(turn.id)
         notice = L_("Turn #%(seq)s could not be posted: Discord kept failing. It is kept in /history.", seq=turn.seq)
-        async with locale.public(self.bot, turn.guild_id, turn.channel_id):
+        async with locale.public(self.languages, turn.guild_id, turn.channel_id):
             embed = status_embed(turn, state="not posted", note=notice)
             content = fit(notice, CONTENT_MAX)
         if turn.status_message_id and channel is not None:
             with contextlib.suppress(TimeoutError, discord.HTTPException, OSError):
-                await self.bot.edits.final(channel.id, turn.status_message_id, embed=embed, view=None, attachments=[])
+                await self.edits.final(channel.id, turn.status_message_id, embed=embed, view=None, attachments=[])
         try:
-            await self.bot.board.channel(turn.channel_id, turn.guild_id).send(content)
+            await self.board.channel(turn.channel_id, turn.guild_id).send(content)
         except (TimeoutError, discord.HTTPException, OSError) as e:
             log.info("turn %s: the notice could not be posted either: %s", turn.id, e)
         self.wake()  # the later turns of this channel may go now
 
     async def _mark_posted(self, turn_id: int, message_id: int | None, error: str | None = None) -> None:
-        await posting.posted(deps_of(self.bot), turn_id, message_id, error)
+        await posting.posted(self.service(), turn_id, message_id, error)

@@ -12,6 +12,7 @@ knows whether the bot is still in them."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -19,31 +20,23 @@ import discord
 
 from bot.parts import locale
 from bot.parts.edits import EditScheduler
-from bot.parts.hosting import DiscordClient, Stored, VoteRounds
+from bot.parts.hosting import VoteRounds
 from bot.parts.locale import Speaker
 from bot.parts.removal import removed_embed
-from bot.parts.service_args import deps_of
+from bot.parts.service_args import Service
 from bot.parts.shards import ShardClaim
 from service import maintenance, privacy
-from service.jobs import Jobs
 
 log = logging.getLogger(__name__)
 
 
-class PrivacyHost(DiscordClient, Stored, Speaker, Protocol):
-    """What the privacy jobs read of the bot."""
+class Guilds(Protocol):
+    """The discord client, as far as the privacy jobs read it."""
 
     @property
-    def shards_claim(self) -> ShardClaim: ...
+    def guilds(self) -> Sequence[discord.Guild]: ...
 
-    @property
-    def queue(self) -> Jobs: ...
-
-    @property
-    def edits(self) -> EditScheduler: ...
-
-    @property
-    def vote_rounds(self) -> VoteRounds: ...
+    def is_ready(self) -> bool: ...
 
 
 def removed_post(seq: int) -> dict:
@@ -53,52 +46,59 @@ def removed_post(seq: int) -> dict:
     return {"content": None, "embed": removed_embed(seq, by="system"), "attachments": [], "view": None}
 
 
-async def clear_posts(bot: PrivacyHost, request_id: int) -> int:
-    """Edit the request's shots in Discord into a notice; how many were edited. Every server's,
-    not only those of this process's shards (the request is done once, by one process): an edit
-    goes through REST, which needs no gateway session of the server's shard, and a server the
-    bot has left answers 403/404 (nothing left to show there). Repeated after a restart, the same
-    edits are made again (harmless). Each notice is in its server's language."""
-    posts = await privacy.posts_to_clear(deps_of(bot), request_id)
-    edited = 0
-    for post in posts:
-        try:
-            async with locale.public(bot, post.guild_id, post.channel_id):
-                fields = removed_post(post.seq)
-            await bot.edits.final(post.channel_id, post.message_id, **fields)
-            edited += 1
-        except discord.HTTPException as e:  # the message, the channel or the bot's access is gone: nothing to show
-            log.info("could not clear the message %s of a deleted member's turn: %s", post.message_id, e)
-    return edited
+class PrivacyJobs:
+    """The bot's part in the privacy jobs, given what they use: the discord client (its servers),
+    the game service, the servers' languages, the edit scheduler, the vote part's rounds and this
+    process's shards."""
 
+    def __init__(self, client: Guilds, *, service: Service, languages: Speaker, edits: EditScheduler,
+                 vote_rounds: VoteRounds, claim: ShardClaim) -> None:
+        self.client, self.service, self.languages = client, service, languages
+        self.edits, self.vote_rounds, self.claim = edits, vote_rounds, claim
 
-async def refresh_rounds(bot: PrivacyHost, request_id: int) -> int:
-    """Edit the request's vote rounds' messages, which list proposals with their authors' names
-    (bot.answers.cogs.vote shows each round as it is stored now); how many."""
-    if not bot.vote_rounds.loaded:
-        return 0
-    ids = await privacy.rounds_to_refresh(deps_of(bot), request_id)
-    for round_id in ids:
-        await bot.vote_rounds.refresh(round_id)
-    return len(ids)
+    async def clear_posts(self, request_id: int) -> int:
+        """Edit the request's shots in Discord into a notice; how many were edited. Every server's,
+        not only those of this process's shards (the request is done once, by one process): an edit
+        goes through REST, which needs no gateway session of the server's shard, and a server the
+        bot has left answers 403/404 (nothing left to show there). Repeated after a restart, the same
+        edits are made again (harmless). Each notice is in its server's language."""
+        posts = await privacy.posts_to_clear(self.service(), request_id)
+        edited = 0
+        for post in posts:
+            try:
+                async with locale.public(self.languages, post.guild_id, post.channel_id):
+                    fields = removed_post(post.seq)
+                await self.edits.final(post.channel_id, post.message_id, **fields)
+                edited += 1
+            except discord.HTTPException as e:  # the message, the channel or the bot's access is gone: nothing to show
+                log.info("could not clear the message %s of a deleted member's turn: %s", post.message_id, e)
+        return edited
 
+    async def refresh_rounds(self, request_id: int) -> int:
+        """Edit the request's vote rounds' messages, which list proposals with their authors' names
+        (bot.answers.cogs.vote shows each round as it is stored now); how many."""
+        if not self.vote_rounds.loaded:
+            return 0
+        ids = await privacy.rounds_to_refresh(self.service(), request_id)
+        for round_id in ids:
+            await self.vote_rounds.refresh(round_id)
+        return len(ids)
 
-async def process_requests(bot: PrivacyHost) -> list[int]:
-    """Carry out pending deletion requests (service.maintenance.deletion_requests); the ids finished.
-    Before a request's last step the shots' posts are edited into a notice and the vote rounds'
-    messages are shown again without the member."""
+    async def process_requests(self) -> list[int]:
+        """Carry out pending deletion requests (service.maintenance.deletion_requests); the ids finished.
+        Before a request's last step the shots' posts are edited into a notice and the vote rounds'
+        messages are shown again without the member."""
 
-    async def before_done(request_id: int) -> None:
-        await clear_posts(bot, request_id)
-        await refresh_rounds(bot, request_id)
+        async def before_done(request_id: int) -> None:
+            await self.clear_posts(request_id)
+            await self.refresh_rounds(request_id)
 
-    return await maintenance.deletion_requests(deps_of(bot), before_done)
+        return await maintenance.deletion_requests(self.service(), before_done)
 
-
-async def delete_departed(bot: PrivacyHost, *, now: datetime | None = None) -> list[int]:
-    """Delete the data of servers that removed the bot more than the retention ago
-    (service.maintenance.departed_servers); the servers deleted. Only the servers of this
-    process's shards (bot.shards_claim): the others' are not in bot.guilds here. bot.guilds is
-    complete only after READY (unavailable servers are in it too)."""
-    return await maintenance.departed_servers(deps_of(bot), [g.id for g in bot.guilds], complete=bot.is_ready(),
-                                              claim=bot.shards_claim, now=now)
+    async def delete_departed(self, *, now: datetime | None = None) -> list[int]:
+        """Delete the data of servers that removed the bot more than the retention ago
+        (service.maintenance.departed_servers); the servers deleted. Only the servers of this
+        process's shards (`claim`): the others' are not in the client's guilds here, which are
+        complete only after READY (unavailable servers are in them too)."""
+        return await maintenance.departed_servers(self.service(), [g.id for g in self.client.guilds],
+                                                  complete=self.client.is_ready(), claim=self.claim, now=now)

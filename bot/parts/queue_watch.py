@@ -14,9 +14,8 @@ import asyncio
 import contextlib
 import logging
 
-from bot.parts.hosting import Stored
 from bot.parts.metrics import BotMetrics
-from bot.parts.service_args import deps_of
+from bot.parts.service_args import Service
 from game.catalogue import FILMS
 from service.queue_stats import waiting_by_film
 from service.runtime import outage
@@ -28,8 +27,8 @@ TIMEOUT = 10.0  # seconds for one refresh's query
 
 
 class QueueWatch:
-    def __init__(self, bot: Stored, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
-        self.bot, self.metrics = bot, metrics  # the game service is made at each refresh: a bot may have no database yet
+    def __init__(self, service: Service, metrics: BotMetrics, *, interval: float = INTERVAL) -> None:
+        self.service, self.metrics = service, metrics  # the game service is made at each refresh: a bot may have no database yet
         self.interval = interval
         self.refreshes = 0  # successful refreshes so far (tests)
         self._task: asyncio.Task | None = None
@@ -51,7 +50,7 @@ class QueueWatch:
         metrics = self.metrics
         try:
             async with asyncio.timeout(TIMEOUT):
-                waiting = await waiting_by_film(deps_of(self.bot))
+                waiting = await waiting_by_film(self.service())
         except asyncio.CancelledError:
             raise
         except Exception as e:

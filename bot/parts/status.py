@@ -24,22 +24,24 @@ import asyncio
 import hashlib
 import io
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import discord
+from discord.abc import GuildChannel, PrivateChannel
 
 from bot.parts import locale
 from bot.parts.buttons import CANCEL, view_of
 from bot.parts.edits import EditScheduler, PostChannel, post_channel
 from bot.parts.embeds import status_embed
-from bot.parts.hosting import DiscordClient, Stored, Wakes
 from bot.parts.locale import Speaker
-from bot.parts.service_args import deps_of
+from bot.parts.service_args import Service
 from bot.parts.shards import ShardClaim
 from i18n import L_, Lazy, pgettext, use_locale
 from i18n.formatting import number
 from service import events, status
+from service.runtime import Store
 
 log = logging.getLogger(__name__)
 
@@ -78,20 +80,25 @@ REGENERATED = L_("Generating this turn again with a new seed.")
 PREVIEW_FILE = "preview.webp"
 
 
-class BoardHost(DiscordClient, Stored, Speaker, Protocol):
-    """What the status board reads of the bot."""
+class BoardClient(Protocol):
+    """The discord client, as far as the status board reads it."""
 
     @property
-    def shards_claim(self) -> ShardClaim: ...
+    def guilds(self) -> Sequence[discord.Guild]: ...
 
-    @property
-    def notifier(self) -> Wakes: ...
+    def get_channel(self, id: int, /) -> GuildChannel | discord.Thread | PrivateChannel | None: ...
 
 
 class StatusBoard:
-    def __init__(self, bot: BoardHost, edits: EditScheduler, *, refresh_delay: float = 0.2) -> None:
-        self.bot = bot
+    def __init__(self, client: BoardClient, *, service: Service, db: Store, languages: Speaker, claim: ShardClaim,
+                 edits: EditScheduler, wake_notifier: Callable[[], None], refresh_delay: float = 0.2) -> None:
+        """service: the game service; db: the database the previews are read from; languages: the
+        servers' languages (bot.parts.locale); claim: this process's shards (bot.parts.shards);
+        wake_notifier: called when a status message is sent (the notifier may wait for it)."""
+        self.client = client
+        self.service, self.db, self.languages, self.claim = service, db, languages, claim
         self.edits = edits
+        self.wake_notifier = wake_notifier
         self.refresh_delay = refresh_delay  # a burst of queue changes makes one refresh
         self._cards: dict[int, Card] = {}  # turn id -> its open status message
         self._loading: dict[int, tuple[int, float, str]] = {}  # turn id -> latest progress while its card loads
@@ -139,13 +146,13 @@ class StatusBoard:
         self._running.discard(turn_id)
         self._announcing.add(turn_id)
         fresh = None
-        game = deps_of(self.bot)
+        game = self.service()
         try:
             found = await status.turn(game, turn_id)
             if found is None:  # gone meanwhile (its game's data deleted): nothing to show
                 return
             turn, gs = found
-            async with locale.public(self.bot, gs.guild_id, gs.channel_id) as language:
+            async with locale.public(self.languages, gs.guild_id, gs.channel_id) as language:
                 embed = status_embed(turn, state="queued", position=position, note=REGENERATED if regenerated else None)
                 view = view_of(CANCEL.button(turn.id))
             try:
@@ -159,7 +166,7 @@ class StatusBoard:
                                         gs.guild_id, language)
         finally:
             self._announcing.discard(turn_id)
-            self.bot.notifier.wake()  # it may have waited for this message
+            self.wake_notifier()  # it may have waited for this message
         # Cancelled before its status message existed: close it now.
         if fresh is not None:
             await self._close(fresh, "cancelled", None, gs.channel_id, gs.guild_id)
@@ -176,11 +183,11 @@ class StatusBoard:
         while True:
             self._refresh_again = False
             await asyncio.sleep(self.refresh_delay)
-            guild_ids = [g.id for g in self.bot.guilds]
+            guild_ids = [g.id for g in self.client.guilds]
             if not guild_ids:
                 return
             try:  # two queries, however many turns wait
-                queued = await status.waiting(deps_of(self.bot), guild_ids)
+                queued = await status.waiting(self.service(), guild_ids)
             except Exception as e:  # the database is down: the next change refreshes again
                 log.warning("cannot refresh queue positions: %s", e)
                 return
@@ -202,7 +209,7 @@ class StatusBoard:
                 return
 
     def _guild_of(self, channel_id: int) -> int | None:
-        channel = self.bot.get_channel(channel_id)
+        channel = self.client.get_channel(channel_id)
         guild = getattr(channel, "guild", None)
         return getattr(guild, "id", None)
 
@@ -211,7 +218,7 @@ class StatusBoard:
         card = self._cards.get(turn_id)
         if card is not None:
             return card.language
-        return await locale.server_language(self.bot, guild_id or self._guild_of(channel_id), channel_id)
+        return await locale.server_language(self.languages, guild_id or self._guild_of(channel_id), channel_id)
 
     # --- running
 
@@ -245,7 +252,7 @@ class StatusBoard:
         """Progress with the preview stored on the turn (a newer one than `number` if the worker
         stored one meanwhile); skipped if it is gone (the turn ended) or cannot be read."""
         try:
-            found = await events.latest_still(self.bot.db, card.id)
+            found = await events.latest_still(self.db, card.id)
         except Exception:  # noqa: BLE001  (a preview is a courtesy)
             if card.id not in self._preview_failed:
                 self._preview_failed.add(card.id)
@@ -264,7 +271,7 @@ class StatusBoard:
 
     async def _load_card(self, turn_id: int) -> None:
         try:
-            found = await status.turn(deps_of(self.bot), turn_id)
+            found = await status.turn(self.service(), turn_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
@@ -273,14 +280,14 @@ class StatusBoard:
             self._loading.pop(turn_id, None)
             return
         turn, gs = found
-        if not self.bot.shards_claim.owns(gs.guild_id):
+        if not self.claim.owns(gs.guild_id):
             # Another process's shard (every process hears every NOTIFY): its status message is
             # that process's to edit; an edit from here could even land after its post. Closed
             # here, so that the turn's next progress costs nothing.
             self._close_card(turn_id)
             return
         try:
-            language = await locale.server_language(self.bot, gs.guild_id, gs.channel_id)
+            language = await locale.server_language(self.languages, gs.guild_id, gs.channel_id)
         except Exception as e:
             log.info("turn %s: progress not shown: %s", turn_id, e)
             self._loading.pop(turn_id, None)
@@ -304,7 +311,7 @@ class StatusBoard:
         language, so a `note` written where the member's language is current must be lazy (L_)."""
         self._close_card(turn_id)
         try:
-            found = await status.turn(deps_of(self.bot), turn_id)
+            found = await status.turn(self.service(), turn_id)
         except Exception as e:  # the database is down: the message keeps its Cancel button, which answers
             log.info("turn %s: could not close its status message: %s", turn_id, e)
             return
@@ -316,7 +323,7 @@ class StatusBoard:
                      guild_id: int) -> None:
         if not turn.status_message_id:
             return
-        async with locale.public(self.bot, guild_id, channel_id):
+        async with locale.public(self.languages, guild_id, channel_id):
             embed = status_embed(turn, state=state, note=note)
         try:
             await self.edits.final(channel_id, turn.status_message_id, embed=embed, view=None, attachments=[])  # no preview left

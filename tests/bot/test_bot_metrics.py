@@ -30,6 +30,7 @@ from bot.parts.metrics import (
     interaction_kind,
 )
 from bot.parts.queue_watch import QueueWatch
+from bot.parts.service_args import service_on
 from testkit.queue import wait_until
 from testkit.waits import Passes, loop_turns
 from tests.bot.conftest import stop_bot
@@ -155,8 +156,8 @@ async def _scrape(port: int) -> tuple[int, str, str]:
 
 async def test_metrics_endpoint_reads_the_shards_at_scrape_time():
     client = _Client(shards={0: _Shard(0.03, closed=False), 1: _Shard(float("inf"), closed=True)})
-    client.metrics = BotMetrics()  # type: ignore[attr-defined]
-    runner, port = await health.start_server(client, "127.0.0.1", 0)  # type: ignore[arg-type]
+    nothing = types.SimpleNamespace()  # /metrics reads neither the database nor the notifier
+    runner, port = await health.start_server(BotMetrics(), "127.0.0.1", 0, gateway=client, db=nothing, notifier=nothing)  # type: ignore[arg-type]
     try:
         status, ctype, text = await _scrape(port)
         assert status == 200 and ctype.startswith("text/plain")
@@ -472,8 +473,8 @@ async def test_the_queue_gauges_say_when_the_database_is_unreachable():
         async def __aexit__(self, *exc):
             return False
 
-    bot = types.SimpleNamespace(settings=None, db=types.SimpleNamespace(sessions=Down), queue=None)
-    watch = QueueWatch(bot, m, interval=0.01)  # type: ignore[arg-type]
+    db = types.SimpleNamespace(sessions=Down)
+    watch = QueueWatch(service_on(None, db, None), m, interval=0.01)  # type: ignore[arg-type]
     assert not await watch.refresh()
     assert _value(m, "animegamer_database_up") == 0
     tries = Passes(watch, "refresh")

@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import func, insert, select, update
 
 from bot.parts import locale
+from bot.parts.service_args import service_on
 from bot.parts.shards import ShardClaim, shard_of
 from bot.parts.status import StatusBoard
 from contracts.turn import TurnResult
@@ -163,14 +164,15 @@ async def test_the_status_board_leaves_another_shards_progress_alone(sessions, m
 
     edits: list[tuple[int, int]] = []
     edit_log = SimpleNamespace(routine=lambda channel_id, message_id, **fields: edits.append((channel_id, message_id)))
-    bot = SimpleNamespace(db=SimpleNamespace(sessions=sessions), queue=StoredJobs(), shards_claim=SHARD0, guilds=[],
-                          settings=SimpleNamespace(), config=None)
+    db = SimpleNamespace(sessions=sessions)
+    client = SimpleNamespace(guilds=[], get_channel=lambda channel_id: None)
 
     async def server_language(_bot, guild_id, channel_id):
         return "en"
 
     monkeypatch.setattr(locale, "server_language", server_language)
-    board = StatusBoard(bot, edit_log, refresh_delay=0)  # type: ignore[arg-type]
+    board = StatusBoard(client, service=service_on(SimpleNamespace(), db, StoredJobs()), db=db, languages=None,  # type: ignore[arg-type]
+                        claim=SHARD0, edits=edit_log, wake_notifier=lambda: None, refresh_delay=0)  # type: ignore[arg-type]
     try:
         for _ in range(3):
             for turn_id, channel_id in ids.values():
