@@ -87,12 +87,12 @@ async def stitch(listing: Path, seconds: float, limit: int, out_dir: Path) -> Pa
     raise ExportTooLarge(limit)
 
 
-async def export_session(game: Deps, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
+async def export_session(deps: Deps, session_id: int, *, count: int, limit: int, out_dir: Path) -> Export:
     """The latest `count` shots of a session stitched under `limit` bytes, in `out_dir`; each clip
     is read on its own and written straight to disk."""
     lines, written, seconds = [], [], 0.0
-    for shot in await exports.shots(game, session_id, count):
-        data = await exports.clip(game, shot.turn_id)
+    for shot in await exports.shots(deps, session_id, count):
+        data = await exports.clip(deps, shot.turn_id)
         if data is None:  # pruned since it was listed
             continue
         path = out_dir / f"{shot.seq:06d}.mp4"

@@ -236,13 +236,13 @@ class Notifier:
         if not self.client.is_ready():
             return 0
         posted = 0
-        game = self.service()
+        deps = self.service()
         async with self._lock:
             while True:
                 guild_ids = [g.id for g in self.client.guilds]
                 if not guild_ids:
                     return posted
-                claimed = await posting.claim(game, self.claimant, guild_ids, self.lease)
+                claimed = await posting.claim(deps, self.claimant, guild_ids, self.lease)
                 if not claimed:
                     break
                 held: set[int] = set()
@@ -255,10 +255,10 @@ class Notifier:
                     held.add(turn.session_id)
                     if outcome is Outcome.LATER:
                         later = True
-                        await posting.release(game, turn.turn_id)
+                        await posting.release(deps, turn.turn_id)
                 if later:  # a status message is on its way; announce_queued wakes us when it is sent
                     break
-            retry = await posting.next_retry(game, guild_ids)
+            retry = await posting.next_retry(deps, guild_ids)
         if retry is not None:
             self.wake_at(retry)
         return posted
@@ -271,8 +271,8 @@ class Notifier:
     async def _post(self, turn_id: int) -> Outcome:
         if self.board.announcing(turn_id):  # checked before reading the turn: see StatusBoard
             return Outcome.LATER
-        game = self.service()
-        turn = await posting.to_post(game, turn_id)
+        deps = self.service()
+        turn = await posting.to_post(deps, turn_id)
         if turn is None:
             return Outcome.POSTED  # regenerated or posted by someone else since the claim: nothing to send
         channel = self.client.get_channel(turn.channel_id)
@@ -294,7 +294,7 @@ class Notifier:
         self.board.posted(turn.id)
         if turn.removed_at is None:  # taken down while this post was on its way: the notice replaces it
             async with locale.public(self.languages, turn.guild_id, turn.channel_id):
-                await removal.reshow_if_removed(game, self.edits, turn.id, turn.channel_id, message_id)
+                await removal.reshow_if_removed(deps, self.edits, turn.id, turn.channel_id, message_id)
         log.info("turn %s (#%s) posted in message %s", turn.id, turn.seq, message_id)
         return Outcome.POSTED
 

@@ -90,10 +90,10 @@ async def show(edits: EditScheduler, channel_id: int, message_id: int, fields: d
         log.info("could not replace removed shot's message %s: %s", message_id, e)
 
 
-async def reshow_if_removed(game: Deps, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
+async def reshow_if_removed(deps: Deps, edits: EditScheduler, turn_id: int, channel_id: int, message_id: int) -> None:
     """After a post: if the turn was taken down while the post was being made, show the notice
     (in the locale current: the caller's bot.parts.locale.public)."""
-    turn = await posting.taken_down(game, turn_id)
+    turn = await posting.taken_down(deps, turn_id)
     if turn is not None:
         await show(edits, channel_id, message_id, removed_fields(turn))
 
@@ -108,14 +108,14 @@ class Remover(Speaker, Protocol):
     def edits(self) -> EditScheduler: ...
 
 
-async def remove(bot: Remover, game: Deps, interaction: discord.Interaction, turn_id: int, reason: str,
+async def remove(bot: Remover, deps: Deps, interaction: discord.Interaction, turn_id: int, reason: str,
                  *, via: str, moderator: bool) -> shots.Removed:
     """Take the turn down for the member of `interaction` (a moderator, or the turn's author:
     `moderator` is bot.answers.checks.is_moderator's answer); then edit its post in the background.
     Refusals (GameError) are the service's."""
-    done = await shots.remove(game, place(interaction), member(interaction), turn_id, reason,
+    done = await shots.remove(deps, place(interaction), member(interaction), turn_id, reason,
                               moderator=moderator, via=via)
-    notice = await posting.taken_down(game, turn_id) if done.message_id is not None else None
+    notice = await posting.taken_down(deps, turn_id) if done.message_id is not None else None
     if notice is not None and done.message_id is not None:
         async with locale.public(bot, done.guild_id, done.channel_id):  # the post is public
             fields = removed_fields(notice)

@@ -146,9 +146,9 @@ class StatusBoard:
         self._running.discard(turn_id)
         self._announcing.add(turn_id)
         fresh = None
-        game = self.service()
+        deps = self.service()
         try:
-            found = await status.turn(game, turn_id)
+            found = await status.turn(deps, turn_id)
             if found is None:  # gone meanwhile (its game's data deleted): nothing to show
                 return
             turn, gs = found
@@ -160,7 +160,7 @@ class StatusBoard:
             except (TimeoutError, discord.HTTPException, OSError) as e:  # queued all the same; posted as a new message
                 log.warning("turn %s: could not post its status message: %s", turn.id, e)
                 return
-            fresh = await status.record_message(game, turn.id, msg.id)
+            fresh = await status.record_message(deps, turn.id, msg.id)
             self._shown_position[turn.id] = position
             self._cards[turn.id] = Card(turn.id, turn.seq, turn.instruction, turn.author_name, gs.channel_id, msg.id,
                                         gs.guild_id, language)
