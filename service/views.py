@@ -1,19 +1,24 @@
 """What the play page reads of a channel, as frozen views rather than rows: the table (its
-configuration, the live game with its players, states and waiting turns), a page of turns, one
-turn, and the vote mode with its latest round (service.voting's frozen RoundView).
+configuration, the live game with its players, states and waiting turns), a page of the live
+game's turns, one turn by id (with its clip), and the vote mode with its latest round
+(service.voting's frozen RoundView).
 
-Each reads through service.reads (the one place these reads are written) and copies what a face
-renders out of the rows it returns (loaded there), so a face never holds a database row."""
+Each reads in its own session, committing nothing, and copies what the page renders out of the
+rows before the session ends, so a face never holds a database row."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db import sessions, turn_reads, votes
 from db.models import GameSession, Turn
 from game.channel_config import ChannelConfig
 from game.states import CharacterState
-from service import reads, voting
+from service import voting
+from service.configs import config
 from service.deps import Deps, Place
 from service.results import PlayerView
 
@@ -96,11 +101,19 @@ class TableView:
 
 
 async def table(deps: Deps, place: Place) -> TableView:
-    t = await reads.table(deps, place)
-    if t.live is None:
-        return TableView(t.config, None, (), {}, ())
-    return TableView(t.config, session_view(t.live.session), tuple(PlayerView.of(p) for p in t.live.players),
-                     dict(t.live.states), tuple(p.id for p in t.pending))
+    async with deps.sessions() as s:
+        cfg = await config(deps, s, place)
+        gs = await sessions.live_session(s, place.channel_id)
+        if gs is None:
+            return TableView(cfg, None, (), {}, ())
+        return TableView(cfg, session_view(gs), tuple(PlayerView.of(p) for p in await sessions.players(s, gs.id)),
+                         await sessions.states(s, gs.id), tuple(t.id for t in await turn_reads.pending_turns(s, gs.id)))
+
+
+async def _queued_place(deps: Deps, s: AsyncSession, t: Turn) -> int | None:
+    """A queued turn's place in its film's queue; None for any other turn (a running one shows its
+    progress instead)."""
+    return await deps.jobs.position(s, t) if t.status == "queued" else None
 
 
 @dataclass(frozen=True)
@@ -112,11 +125,17 @@ class TurnsView:
 
 async def turns_page(deps: Deps, place: Place, *, before: int | None = None, limit: int = 20,
                      only_pending: bool = False) -> TurnsView:
-    """service.reads.turns_page as views."""
-    page = await reads.turns_page(deps, place, before=before, limit=limit, only_pending=only_pending)
-    if page.session is None:
-        return TurnsView(None, (), False)
-    return TurnsView(session_view(page.session), tuple(turn_view(p.turn, p.position) for p in page.turns), page.more)
+    """The live game's turns not taken down, the newest `limit` (before turn number `before`), or
+    only the waiting and running ones; the queued ones with their places."""
+    async with deps.sessions() as s:
+        gs = await sessions.live_session(s, place.channel_id)
+        if gs is None:
+            return TurnsView(None, (), False)
+        if only_pending:
+            rows, more = await turn_reads.pending_turns(s, gs.id), False
+        else:
+            rows, more = await turn_reads.page(s, gs.id, limit, before)
+        return TurnsView(session_view(gs), tuple([turn_view(t, await _queued_place(deps, s, t)) for t in rows]), more)
 
 
 @dataclass(frozen=True)
@@ -127,11 +146,16 @@ class FoundTurn:
 
 
 async def turn(deps: Deps, place: Place, turn_id: int, *, clip: bool = False) -> FoundTurn | None:
-    """Turn `turn_id` if it is one of the channel's (None: not here); `clip`: with its MP4."""
-    found = await reads.turn(deps, place, turn_id, clip=clip)
-    if found is None:
-        return None
-    return FoundTurn(turn_view(found.turn, found.position), found.session.film_id, found.turn.mp4 if clip else None)
+    """Turn `turn_id` if it is one of the channel's, taken down or not (the page decides what to
+    show; None: no such turn here, e.g. another channel's); `clip`: with its MP4."""
+    async with deps.sessions() as s:
+        t = await turn_reads.get_turn(s, turn_id, blobs=clip)
+        if t is None:
+            return None
+        gs = await sessions.session_by_id(s, t.session_id)
+        if gs.channel_id != place.channel_id:
+            return None
+        return FoundTurn(turn_view(t, await _queued_place(deps, s, t)), gs.film_id, t.mp4 if clip else None)
 
 
 @dataclass(frozen=True)
@@ -143,8 +167,13 @@ class VoteView:
 
 
 async def latest_round(deps: Deps, place: Place, now: datetime, voter_id: int | None = None) -> VoteView:
-    """The channel's vote mode and its latest round (service.reads.latest_round), with
-    `voter_id`'s vote, its time left counted from `now`."""
-    cfg, view = await reads.latest_round(deps, place, voter_id)
+    """The channel's vote mode, and its live game's latest round (the open one, else how the last
+    one ended; None: none yet, or no live game) with `voter_id`'s vote, its time left counted from
+    `now`."""
+    async with deps.sessions() as s:
+        cfg = await votes.vote_config(s, place.channel_id)
+        gs = await sessions.live_session(s, place.channel_id)
+        rnd = await votes.latest_round(s, gs.id) if gs is not None else None
+        view = await voting.view(s, rnd.id, voter_id) if rnd is not None else None
     left = max(0.0, (view.round.deadline - now).total_seconds()) if view is not None and view.round.status == "open" else 0.0
     return VoteView(cfg.enabled, cfg.round_seconds, view, left)

@@ -1,10 +1,10 @@
-"""The place a member is told (/status, /queue, the page: service.reads) is the turn's place in
-the fair order (inference.queue.queue_positions), not its place in submission order: a lone
-server's turn is told it goes next to a flood's, and a flooding server's channels alternate."""
+"""The place a member is told (/queue: service.listings; the page: service.views) is the turn's
+place in the fair order (inference.queue.queue_positions), not its place in submission order: a
+lone server's turn is told it goes next to a flood's, and a flooding server's channels alternate."""
 
 from __future__ import annotations
 
-from service import admin, players, reads
+from service import admin, listings, players, views
 from service.deps import Deps, Member, Place
 from service.players import ActFields
 
@@ -28,11 +28,11 @@ async def test_the_places_told_are_the_fair_orders(deps):
         await players.act(deps, FLOOD_B, ALICE, WALK)
     lone = await players.act(deps, LONE, ALICE, WALK)  # last in, first come, first served: place 7
     assert lone.position == 2  # behind one turn of the other server only
-    assert [p.position for p in await reads.waiting(deps, LONE)] == [2]
+    assert [p.position for p in await listings.waiting(deps, LONE)] == [2]
     # The flood's channels alternate: A, (lone), B, A, B, A, B.
-    assert [p.position for p in await reads.waiting(deps, FLOOD_A)] == [1, 4, 6]
-    assert [p.position for p in await reads.waiting(deps, FLOOD_B)] == [3, 5, 7]
-    page = await reads.turns_page(deps, FLOOD_B, only_pending=True)
+    assert [p.position for p in await listings.waiting(deps, FLOOD_A)] == [1, 4, 6]
+    assert [p.position for p in await listings.waiting(deps, FLOOD_B)] == [3, 5, 7]
+    page = await views.turns_page(deps, FLOOD_B, only_pending=True)
     assert [p.position for p in page.turns] == [3, 5, 7]
-    one = await reads.turn(deps, LONE, lone.turn.id)
-    assert one is not None and one.position == 2
+    one = await views.turn(deps, LONE, lone.turn.id)
+    assert one is not None and one.turn.position == 2
