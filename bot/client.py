@@ -35,7 +35,6 @@ from bot.parts import acks, health, locale
 from bot.parts.automod import AutoModRules
 from bot.parts.config_cache import ConfigCache
 from bot.parts.edits import EditScheduler
-from bot.parts.hosting import VoteRounds
 from bot.parts.interaction_meter import InteractionMeter
 from bot.parts.maintenance import Maintenance
 from bot.parts.metrics import BotMetrics
@@ -47,6 +46,7 @@ from bot.parts.service_args import service_on
 from bot.parts.shards import ShardClaim
 from bot.parts.status import StatusBoard
 from bot.parts.translator import CatalogTranslator
+from bot.parts.vote_rounds import VoteRounds
 from service.jobs import Jobs, QueueJobs
 from service.runtime import Store
 from settings import Settings

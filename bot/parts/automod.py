@@ -64,14 +64,14 @@ class Listeners(Protocol):
 class AutoModRules:
     """Per server: its keyword rules by rule id, when they were read, and whether the bot may read them."""
 
-    def __init__(self, bot: Listeners) -> None:
+    def __init__(self, client: Listeners) -> None:
         self._rules: dict[int, dict[int, _Rule]] = {}
         self._read_at: dict[int, float] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._told: set[int] = set()  # servers whose missing permission was logged
-        bot.add_listener(self._changed, "on_automod_rule_create")
-        bot.add_listener(self._changed, "on_automod_rule_update")
-        bot.add_listener(self._deleted, "on_automod_rule_delete")
+        client.add_listener(self._changed, "on_automod_rule_create")
+        client.add_listener(self._changed, "on_automod_rule_update")
+        client.add_listener(self._deleted, "on_automod_rule_delete")
 
     async def for_interaction(self, interaction: discord.Interaction) -> tuple[RuleSet, ...]:
         """The server's keyword rules that apply to this member in this channel."""

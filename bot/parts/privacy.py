@@ -20,11 +20,11 @@ import discord
 
 from bot.parts import locale
 from bot.parts.edits import EditScheduler
-from bot.parts.hosting import VoteRounds
 from bot.parts.locale import Speaker
 from bot.parts.removal import removed_embed
 from bot.parts.service_args import Service
 from bot.parts.shards import ShardClaim
+from bot.parts.vote_rounds import VoteRounds
 from service import maintenance, privacy
 
 log = logging.getLogger(__name__)
