@@ -32,7 +32,7 @@ async def record(
     )
     s.add(row)
     await s.flush()
-    # The moderation log (bot.modlog) hears every entry at commit, and none that was rolled back.
+    # The moderation log (bot.answers.modlog) hears every entry at commit, and none that was rolled back.
     await notify.notify(s, notify.AUDIT_RECORDED, audit_id=row.id, guild_id=row.guild_id)
     return row
 

@@ -1,5 +1,5 @@
 """Which servers' rows a query may touch: a bot process running some of the gateway shards claims
-only their servers (bot.shards.ShardClaim). The db layer takes any object with the claim's shape
+only their servers (bot.parts.shards.ShardClaim). The db layer takes any object with the claim's shape
 (its shard ids and count), so it needs nothing from the bot package, and writes the SQL itself.
 
 `claim=None` everywhere means every server (the play page, the worker, an unsharded bot)."""
@@ -16,7 +16,7 @@ from db.models import GameSession
 
 
 class GuildClaim(Protocol):
-    """The servers a process claims (bot.shards.ShardClaim)."""
+    """The servers a process claims (bot.parts.shards.ShardClaim)."""
 
     @property
     def everything(self) -> bool:

@@ -86,7 +86,7 @@ async def unknown_guilds(s: AsyncSession, present: Collection[int], claim: Guild
     """Discord servers with data that the bot is not in and that have no departure yet: it was
     removed while it was offline (no GUILD_DELETE reached it). Only meaningful with the complete
     list of the servers of `claim` (after READY): a bot process running some of the shards
-    knows only their servers, and must pass its claim (bot.shards.ShardClaim) so that the
+    knows only their servers, and must pass its claim (bot.parts.shards.ShardClaim) so that the
     other shards' servers are not taken for servers that removed the bot. None: every server
     (one process runs every shard)."""
     known = select(GuildDeparture.guild_id)

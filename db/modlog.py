@@ -1,5 +1,5 @@
 """The moderation log channel of a server (/admin log-channel): where audited actions, refused
-instructions, removals and reports are posted (bot.modlog). One column of guild_settings."""
+instructions, removals and reports are posted (bot.answers.modlog). One column of guild_settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What waits in the turn queues, per film, for the bot's queue gauges (bot.metrics:
+"""What waits in the turn queues, per film, for the bot's queue gauges (bot.parts.metrics:
 animegamer_queue_depth{film}, animegamer_queue_oldest_seconds{film}).
 
 A turn waits while its status is 'queued': submitted (or handed back by a worker that stopped)

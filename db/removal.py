@@ -123,7 +123,7 @@ async def _clear_turns(
 async def _clear_proposals(s: AsyncSession, changed: list[int]) -> None:
     """The winning vote proposals the turns came from lose their text too."""
     proposals = select(VoteRound.winner_id).where(VoteRound.turn_id.in_(changed), VoteRound.winner_id.is_not(None))
-    # Its round's message shows the result again (bot.cogs.vote), now without the text.
+    # Its round's message shows the result again (bot.answers.cogs.vote), now without the text.
     await s.execute(update(VoteRound).where(VoteRound.turn_id.in_(changed)).values(result_shown_at=None))
     await s.execute(
         update(VoteProposal)

@@ -195,7 +195,7 @@ async def reset(s: AsyncSession, gs: GameSession, by: int | None) -> GameSession
 async def idle_sessions(s: AsyncSession, idle: timedelta, claim: GuildClaim | None = None) -> list[GameSession]:
     """Active sessions with no activity for `idle` and no pending turns, locked until the
     transaction ends (another bot's check skips them); only those of `claim`'s servers (a bot
-    process's shards: bot.shards.ShardClaim), every server's when None."""
+    process's shards: bot.parts.shards.ShardClaim), every server's when None."""
     pending = select(Turn.id).where(Turn.session_id == GameSession.id, Turn.status.in_(PENDING_TURN_STATUSES))
     q = (
         select(GameSession)

@@ -137,7 +137,7 @@ async def prune_blobs(
     of each session keep their representation: they are the next turn's context). Turns of
     `unposted_guild_ids` count as posted once finished: nobody posts them (the play page shows
     its clips from the database). `claim`: only the turns of those servers (a bot process's
-    shards: bot.shards.ShardClaim); None: every server's."""
+    shards: bot.parts.shards.ShardClaim); None: every server's."""
     cutoff = datetime.now(UTC) - older_than
     newer = aliased(Turn)
     keep_from = select(func.max(newer.seq) - 5).where(newer.session_id == Turn.session_id).scalar_subquery()

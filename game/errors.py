@@ -6,7 +6,7 @@ in the refusal modules, once: this one (the base, refusals any command may meet,
 catalogue's and a game's export's), game.session_errors (a game and its players),
 game.turn_errors (turns and vote rounds), game.content_errors (what people type) and
 game.shot_errors (taking a shot down, reporting it). What to do next is each
-face's to say (`GameError.shown`): the bot names its commands (bot.hints), the page its buttons
+face's to say (`GameError.shown`): the bot names its commands (bot.parts.hints), the page its buttons
 (play.errors), so no message names either. Every message is a lazy catalog message (i18n.L_):
 built where the refusal is raised, rendered in the locale current where it is shown (the
 member's, the page's). Values that depend on the locale too (a list, a size, a wait) are
@@ -211,7 +211,7 @@ class FilmFixed(GameError):
         super().__init__(L_("This channel plays %(film)s.", film=title), film=title)
 
 
-# --- exporting a game as one video (bot.export)
+# --- exporting a game as one video (bot.answers.export)
 
 
 class NothingToExport(GameError):

@@ -19,7 +19,7 @@ from i18n import L_, Lazy
 
 # --- why a game is paused (game_sessions.paused_reason; NULL: paused with no reason given)
 
-IDLE = "idle"  # nobody played for a while (bot.maintenance)
+IDLE = "idle"  # nobody played for a while (bot.parts.maintenance)
 FILM_WITHDRAWN = "film_withdrawn"  # its film left the film catalogue (service.maintenance.pause_withdrawn)
 BY_MODERATOR = "moderator"  # a moderator paused it without words of their own (the play page)
 MODERATOR_WORDS = "moderator_words"  # a moderator gave a reason (/mod pause): their words in paused_note

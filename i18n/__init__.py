@@ -10,7 +10,7 @@ The bot, the play page and the refusals in game/errors.py translate through this
     L_("Cancel")                                              # later: str() renders in the locale current then
 
 The current locale is a context variable (i18n/context.py): the bot sets it from `interaction.locale` when an
-interaction starts (bot/locale.py) and to the server's language around public posts; the play
+interaction starts (bot/parts/locale.py) and to the server's language around public posts; the play
 page sets it from the browser's languages. Outside any of these it is English, the source.
 
 Catalogs live in i18n/locales/<locale>/LC_MESSAGES/messages.po, one per shipped locale, read and

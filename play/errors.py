@@ -30,7 +30,7 @@ HTTP_MESSAGES = {
 }
 
 # What the page tells a player to do next after a refusal (game.errors.GameError.hint): its own
-# buttons and panels, where the bot names its commands (bot.hints). A refusal the page never
+# buttons and panels, where the bot names its commands (bot.parts.hints). A refusal the page never
 # meets (a bot-only command's) has no hint here.
 PAGE_HINTS = {
     "start_game": L_("Start one under Setup."),

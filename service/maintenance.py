@@ -1,12 +1,12 @@
 """The scheduled jobs, written once for both faces: pausing idle games and games whose film was
 withdrawn from the catalogue, pruning old clips, carrying out members' deletion requests, and
 deleting the data of servers that removed the bot. A face only schedules them (the bot's
-APScheduler: bot.maintenance; the play page's background loops) and says what only it can: a
+APScheduler: bot.parts.maintenance; the play page's background loops) and says what only it can: a
 pause's notice in its channel, the servers it is in, the posts to edit before a member's data goes.
 
 Each job catches a failure (the database went away), logs it and reports nothing done: the next
 run tries again. `claim`: a bot process running some of the shards touches only their servers'
-rows (bot.shards.ShardClaim; None: every server's, as the play page and an unsharded bot)."""
+rows (bot.parts.shards.ShardClaim; None: every server's, as the play page and an unsharded bot)."""
 
 from __future__ import annotations
 

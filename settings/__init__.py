@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     metrics_port: int = Field(9108, ge=0, le=65535)  # 0 = off
     bot_health_port: int = Field(9109, ge=0, le=65535)  # the bot's /healthz (on metrics_host); 0 = off
 
-    # --- the bot's gateway shards (bot.shards): guild g is on shard (g >> 22) % shard_count, and a bot
+    # --- the bot's gateway shards (bot.parts.shards): guild g is on shard (g >> 22) % shard_count, and a bot
     # process runs and claims (posting, vote rounds, jobs) only its shard_ids. Both unset: Discord's
     # recommended count, every shard in this process. shard_count alone: every shard of that count.
     # ANIMEGAMER_SHARD_IDS takes ranges and lists: "0-3", "0,2,5"; `animegamer bot --shards` overrides.

@@ -6,7 +6,7 @@ It sits in the bottom layer because the settings read it; nothing here imports t
   tighten (/admin limits: the command's range; db.guilds: the range a server may store, then
   clamped to the operator's value).
 - `FIELD_MAX`: one /act field as the member types it. The same number is the /act and /vote
-  propose option's `max_length` (bot.cogs), the page's `maxlength` (served in its state JSON), the
+  propose option's `max_length` (bot.answers.cogs), the page's `maxlength` (served in its state JSON), the
   sanitiser's cap (game.instruction), and the cap of a film's suggestions for that field
   (game.films_file), which Discord's autocomplete sends as the value. Discord counts what the
   member types, so the sanitiser measures the text as typed, before cleaning: a text Discord

@@ -93,7 +93,7 @@ function sessionStatus(status) {
   return names[status] || status;
 }
 
-// A worker's progress stage (as it reports it) in words: the bot's names for them (bot/embeds.py).
+// A worker's progress stage (as it reports it) in words: the bot's names for them (bot/parts/embeds.py).
 function stageName(stage) {
   const steps = /^(render|denoise) (\d+)\/(\d+)$/.exec(stage || "");
   if (steps) {
