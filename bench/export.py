@@ -29,6 +29,9 @@ from db.engine import make_engine, make_sessionmaker
 from db.migrate import upgrade
 from db.models import Turn
 from inference.mp4 import encode_mp4
+from service.deps import Deps
+from service.jobs import StoredJobs
+from settings import Settings
 from testkit.pg import fresh_database
 from testkit.queue import new_session, submit
 
@@ -67,7 +70,8 @@ async def main(turns: int, clip_kb: int) -> None:
         tracemalloc.start()
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
-            done = await export_session(sessions, gs.id, count=turns, limit=limit, out_dir=Path(tmp))
+            deps = Deps(Settings(database_url=url, _env_file=None), sessions, StoredJobs())
+            done = await export_session(deps, gs.id, count=turns, limit=limit, out_dir=Path(tmp))
             size = done.path.stat().st_size
         seconds = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
