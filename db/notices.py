@@ -4,12 +4,10 @@ them, never again, in any server. /privacy show counts the rows and /privacy del
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.bounds import require_id
-from db.dml import rowcount
 from db.models import MemberNotice
 
 NOTICE_MAX = 32  # member_notices.notice
@@ -28,18 +26,3 @@ async def first_time(s: AsyncSession, user_id: int, notice: str) -> bool:
         .returning(MemberNotice.user_id)
     )
     return (await s.execute(q)).first() is not None
-
-
-async def shown(s: AsyncSession, user_id: int) -> list[str]:
-    """The notices the member has been shown, in the order they were."""
-    q = select(MemberNotice.notice).where(MemberNotice.user_id == user_id).order_by(MemberNotice.shown_at, MemberNotice.notice)
-    return list((await s.scalars(q)).all())
-
-
-async def count(s: AsyncSession, user_id: int) -> int:
-    return await s.scalar(select(func.count()).where(MemberNotice.user_id == user_id)) or 0
-
-
-async def forget(s: AsyncSession, user_id: int) -> int:
-    """Delete the member's notices (/privacy delete); the rows deleted."""
-    return await rowcount(s, delete(MemberNotice).where(MemberNotice.user_id == user_id))
