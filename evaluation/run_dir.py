@@ -68,13 +68,6 @@ def open_run(out: Path, config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def read_run(out: Path) -> dict[str, Any]:
-    config = read_json(out / RUN_FILE)
-    if config is None:
-        raise EvalInputError(f"{out}: no {RUN_FILE} (not an evaluation folder: run `animegamer eval` into it first)")
-    return config
-
-
 def save_array(path: Path, array: np.ndarray) -> None:
     buf = io.BytesIO()
     np.save(buf, np.asarray(array, dtype=np.float32), allow_pickle=False)

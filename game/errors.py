@@ -72,14 +72,6 @@ def sentences(first: str, second: str) -> str:
     return first + ("" if first.endswith(("。", "）", "！", "？")) else " ") + second
 
 
-class NotAllowed(GameError):
-    code = "not_allowed"
-
-    def __init__(self, what: str | Lazy) -> None:
-        # TRANSLATORS: %(what)s is an action, e.g. "cancel this turn".
-        super().__init__(L_("You are not allowed to %(what)s.", what=catalog_text(what)), what=what)
-
-
 class ServiceDown(GameError):
     code = "service_down"
 

@@ -265,7 +265,7 @@ def _samples() -> list[errors.GameError]:
         session_errors.UnknownCharacter("PLAYER_NAME", []), session_errors.CharacterTaken("Kiki", "PLAYER_NAME"),
         session_errors.AlreadyJoined("Kiki"), session_errors.NotJoined(), turn_errors.BacklogFull(2), turn_errors.Cooldown(3), turn_errors.TurnNotFound(4),
         turn_errors.ServerQuota(30, 600), turn_errors.MemberQuota(1, 59),
-        turn_errors.TurnNotCancellable("running"), turn_errors.TurnNotFinished("queued"), errors.NotAllowed("PLAYER_ACTION"),
+        turn_errors.TurnNotCancellable("running"), turn_errors.TurnNotFinished("queued"),
         errors.ServiceDown(), errors.ServiceDown("the generation queue"), errors.GuildOnly(), errors.FilmFixed("Ponyo"),
         errors.MissingRights("admin"), errors.MissingRights("moderator"), turn_errors.NotTurnAuthor("PLAYER_NAME", "cancel"),
         turn_errors.NotTurnAuthor("PLAYER_NAME", "regenerate"), turn_errors.NoTurnToRegenerate(), turn_errors.NotLatestTurn(1, 2),
