@@ -47,7 +47,8 @@ def caption_stage(folder: Path, clips: list[Clip], cast: Cast, captioner: str | 
     command to print) before any clip is touched."""
     if captioner is None or captioner.strip().casefold() in SKIP_WORDS:
         return no_captioner(clips)
-    from film.captioner_model import CaptionerError, identity, load_captioner  # transformers only when a model runs
+    from film.captioner_errors import CaptionerError
+    from film.captioner_model import identity, load_captioner  # transformers only when a model runs
 
     model_dir = Path(captioner).expanduser()
     if not (model_dir / "config.json").is_file():

@@ -23,6 +23,7 @@ import torch
 from PIL import Image
 
 from film.caption_parse import TAGS
+from film.captioner_errors import CaptionerError
 from film.cast import Cast
 from film.model_identity import model_identity
 
@@ -44,10 +45,6 @@ Answer with exactly these nine tagged fields, each once, and nothing else:
 <ET>1 if the character is having fun, else 0</ET>
 <ST>-1 if the action tires the character, +1 if it rests them</ST>
 <ML>how much motion the clip shows, from 1 (still) to 5 (very fast)</ML>"""
-
-
-class CaptionerError(RuntimeError):
-    """A captioner folder that cannot be loaded; the message names the folder and the reason."""
 
 
 def prompt_text(cast: Cast) -> str:

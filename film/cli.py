@@ -18,7 +18,7 @@ def _fail(command: str, text: str, status: int = 1) -> int:
 
 def _guarded(command: str, run) -> int:
     """Every failure as one line naming the file, never a traceback; finished work stays on disk."""
-    from film.captioner_model import CaptionerError
+    from film.captioner_errors import CaptionerError
     from film.frames import VideoError
     from film.prepare import PrepareError
 

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from PIL import Image
 
+from film.captioner_errors import CaptionerError
+
 QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
 QWEN_IMAGE_TOKEN = "<|image_pad|>"
 
@@ -78,7 +80,6 @@ def _chat_template(folder: Path, tokenizer: Any) -> str | None:
 def load_inputs(folder: Path) -> ProcessorInputs | QwenImageInputs:
     from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
 
-    from film.captioner_model import CaptionerError
 
     try:
         return ProcessorInputs(AutoProcessor.from_pretrained(str(folder)))

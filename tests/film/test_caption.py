@@ -14,7 +14,7 @@ from PIL import Image
 from film import caption, captioner_model
 from film.caption import NO_CAPTIONER, caption_stage, run_stage, stage_file
 from film.caption_parse import parse_answer
-from film.captioner_model import CaptionerError
+from film.captioner_errors import CaptionerError
 from film.cast import Cast, load_cast
 from film.manifest import Clip
 from testkit.tiny.vlm import build_qwen2_vl
