@@ -43,7 +43,7 @@ def caption_stage(folder: Path, clips: list[Clip], cast: Cast, captioner: str | 
 
     None or "none": nothing runs, every clip is `needs_review`. Otherwise each clip's answer is
     parsed strictly: `captioned` with the fields, or `needs_review` with the reason. A folder that
-    is not a model raises film.captioner_model.CaptionerError (a message naming it, for the
+    is not a model raises film.captioner_errors.CaptionerError (a message naming it, for the
     command to print) before any clip is touched."""
     if captioner is None or captioner.strip().casefold() in SKIP_WORDS:
         return no_captioner(clips)
