@@ -26,6 +26,7 @@ from tests.training.test_decoder_recipe import (
     TEXT_DIM,
     clip_frames,
     one_step,
+    overfit_losses,
     snapshot,
     tiny_decoder_folder,
     tiny_training_folder,
@@ -209,16 +210,7 @@ def test_phase_c_loss_falls_on_an_overfit_batch(folders, phase_c):
     (measured on CPU: 1.358 -> 0.495 at step 80, 0.389 at step 120, a ratio of 0.29; bound 0.45)."""
     settings = dataclasses.replace(phase_c["settings"], text_drop=0.0, image_drop=0.0)
     recipe = PhaseCRecipe(folders["data"], settings, RunConfig(lr=1e-2))
-    model = recipe.build_model(Accelerator(cpu=True))
-    opt = torch.optim.AdamW(recipe.param_groups(model), lr=1e-2, weight_decay=0.0)
-    batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
-    losses = []
-    for _ in range(120):
-        opt.zero_grad()
-        loss = recipe.loss(model, batch, 1)["loss"]
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+    losses = overfit_losses(recipe, recipe.build_model(Accelerator(cpu=True)), 120)
     assert losses[-1] < 0.45 * losses[0], losses
 
 

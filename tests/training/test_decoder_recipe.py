@@ -130,6 +130,20 @@ def one_step(recipe, model, step: int, lr: float = 1e-2) -> torch.Tensor:
     return loss.detach()
 
 
+def overfit_losses(recipe, model, steps: int, lr: float = 1e-2) -> list[float]:
+    """The loss at each of `steps` plain optimizer steps on one batch, with the same timesteps and
+    noise every time (the draws follow from the step number, given as 1 each time)."""
+    opt = torch.optim.AdamW(recipe.param_groups(model), lr=lr, weight_decay=0.0)
+    batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = recipe.loss(model, batch, 1)["loss"]
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
+
 def test_training_set_split_and_flows(folders):
     train, held = clip_items(folders["data"])
     assert [i.id for i in held] == ["film-0005-00"]
@@ -228,16 +242,7 @@ def test_loss_falls_on_an_overfit_batch(folders):
     """One batch with the same timesteps and noise at every step (the draws follow from the step
     number, given as 1 each time): the loss halves within 80 steps of the joint stage."""
     recipe = recipe_a(folders, encoder_warmup_steps=0, text_drop=0.0, image_drop=0.0)
-    model = recipe.build_model(Accelerator(cpu=True))
-    opt = torch.optim.AdamW(recipe.param_groups(model), lr=1e-2, weight_decay=0.0)
-    batch = recipe.collate([recipe.dataset()[i] for i in range(2)])
-    losses = []
-    for _ in range(80):
-        opt.zero_grad()
-        loss = recipe.loss(model, batch, 1)["loss"]
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+    losses = overfit_losses(recipe, recipe.build_model(Accelerator(cpu=True)), 80)
     assert losses[-1] < 0.5 * losses[0], losses
 
 
