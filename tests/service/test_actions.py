@@ -162,7 +162,7 @@ async def test_pause_resume_cancel_kick(deps, sessions):
     assert list(actions) == ["set_film", "pause", "resume", "cancel_turn", "kick"]
 
 
-async def test_vote_mode_from_proposals_to_the_winning_turn(deps, sessions):
+async def test_vote_mode_from_proposals_to_the_winning_turn(deps, sessions, rounds_due):
     await _playing(deps)
     await voting.set_mode(deps, HERE, MOD, True, 60)
     with pytest.raises(VoteModeOn):
@@ -174,8 +174,7 @@ async def test_vote_mode_from_proposals_to_the_winning_turn(deps, sessions):
     assert (first.option, second.option) == (1, 2) and first.round.id == second.round.id
     assert (await voting.vote_for_option(deps, HERE, 2, ALICE.id))[1] == 2
     assert await voting.close_due(deps, [HERE.guild_id]) == []  # not due yet
-    async with sessions.begin() as s:
-        await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
+    await rounds_due()
     (closed,) = await voting.close_due(deps, [HERE.guild_id], shown=True)
     assert closed.turn is not None and (await _row(sessions, closed.turn.id)).author_name == "bob" and closed.position == 1
     async with sessions() as s:

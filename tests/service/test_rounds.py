@@ -3,7 +3,7 @@ and the finished rounds whose result is not shown yet, against a real Postgres."
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import select, update
 
 from db.models import GameSession, VoteRound
 from service import admin, players, voting
@@ -14,7 +14,7 @@ HERE = Place(100, 200)
 ALICE, MOD = Member(1, "alice"), Member(9, "mod")
 
 
-async def test_a_rounds_message_from_open_to_its_result_shown(deps, sessions):
+async def test_a_rounds_message_from_open_to_its_result_shown(deps, sessions, rounds_due):
     await admin.set_film(deps, HERE, MOD, "qiqi")
     await players.start(deps, HERE, ALICE)
     await players.join(deps, HERE, ALICE, "qiqi")
@@ -27,8 +27,7 @@ async def test_a_rounds_message_from_open_to_its_result_shown(deps, sessions):
     await voting.set_message(deps, proposed.round.id, 4242)
     assert (await voting.round_shown(deps, proposed.round.id)).view.round.message_id == 4242
     assert await voting.unshown(deps, [HERE.guild_id]) == []  # open: nothing to show yet
-    async with sessions.begin() as s:
-        await s.execute(update(VoteRound).values(deadline=func.now() - text("interval '1 second'")))
+    await rounds_due()
     (closed,) = await voting.close_due(deps, [HERE.guild_id])
     assert [r.id for r in await voting.unshown(deps, [HERE.guild_id])] == [closed.round.id]
     assert await voting.unshown(deps, [HERE.guild_id + 1]) == []  # another server's

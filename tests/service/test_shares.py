@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import func, text, update
+from sqlalchemy import text
 
 from animegamer.cli import main
 from db.models import VoteRound
@@ -112,7 +112,7 @@ async def test_the_operator_command_sets_shows_and_refuses(sessions, database_ur
     assert (share.weight, share.turns_per_hour, len(changes)) == (2.5, None, 2)
 
 
-async def test_a_vote_rounds_winner_waits_for_the_servers_quota_and_not_for_its_proposers(deps, sessions, settings):
+async def test_a_vote_rounds_winner_waits_for_the_servers_quota_and_not_for_its_proposers(deps, sessions, settings, rounds_due):
     """The channel chose the winner: the server's quota holds (the round stays open until the
     hour lets a turn in, as with a full backlog); its proposer's own quota does not."""
     deps = Deps(settings.model_copy(update={"member_turns_per_hour": 1}), sessions, deps.jobs)
@@ -122,8 +122,7 @@ async def test_a_vote_rounds_winner_waits_for_the_servers_quota_and_not_for_its_
     await players.act(deps, HERE, ALICE, WALK)  # the server's 2 turns of the hour; alice's 1
     await voting.set_mode(deps, HERE, MOD, True, 60)
     proposed = await voting.propose(deps, HERE, ALICE, ActFields("run", "town"))
-    async with sessions.begin() as s:  # the round is due
-        await s.execute(update(VoteRound).where(VoteRound.status == "open").values(deadline=func.now()))
+    await rounds_due()
     assert await voting.close_due(deps, [HERE.guild_id]) == []
     async with sessions() as s:
         assert (await s.get(VoteRound, proposed.round.id)).status == "open"

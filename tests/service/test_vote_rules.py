@@ -8,7 +8,7 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 
 from db.models import Turn, VoteRound
 from game.errors import GameError
@@ -30,11 +30,6 @@ async def _playing(deps) -> None:
     await players.join(deps, HERE, ALICE, "qiqi")
 
 
-async def _due_now(sessions) -> None:
-    async with sessions.begin() as s:
-        await s.execute(update(VoteRound).where(VoteRound.status == "open").values(deadline=func.now()))
-
-
 def test_the_tie_rule():
     opt = lambda n, v: voting.Option(n, SimpleNamespace(), v)  # type: ignore[arg-type]  # noqa: E731
     assert voting.winner_of([]) is None
@@ -43,7 +38,7 @@ def test_the_tie_rule():
     assert voting.winner_of([opt(1, 0), opt(2, 3)]).number == 2
 
 
-async def test_concurrent_proposals_open_one_round(deps, sessions):
+async def test_concurrent_proposals_open_one_round(deps, sessions, rounds_due):
     await _playing(deps)
     with pytest.raises(VoteModeOff):
         await voting.open_round(deps, HERE, ALICE.id)
@@ -69,7 +64,7 @@ async def test_concurrent_proposals_open_one_round(deps, sessions):
         await one(5000)
 
     # A winner whose proposer never joined still becomes a turn (a direct turn would be refused).
-    await _due_now(sessions)
+    await rounds_due()
     (closed,) = await voting.close_due(deps, [HERE.guild_id])
     # no votes: a tie of all, won by the earliest proposal
     assert closed.turn is not None and closed.round.status == "closed"
@@ -104,13 +99,13 @@ async def test_votes_are_refused_outside_an_open_round_of_a_running_game(deps, s
         await voting.vote(deps, options[0], ALICE.id)
 
 
-async def test_a_full_backlog_keeps_the_round_open_until_a_slot_frees(deps, sessions):
+async def test_a_full_backlog_keeps_the_round_open_until_a_slot_frees(deps, sessions, rounds_due):
     await _playing(deps)
     await admin.set_limits(deps, HERE, MOD, backlog=1)
     waiting = (await players.act(deps, HERE, ALICE, WALK)).turn
     await voting.set_mode(deps, HERE, MOD, True, 60)
     proposed = await voting.propose(deps, HERE, Member(7, "m7"), QIQI_IN_SHOT)
-    await _due_now(sessions)
+    await rounds_due()
     assert await voting.close_due(deps, [HERE.guild_id]) == []
     async with sessions() as s:
         assert (await s.get(VoteRound, proposed.round.id)).status == "open"
